@@ -1,0 +1,87 @@
+import { hashGeneratedSecret, isSlowHash, keyedHash, verifySecretHash } from './crypto.ts';
+import { decodeStrictBase64 } from './encoding.ts';
+import { unauthorized } from './errors.ts';
+import { SHOW_SENSITIVE_INFO } from './catalogue.ts';
+import { grants } from './permissions.ts';
+import type { ApiClient, Caller, CredentialCache, Ports } from './ports.ts';
+
+export interface Credentials {
+  username: string;
+  secret: string;
+}
+
+/** `Basic <base64(username:secret)>`, scheme case-insensitive, split at the first colon. */
+export function parseBasicAuthorization(header: string | undefined | null): Credentials | null {
+  const match = /^basic +(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return null;
+  const decoded = decodeStrictBase64(match[1]!);
+  if (decoded === null) return null;
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  return { username: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+const CACHE_TTL_MS = 5 * 60_000;
+const CACHE_LIMIT = 10_000;
+// Last-used times are written at most this often per client, never on every call.
+const TOUCH_EVERY_MS = 60_000;
+
+export function createCredentialCache(hashKey: Uint8Array): CredentialCache {
+  const expiries = new Map<string, number>();
+  const touched = new Map<string, number>();
+  return {
+    hashKey,
+    shouldTouch(username, now) {
+      if ((touched.get(username) ?? -Infinity) + TOUCH_EVERY_MS > now) return false;
+      if (touched.size >= CACHE_LIMIT) touched.clear();
+      touched.set(username, now);
+      return true;
+    },
+    has(key, now) {
+      const until = expiries.get(key);
+      if (until === undefined) return false;
+      if (until > now) return true;
+      expiries.delete(key);
+      return false;
+    },
+    add(key, now) {
+      if (expiries.size >= CACHE_LIMIT) expiries.clear();
+      expiries.set(key, now + CACHE_TTL_MS);
+    },
+  };
+}
+
+// A hash to compare against when the username is unknown, so the answer takes as long.
+const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
+
+/**
+ * Slow (scrypt) hashes are verified once, then remembered under a keyed hash of the
+ * presented credential and the stored hash, so a change of secret drops the entry.
+ */
+async function secretMatches(cache: CredentialCache, client: ApiClient, secret: string, now: number) {
+  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret);
+  const key = keyedHash(cache.hashKey, `${client.username}\u0000${secret}\u0000${client.secretHash}`);
+  if (cache.has(key, now)) return true;
+  const ok = await verifySecretHash(client.secretHash, secret);
+  if (ok) cache.add(key, now);
+  return ok;
+}
+
+/**
+ * Checks credentials and, when `service` is given, that one permission expression matches it.
+ * Every failure gives the same answer, so the caller learns nothing about which check failed.
+ */
+export async function authenticate(ports: Ports, credentials: Credentials, service: string | null): Promise<Caller> {
+  const client = await ports.repos.clients.find(credentials.username);
+  const now = ports.clock().getTime();
+  if (!client) {
+    await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
+    throw unauthorized();
+  }
+  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) throw unauthorized();
+  if (service !== null && !grants(client.permissions, service)) throw unauthorized();
+  if (ports.credentialCache.shouldTouch(client.username, now)) {
+    ports.waitUntil(ports.repos.clients.touch(client.username, new Date(now)).catch(() => undefined));
+  }
+  return { username: client.username, showSensitiveInfo: grants(client.permissions, SHOW_SENSITIVE_INFO) };
+}

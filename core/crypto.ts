@@ -1,0 +1,88 @@
+import { sha256 } from '@noble/hashes/sha2.js';
+import { hmac } from '@noble/hashes/hmac.js';
+import { scryptAsync } from '@noble/hashes/scrypt.js';
+import { base64ToBytes, bytesToBase64, bytesToBase64Url, utf8 } from './encoding.ts';
+
+export const randomBytes = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+
+/** A high-entropy secret for API clients: 32 random bytes, base64url. */
+export const generateSecret = () => bytesToBase64Url(randomBytes(32));
+
+/** A password a person can type: 18 characters from a 62-letter alphabet (about 107 bits). */
+export function generatePassword(length = 18): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789abc';
+  const bytes = randomBytes(length);
+  return Array.from(bytes, (b) => alphabet[b % 62]).join('');
+}
+
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
+
+/**
+ * Stored secret hashes carry their scheme: `sha256$<hash>` for generated (high-entropy)
+ * secrets, `scrypt$N$r$p$<salt>$<hash>` for passwords a person chose.
+ */
+export const hashGeneratedSecret = (secret: string) =>
+  `sha256$${bytesToBase64(sha256(utf8(secret)))}`;
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(utf8(password), salt, SCRYPT);
+  return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${bytesToBase64(salt)}$${bytesToBase64(hash)}`;
+}
+
+export const isSlowHash = (stored: string) => stored.startsWith('scrypt$');
+
+export async function verifySecretHash(stored: string, presented: string): Promise<boolean> {
+  const parts = stored.split('$');
+  if (parts[0] === 'sha256' && parts.length === 2) {
+    return constantTimeEqual(sha256(utf8(presented)), base64ToBytes(parts[1]!));
+  }
+  if (parts[0] === 'scrypt' && parts.length === 6) {
+    const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
+    const expected = base64ToBytes(hash);
+    const actual = await scryptAsync(utf8(presented), base64ToBytes(salt), {
+      N: Number(n), r: Number(r), p: Number(p), dkLen: expected.length,
+    });
+    return constantTimeEqual(actual, expected);
+  }
+  return false;
+}
+
+export const keyedHash = (key: Uint8Array, text: string) => bytesToBase64(hmac(sha256, key, utf8(text)));
+
+/** AES-256-GCM for values the API must be able to return (user passwords, host passwords). */
+export class SecretBox {
+  private readonly key: ReturnType<typeof crypto.subtle.importKey>;
+
+  constructor(rawKey: Uint8Array) {
+    if (rawKey.length !== 32) throw new Error('the secret key must be 32 bytes');
+    this.key = crypto.subtle.importKey('raw', rawKey as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']);
+  }
+
+  static fromBase64(text: string): SecretBox {
+    return new SecretBox(base64ToBytes(text.trim()));
+  }
+
+  async encrypt(plain: string): Promise<string> {
+    const iv = randomBytes(12);
+    const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await this.key, utf8(plain));
+    return `v1:${bytesToBase64(iv)}:${bytesToBase64(new Uint8Array(sealed))}`;
+  }
+
+  async decrypt(sealed: string): Promise<string> {
+    const [version, iv, data] = sealed.split(':');
+    if (version !== 'v1' || !iv || !data) throw new Error('unreadable encrypted value');
+    const plain = await crypto.subtle.decrypt(
+      { name: 'AES-GCM', iv: base64ToBytes(iv) as Uint8Array<ArrayBuffer> },
+      await this.key,
+      base64ToBytes(data) as Uint8Array<ArrayBuffer>,
+    );
+    return new TextDecoder().decode(plain);
+  }
+}

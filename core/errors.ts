@@ -1,0 +1,35 @@
+/**
+ * One error type for every failure a handler can report. Each transport maps the kind to
+ * its own wire form exactly once (the HTTP mapping lives in functions/http/errors.ts).
+ */
+export type ServiceErrorKind =
+  | 'notFound'
+  | 'invalid'
+  | 'conflict'
+  | 'unauthorized'
+  | 'missingParameter'
+  | 'badRequest'
+  | 'tooLarge'
+  | 'unavailable';
+
+export class ServiceError extends Error {
+  constructor(
+    readonly kind: ServiceErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+}
+
+export const notFound = (message: string) => new ServiceError('notFound', message);
+export const invalid = (message: string) => new ServiceError('invalid', message);
+export const conflict = (message: string) => new ServiceError('conflict', message);
+export const unauthorized = () => new ServiceError('unauthorized', 'User not authorized');
+export const missingParameter = (name: string) =>
+  new ServiceError('missingParameter', `Missing parameter: ${name}`);
+export const badRequest = (message: string) => new ServiceError('badRequest', message);
+export const unavailable = (reason: string) =>
+  new ServiceError('unavailable', `Service unavailable: ${reason}`);
+
+export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

@@ -1,0 +1,22 @@
+import type { OperationId } from './catalogue.ts';
+import type { Handler } from './handler.ts';
+import * as incomingUsers from './services/incoming-users.ts';
+import * as system from './services/system.ts';
+import * as webUsers from './services/web-users.ts';
+
+/** The handler of each catalogue operation; an operation without one is not served yet. */
+export const handlers: { [K in OperationId]?: Handler<K> } = {
+  version: system.version,
+  incomingUserAdd: incomingUsers.add,
+  incomingUserAdd2: incomingUsers.add2,
+  incomingUserList: incomingUsers.list,
+  incomingUserDel: incomingUsers.del,
+  incomingCategoryAdd: incomingUsers.addCategories,
+  incomingAssociationAdd: incomingUsers.addAssociation,
+  incomingAssociationDel: incomingUsers.removeAssociation,
+  incomingAssociationList: incomingUsers.listAssociations,
+  webUserAdd: webUsers.add,
+  webUserAdd2: webUsers.add2,
+  webUserList: webUsers.list,
+  webUserDel: webUsers.del,
+};

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { badRequest, missingParameter } from './errors.ts';
+
+/**
+ * Parameter types of the catalogue. Query values arrive as strings; the message of each
+ * refinement is the "what was expected" part of the 400 text (wire-decisions §1, §3).
+ */
+export const param = {
+  text: () => z.string(),
+  int: () =>
+    z
+      .string()
+      .regex(/^[+-]?\d+$/, 'integer expected')
+      .transform(Number)
+      .refine(Number.isSafeInteger, 'integer expected'),
+  bool: () =>
+    z
+      .string()
+      .regex(/^(true|false)$/i, 'true or false expected')
+      .transform((s) => s.toLowerCase() === 'true'),
+  oneOf: <const T extends readonly [string, ...string[]]>(values: T) =>
+    z.enum(values, { error: `one of ${values.join(', ')} expected` }),
+  matching: (pattern: RegExp, expectation: string) => z.string().regex(pattern, expectation),
+};
+
+export const ISO_CODE = param.matching(/^[A-Za-z]{2}$/, 'two-letter ISO country code expected')
+  .transform((s) => s.toLowerCase());
+export const EMAIL = param.matching(/^[^\s@]+@[^\s@]+$/, 'e-mail address expected');
+
+export type InputSchema = z.ZodObject<Record<string, z.ZodType>>;
+
+const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
+
+/**
+ * Checks raw input against a catalogue schema in the order the wire requires: every
+ * required parameter first (412), then the type of each value given (400).
+ */
+export function parseInput<S extends InputSchema>(schema: S, raw: Record<string, unknown>): z.output<S> {
+  const shape = schema.shape;
+  const present: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(shape)) {
+    const value = raw[name];
+    if (isBlank(value)) {
+      if (!field.safeParse(undefined).success) throw missingParameter(name);
+    } else {
+      present[name] = value;
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(shape)) {
+    if (!(name in present)) continue;
+    const result = field.safeParse(present[name]);
+    if (!result.success) throw badRequest(describeIssue(name, present[name], result.error));
+    out[name] = result.data;
+  }
+  return out as z.output<S>;
+}
+
+function describeIssue(name: string, value: unknown, error: z.ZodError): string {
+  const expected = error.issues[0]?.message ?? 'invalid value';
+  if (name === 'body') return `Invalid request body: ${expected}`;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  // One line, bounded: the value is echoed back and must not break the plain-text body.
+  const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+  return `Invalid value for parameter ${name}: '${shown.replace(/[\u0000-\u001f\u007f]/g, '?')}' (${expected})`;
+}

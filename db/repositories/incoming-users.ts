@@ -1,0 +1,56 @@
+import { and, asc, eq, sql } from 'drizzle-orm';
+import type { PortalService } from '../../core/catalogue.ts';
+import type { IncomingUser, IncomingUserRepo } from '../../core/ports.ts';
+import type { Database } from '../client.ts';
+import { incomingAssociations, incomingUsers } from '../schema.ts';
+
+type Row = typeof incomingUsers.$inferSelect;
+const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): IncomingUser => ({
+  ...row,
+  portalService: row.portalService as PortalService,
+});
+
+export const incomingUserRepo = (db: Database): IncomingUserRepo => ({
+  async find(id) {
+    const [row] = await db.select().from(incomingUsers).where(eq(incomingUsers.id, id));
+    return row ? toUser(row) : null;
+  },
+  async insert(user, at) {
+    await db.insert(incomingUsers).values({ ...user, createdAt: at, updatedAt: at });
+  },
+  async update(id, patch, at) {
+    await db.update(incomingUsers).set({ ...patch, updatedAt: at }).where(eq(incomingUsers.id, id));
+  },
+  async list({ destination }) {
+    // One query: each user with its sorted destination names.
+    const associations = sql<string[]>`coalesce((select array_agg(a.destination order by a.destination) from ${incomingAssociations} a where a.user_id = ${incomingUsers.id}), '{}')`;
+    const rows = await db
+      .select({ user: incomingUsers, associations })
+      .from(incomingUsers)
+      .where(
+        destination === undefined
+          ? undefined
+          : sql`exists (select 1 from ${incomingAssociations} f where f.user_id = ${incomingUsers.id} and f.destination = ${destination})`,
+      )
+      .orderBy(asc(incomingUsers.id));
+    return rows.map((r) => ({ ...toUser(r.user), associations: r.associations }));
+  },
+  async addAssociation(id, destination) {
+    await db.insert(incomingAssociations).values({ userId: id, destination }).onConflictDoNothing();
+  },
+  async removeAssociation(id, destination) {
+    const rows = await db
+      .delete(incomingAssociations)
+      .where(and(eq(incomingAssociations.userId, id), eq(incomingAssociations.destination, destination)))
+      .returning({ id: incomingAssociations.userId });
+    return rows.length > 0;
+  },
+  async associations(id) {
+    const rows = await db
+      .select({ destination: incomingAssociations.destination })
+      .from(incomingAssociations)
+      .where(eq(incomingAssociations.userId, id))
+      .orderBy(asc(incomingAssociations.destination));
+    return rows.map((r) => r.destination);
+  },
+});

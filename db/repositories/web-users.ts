@@ -1,0 +1,38 @@
+import { asc, eq, sql } from 'drizzle-orm';
+import type { WebUser, WebUserRepo } from '../../core/ports.ts';
+import type { Database } from '../client.ts';
+import { webUserCategories, webUsers } from '../schema.ts';
+
+type Row = typeof webUsers.$inferSelect;
+const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): WebUser => row;
+
+export const webUserRepo = (db: Database): WebUserRepo => ({
+  async find(id) {
+    const [row] = await db.select().from(webUsers).where(eq(webUsers.id, id));
+    return row ? toUser(row) : null;
+  },
+  async insert(user, at) {
+    const rows = await db.insert(webUsers).values({ ...user, createdAt: at, updatedAt: at }).onConflictDoNothing().returning({ id: webUsers.id });
+    return rows.length === 1;
+  },
+  async update(id, patch, at) {
+    await db.update(webUsers).set({ ...patch, updatedAt: at }).where(eq(webUsers.id, id));
+  },
+  async listActive({ category }) {
+    const categories = sql<string[]>`coalesce((select array_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '{}')`;
+    const onlyCategory =
+      category === undefined
+        ? sql`true`
+        : sql`exists (select 1 from ${webUserCategories} f where f.user_id = ${webUsers.id} and f.category = ${category})`;
+    const rows = await db
+      .select({ user: webUsers, categories })
+      .from(webUsers)
+      .where(sql`${webUsers.active} and ${onlyCategory}`)
+      .orderBy(asc(webUsers.id));
+    return rows.map((r) => ({ ...toUser(r.user), categories: r.categories }));
+  },
+  async delete(id) {
+    const rows = await db.delete(webUsers).where(eq(webUsers.id, id)).returning({ id: webUsers.id });
+    return rows.length === 1;
+  },
+});

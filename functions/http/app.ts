@@ -1,0 +1,100 @@
+import { Hono, type Context } from 'hono';
+import { authenticate, parseBasicAuthorization } from '../../core/auth.ts';
+import type { Operation, OperationId } from '../../core/catalogue.ts';
+import { handlers } from '../../core/handlers.ts';
+import type { Handler } from '../../core/handler.ts';
+import { parseInput } from '../../core/params.ts';
+import type { Caller, Ctx, Logger, Ports } from '../../core/ports.ts';
+import { PRODUCT } from '../../core/version.ts';
+import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
+import { errorResponse, plain } from './errors.ts';
+import { honoPath, routesInMatchOrder } from './routes.ts';
+
+export interface AppOptions {
+  logger: Logger;
+  /** Behind a TLS-terminating proxy: only `X-Forwarded-Proto: https` makes a request secure. */
+  trustProxy: boolean;
+  maxBodyBytes: number;
+  /** The ports of one request; `release` runs after the response (Workers close their db client). */
+  portsFor(c: Context): Promise<Ports> | Ports;
+}
+
+type Env = { Variables: { requestId: string; caller: Caller | null } };
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export function createApp(options: AppOptions) {
+  const app = new Hono<Env>();
+  const { logger } = options;
+
+  app.use(async (c, next) => {
+    const started = performance.now();
+    const offered = c.req.header('x-request-id');
+    const requestId = offered && REQUEST_ID.test(offered) ? offered : crypto.randomUUID();
+    c.set('requestId', requestId);
+    c.set('caller', null);
+    await next();
+    c.res.headers.set('X-Request-Id', requestId);
+    c.res.headers.set('X-Content-Type-Options', 'nosniff');
+    logger.info('request', {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      requestId,
+      client: c.get('caller')?.username ?? null,
+    });
+  });
+
+  app.use(async (c, next) => {
+    const secure = options.trustProxy
+      ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
+      : new URL(c.req.url).protocol === 'https:';
+    if (!secure) return plain(403, 'Operation only available through a secure connection (https)');
+    await next();
+  });
+
+  const allowed = new Map<string, Set<string>>();
+  for (const [id, op] of routesInMatchOrder()) {
+    const handler = handlers[id] as Handler<OperationId> | undefined;
+    if (!handler) continue;
+    const path = honoPath(op.path);
+    if (!allowed.has(path)) allowed.set(path, new Set());
+    allowed.get(path)!.add(op.method);
+    app.on(op.method, path, (c) => serve(c, op, handler, options));
+  }
+  for (const [path, methods] of allowed) {
+    app.all(path, () => plain(405, 'Method not allowed', { Allow: [...methods].join(', ') }));
+  }
+
+  app.notFound(() => plain(404, 'Not found'));
+  app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', logger));
+  return app;
+}
+
+const UNAUTHENTICATED = {
+  'WWW-Authenticate': `Basic realm="${PRODUCT}"`,
+};
+
+async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationId>, options: AppOptions) {
+  const credentials = op.access === 'none' ? null : parseBasicAuthorization(c.req.header('authorization'));
+  if (op.access !== 'none' && !credentials) {
+    return plain(401, 'Operation only available to registered users', UNAUTHENTICATED);
+  }
+  const raw: Record<string, unknown> = { ...c.req.query() };
+  if (op.body) {
+    const text = await readBodyText(c.req.raw, options.maxBodyBytes);
+    if (op.body === 'json') raw.body = parseJsonBody(text);
+    else Object.assign(raw, parseFormBody(c.req.raw, text));
+  }
+  Object.assign(raw, c.req.param());
+  const input = parseInput(op.input, raw);
+
+  const ports = await options.portsFor(c);
+  const caller = credentials ? await authenticate(ports, credentials, op.access === 'service' ? op.service : null) : null;
+  c.set('caller', caller);
+  const ctx: Ctx = { ...ports, requestId: c.get('requestId'), caller };
+  const result = await handler({ ctx, input: input as never });
+  const envelope = op.envelope === 'success' ? { success: 'yes' } : { status: 'ok' };
+  return c.json({ ...envelope, ...result });
+}

@@ -1,0 +1,54 @@
+import { badRequest, ServiceError } from '../../core/errors.ts';
+
+const tooLarge = (limit: number) => new ServiceError('tooLarge', `Request body larger than ${limit} bytes`);
+
+/** Reads the body as text, refusing more than `limit` bytes without buffering them. */
+export async function readBodyText(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? '0');
+  if (declared > limit) throw tooLarge(limit);
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(all);
+  } catch {
+    throw badRequest('Invalid request body: UTF-8 text expected');
+  }
+}
+
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw badRequest(`Invalid JSON body: ${e instanceof Error ? e.message.split('\n')[0] : 'unreadable'}`);
+  }
+}
+
+export function parseFormBody(request: Request, text: string): Record<string, string> {
+  if (text === '') return {};
+  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== '' && type !== 'application/x-www-form-urlencoded') {
+    throw badRequest('Invalid request body: form fields (application/x-www-form-urlencoded) expected');
+  }
+  const fields: Record<string, string> = {};
+  for (const [key, value] of new URLSearchParams(text)) if (!(key in fields)) fields[key] = value;
+  return fields;
+}

@@ -1,0 +1,100 @@
+import { parseArgs } from 'node:util';
+import { isServiceError } from '../../core/errors.ts';
+import * as apiClients from '../../core/services/api-clients.ts';
+import { VERSION } from '../../core/version.ts';
+import { ConfigError, parseConfig } from './config.ts';
+import { jsonLogger } from './logger.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
+import { runServer } from './server.ts';
+
+const USAGE = `ecpds-edge ${VERSION}
+
+Usage:
+  ecpds-edge serve [--properties <file>]     serve the API (HTTPS)
+  ecpds-edge migrate                         apply database migrations
+  ecpds-edge client create <username> [--permission <regex>]...
+  ecpds-edge client list
+  ecpds-edge client show <username>
+  ecpds-edge client update <username> --permission <regex>...   (replaces the list)
+  ecpds-edge client reset-secret <username>
+  ecpds-edge client delete <username>
+
+Configuration comes from the environment (see README): DATABASE_URL, ECPDS_DATA_DIR, ...`;
+
+const out = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
+
+/** CLI commands log to stderr so their stdout stays machine-readable. */
+async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>): Promise<T> {
+  const runtime = await openRuntime(parseConfig(process.env), jsonLogger((l) => process.stderr.write(l)), { hold: false });
+  try {
+    return await work(runtime);
+  } finally {
+    await runtime.close();
+  }
+}
+
+async function client(args: string[]) {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { permission: { type: 'string', multiple: true } } });
+  const [action, username] = positionals;
+  const needName = () => {
+    if (!username) throw new ConfigError(`client ${action} needs a <username>`);
+    return username;
+  };
+  await withRuntime(async ({ ports }) => {
+    switch (action) {
+      case 'create': {
+        const created = await apiClients.create(ports, { username: needName(), permissions: values.permission ?? [], origin: 'cli' });
+        out(`Client '${created.username}' created. Its secret is shown this once:\n${created.secret}`);
+        return;
+      }
+      case 'list':
+        return out(await apiClients.list(ports));
+      case 'show':
+        return out(await apiClients.show(ports, needName()));
+      case 'update':
+        if (!values.permission) throw new ConfigError('client update needs at least one --permission');
+        return out(await apiClients.setPermissions(ports, needName(), values.permission));
+      case 'reset-secret': {
+        const reset = await apiClients.resetSecret(ports, needName());
+        out(`New secret of '${reset.username}' (the old one no longer works), shown this once:\n${reset.secret}`);
+        return;
+      }
+      case 'delete':
+        await apiClients.remove(ports, needName());
+        return out(`Client '${needName()}' deleted.`);
+      default:
+        throw new ConfigError(`unknown client command '${action ?? ''}'\n\n${USAGE}`);
+    }
+  });
+}
+
+export async function main(argv: string[]) {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve': {
+      const { values } = parseArgs({ args: rest, options: { properties: { type: 'string' } } });
+      await runServer(parseConfig(process.env, { propertiesFile: values.properties }));
+      return;
+    }
+    case 'migrate':
+      await withRuntime(async () => out('Database migrated.'));
+      return;
+    case 'client':
+      return client(rest);
+    case 'version':
+    case '--version':
+      return out(VERSION);
+    case undefined:
+    case 'help':
+    case '--help':
+      return out(USAGE);
+    default:
+      throw new ConfigError(`unknown command '${command}'\n\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  const known = e instanceof ConfigError || isServiceError(e) || (e instanceof Error && e.name === 'TypeError' && 'code' in e);
+  process.stderr.write(`ecpds-edge: ${e instanceof Error ? (known ? e.message : (e.stack ?? e.message)) : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,55 @@
+import path from 'node:path';
+
+/** Everything the Node shell reads from its environment, parsed once at start. */
+export interface NodeConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | null;
+  secretKey: string | null;
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+  trustProxy: boolean;
+  propertiesFile: string | null;
+  demo: boolean;
+  maxBodyBytes: number;
+}
+
+export class ConfigError extends Error {}
+
+const flag = (value: string | undefined, fallback: boolean) => {
+  if (value === undefined || value === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new ConfigError(`expected 1/0 or true/false, got '${value}'`);
+};
+
+function integer(name: string, value: string | undefined, fallback: number, min: number, max: number) {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got '${value}'`);
+  return n;
+}
+
+const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v);
+
+export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?: string } = {}): NodeConfig {
+  const tlsCertFile = orNull(env.TLS_CERT_FILE);
+  const tlsKeyFile = orNull(env.TLS_KEY_FILE);
+  if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
+    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
+  }
+  return {
+    host: env.HOST || '127.0.0.1',
+    port: integer('PORT', env.PORT, 8443, 0, 65535),
+    dataDir: path.resolve(env.ECPDS_DATA_DIR || './data'),
+    databaseUrl: orNull(env.DATABASE_URL),
+    secretKey: orNull(env.ECPDS_SECRET_KEY),
+    tlsCertFile,
+    tlsKeyFile,
+    trustProxy: flag(env.ECPDS_TRUST_PROXY, false),
+    propertiesFile: overrides.propertiesFile ?? orNull(env.ECPDS_PROPERTIES),
+    demo: flag(env.ECPDS_DEMO, true),
+    maxBodyBytes: integer('ECPDS_MAX_BODY_BYTES', env.ECPDS_MAX_BODY_BYTES, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  };
+}

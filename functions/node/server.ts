@@ -1,0 +1,67 @@
+import https from 'node:https';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import type { Ports } from '../../core/ports.ts';
+import { VERSION } from '../../core/version.ts';
+import { createApp } from '../http/app.ts';
+import type { NodeConfig } from './config.ts';
+import { jsonLogger } from './logger.ts';
+import { openRuntime } from './runtime.ts';
+import { bootstrapAdmin, provisionProperties } from './provision.ts';
+import { loadTls } from './tls.ts';
+
+export function nodeApp(config: NodeConfig, ports: Ports) {
+  return createApp({ logger: ports.logger, trustProxy: config.trustProxy, maxBodyBytes: config.maxBodyBytes, portsFor: () => ports });
+}
+
+/** `ecpds-edge serve`: HTTPS (or plain HTTP behind a trusted proxy) until SIGTERM/SIGINT. */
+export async function runServer(config: NodeConfig) {
+  const logger = jsonLogger();
+  const runtime = await openRuntime(config, logger, { hold: true });
+  const { ports } = runtime;
+  if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
+  const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
+
+  const app = nodeApp(config, ports);
+  const tls = config.trustProxy ? null : await loadTls(config);
+  const server = await new Promise<Server>((resolve) => {
+    const s = serve(
+      {
+        fetch: app.fetch,
+        hostname: config.host,
+        port: config.port,
+        ...(tls && { createServer: https.createServer, serverOptions: tls }),
+      },
+      () => resolve(s as Server),
+    );
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
+  if (bootstrapSecret) {
+    process.stdout.write(
+      `\nBootstrap API client 'admin' created with full access. Its secret is shown this once:\n\n    ${bootstrapSecret}\n\n` +
+        `Try it:\n    curl -k -u admin:${bootstrapSecret} ${url}/v1/incoming/user/list\n\n`,
+    );
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    const force = setTimeout(() => server.closeAllConnections?.(), 8000);
+    force.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections?.();
+    });
+    await runtime.close();
+    logger.info('stopped', {});
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  return { server, url, stop };
+}
