@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { createCredentialCache } from '../../core/auth.ts';
+import { SecretBox } from '../../core/crypto.ts';
+import type { Logger, Ports } from '../../core/ports.ts';
+import * as apiClients from '../../core/services/api-clients.ts';
+import { createRepositories } from '../../db/repositories/index.ts';
+import { destinations } from '../../db/schema.ts';
+import { createApp } from '../../functions/http/app.ts';
+import { freshDatabase } from './database.ts';
+
+export interface CallOptions {
+  auth?: string | null;
+  body?: unknown;
+  form?: Record<string, string>;
+  headers?: Record<string, string>;
+  scheme?: 'https' | 'http';
+}
+
+export interface Reply {
+  status: number;
+  text: string;
+  json: any;
+  headers: Headers;
+}
+
+export const basic = (username: string, secret: string) =>
+  `Basic ${Buffer.from(`${username}:${secret}`).toString('base64')}`;
+
+/** The whole app on a fresh database, driven through `app.request()`. */
+export async function createHarness(options: { trustProxy?: boolean; maxBodyBytes?: number } = {}) {
+  const handle = await freshDatabase();
+  const logLines: string[] = [];
+  const log = (level: string) => (msg: string, fields: Record<string, unknown> = {}) =>
+    void logLines.push(JSON.stringify({ level, msg, ...fields }));
+  const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
+  const background: Promise<unknown>[] = [];
+  const ports: Ports = {
+    repos: createRepositories(handle.db),
+    clock: () => new Date(),
+    secrets: new SecretBox(new Uint8Array(randomBytes(32))),
+    logger,
+    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    waitUntil: (work) => void background.push(work),
+  };
+  const app = createApp({
+    logger,
+    trustProxy: options.trustProxy ?? false,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    portsFor: () => ports,
+  });
+
+  async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.auth) headers.authorization = opts.auth;
+    let body: string | undefined;
+    if (opts.form) {
+      headers['content-type'] ??= 'application/x-www-form-urlencoded';
+      body = new URLSearchParams(opts.form).toString();
+    } else if (opts.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    }
+    const res = await app.request(`${opts.scheme ?? 'https'}://localhost${path}`, { method, headers, body });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, text, json, headers: res.headers };
+  }
+
+  /** Creates an API client with these permission expressions; returns its Authorization value. */
+  async function client(username: string, permissions: string[]) {
+    const { secret } = await apiClients.create(ports, { username, permissions, origin: 'cli' });
+    return basic(username, secret);
+  }
+
+  async function addDestination(name: string) {
+    await handle.db.insert(destinations).values({ name }).onConflictDoNothing();
+  }
+
+  return {
+    app,
+    handle,
+    db: handle.db,
+    ports,
+    logLines,
+    call,
+    client,
+    addDestination,
+    settle: () => Promise.allSettled(background),
+    close: async () => {
+      await Promise.allSettled(background);
+      await handle.close();
+    },
+  };
+}
+
+export type Harness = Awaited<ReturnType<typeof createHarness>>;
