@@ -1,5 +1,9 @@
 import type { OperationId } from './catalogue.ts';
 import type { Handler } from './handler.ts';
+import * as backups from './services/backups.ts';
+import * as destinations from './services/destinations.ts';
+import * as hosts from './services/hosts.ts';
+import * as metadata from './services/metadata.ts';
 import * as incomingUsers from './services/incoming-users.ts';
 import * as system from './services/system.ts';
 import * as webUsers from './services/web-users.ts';
@@ -19,4 +23,15 @@ export const handlers: { [K in OperationId]?: Handler<K> } = {
   webUserAdd2: webUsers.add2,
   webUserList: webUsers.list,
   webUserDel: webUsers.del,
+  destinationList: destinations.list,
+  destinationGet: destinations.get,
+  destinationTypeList: destinations.types,
+  destinationCountryList: destinations.countries,
+  metadataFields: metadata.fields,
+  metadataGet: metadata.get,
+  metadataPut: metadata.put,
+  backupList: backups.list,
+  backupGet: backups.get,
+  backupPut: backups.put,
+  hostOption: hosts.setHostOption,
 };

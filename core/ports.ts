@@ -1,5 +1,9 @@
 import type { PortalService } from './catalogue.ts';
 import type { SecretBox } from './crypto.ts';
+import type {
+  Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
+} from './model/destination.ts';
+import type { FieldDefinition, MetadataField, StoredValue } from './model/metadata.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
 export interface Ports {
@@ -10,7 +14,11 @@ export interface Ports {
   /** Work that must finish after the response (Workers' ctx.waitUntil; a tracked promise on Node). */
   waitUntil: (work: Promise<unknown>) => void;
   credentialCache: CredentialCache;
+  /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
+  notes: NotePublisher | null;
 }
+
+export type NotePublisher = (destination: string, html: string) => Promise<void>;
 
 /** The authenticated caller of one request. */
 export interface Caller {
@@ -44,6 +52,9 @@ export interface Repositories {
   webUsers: WebUserRepo;
   countries: CountryRepo;
   destinations: DestinationRepo;
+  hosts: HostRepo;
+  references: ReferenceRepo;
+  metadata: MetadataRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
 }
@@ -121,4 +132,49 @@ export interface CountryRepo {
 
 export interface DestinationRepo {
   exists(name: string): Promise<boolean>;
+  get(name: string): Promise<Destination | null>;
+  /** Ordered by name. */
+  list(filter: DestinationFilter): Promise<Destination[]>;
+  names(): Promise<string[]>;
+  types(): Promise<DestinationType[]>;
+  typeExists(id: number): Promise<boolean>;
+  /** Countries with at least one destination, ordered by iso. */
+  countriesInUse(): Promise<Array<{ iso: string; name: string }>>;
+  /** Inserts unless the name exists; says whether it inserted. */
+  insert(destination: DestinationInput): Promise<boolean>;
+  aliasesFrom(names: string[]): Promise<Array<{ aliasFrom: string; aliasTo: string }>>;
+  addAlias(aliasFrom: string, aliasTo: string): Promise<void>;
+}
+
+export interface HostRepo {
+  find(hostid: number): Promise<Host | null>;
+  setData(hostid: number, data: string): Promise<void>;
+  insert(host: HostInput): Promise<number>;
+  /** A host with this nickname already associated with a local destination (the shared-host rule). */
+  sharedByNickname(nickname: string): Promise<number | null>;
+  associate(destination: string, hostid: number, priority: number): Promise<void>;
+  /** Associations of these destinations, by destination then priority. */
+  ofDestinations(names: string[]): Promise<Array<{ destination: string; priority: number; host: Host }>>;
+}
+
+/** Owners, transfer methods and their modules: shared reference data of destinations and hosts. */
+export interface ReferenceRepo {
+  ecusers(names: string[]): Promise<Ecuser[]>;
+  methods(names: string[]): Promise<Array<TransferMethod & { ectransModule: EctransModule | null }>>;
+  ensureEcuser(ecuser: Ecuser): Promise<void>;
+  ensureModule(module: EctransModule): Promise<void>;
+  ensureMethod(method: TransferMethod): Promise<void>;
+}
+
+export interface MetadataRepo {
+  /** Every definition, ordered by category, position, name. */
+  fields(): Promise<MetadataField[]>;
+  upsertField(definition: FieldDefinition): Promise<{ id: number; created: boolean }>;
+  values(destination: string): Promise<StoredValue[]>;
+  flags(destination: string): Promise<number[]>;
+  /** Removes every value of the destination except those of `keepFieldIds`, then inserts `values`. */
+  replaceValues(destination: string, values: StoredValue[], keepFieldIds: number[]): Promise<void>;
+  replaceFlags(destination: string, fieldIds: number[]): Promise<void>;
+  /** Stores `value` as the first value of the field where the destination has none yet. */
+  seedDefault(fieldId: number, value: string, destinations?: string[]): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, index, integer, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const stamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const created = () => stamp('created_at').notNull().defaultNow();
@@ -20,9 +20,180 @@ export const countries = pgTable('countries', {
   name: text('name').notNull(),
 });
 
-export const destinations = pgTable('destinations', {
-  name: text('name').primaryKey(),
+export const destinationTypes = pgTable('destination_types', {
+  id: integer('id').primaryKey(),
+  label: text('label').notNull(),
+  category: text('category').notNull(),
+  position: integer('position').notNull(),
 });
+
+export const ecusers = pgTable('ecusers', {
+  name: text('name').primaryKey(),
+  uid: integer('uid'),
+  gid: integer('gid'),
+  dir: text('dir'),
+  shell: text('shell'),
+  comment: text('comment'),
+});
+
+export const ectransModules = pgTable('ectrans_modules', {
+  name: text('name').primaryKey(),
+  classe: text('classe'),
+  archive: text('archive'),
+  active: boolean('active').notNull().default(true),
+});
+
+export const transferMethods = pgTable('transfer_methods', {
+  name: text('name').primaryKey(),
+  ectransModuleName: text('ectrans_module_name').references(() => ectransModules.name),
+  value: text('value'),
+  restrict: boolean('restrict').notNull().default(false),
+  resolve: boolean('resolve').notNull().default(false),
+  comment: text('comment'),
+  active: boolean('active').notNull().default(true),
+});
+
+const int = (name: string) => integer(name);
+const long = (name: string) => bigint(name, { mode: 'number' });
+const flag = (name: string, value = false) => boolean(name).notNull().default(value);
+
+/** Column property names are the backup keys of wire-decisions §7. */
+export const destinations = pgTable(
+  'destinations',
+  {
+    name: text('name').primaryKey(),
+    ecuserName: text('ecuser_name').references(() => ecusers.name),
+    countryIso: text('country_iso').notNull().references(() => countries.iso),
+    type: integer('type').notNull().references(() => destinationTypes.id),
+    statusCode: text('status_code').notNull().default('INIT'),
+    comment: text('comment'),
+    active: flag('active', true),
+    monitor: flag('monitor'),
+    backup: flag('backup'),
+    acquisition: flag('acquisition'),
+    stopIfDirty: flag('stop_if_dirty'),
+    forceProxy: flag('force_proxy'),
+    onHostFailure: int('on_host_failure'),
+    ifTargetExist: int('if_target_exist'),
+    keepInSpool: int('keep_in_spool'),
+    maxConnections: int('max_connections'),
+    retryCount: int('retry_count'),
+    retryFrequency: int('retry_frequency'),
+    maxStart: int('max_start'),
+    startFrequency: int('start_frequency'),
+    maxRequeue: int('max_requeue'),
+    maxPending: int('max_pending'),
+    maxFileSize: long('max_file_size'),
+    resetFrequency: long('reset_frequency'),
+    maxInactivity: long('max_inactivity'),
+    transferRate: long('transfer_rate'),
+    userMail: text('user_mail'),
+    mailOnUpdate: flag('mail_on_update'),
+    mailOnStart: flag('mail_on_start'),
+    mailOnEnd: flag('mail_on_end'),
+    mailOnError: flag('mail_on_error'),
+    filterName: text('filter_name'),
+    dateFormat: text('date_format'),
+    groupByDate: flag('group_by_date'),
+    update: long('update'),
+    transferGroupName: text('transfer_group_name'),
+    hostForSourceName: text('host_for_source_name'),
+    data: text('data').notNull().default(''),
+  },
+  (t) => [index('destinations_country').on(t.countryIso), index('destinations_type').on(t.type)],
+);
+
+export const hosts = pgTable('hosts', {
+  hostid: bigserial('hostid', { mode: 'number' }).primaryKey(),
+  ecuserName: text('ecuser_name').references(() => ecusers.name),
+  transferMethodName: text('transfer_method_name').references(() => transferMethods.name),
+  type: text('type'),
+  nickname: text('nickname'),
+  host: text('host'),
+  login: text('login'),
+  passwdSealed: text('passwd_sealed'),
+  dir: text('dir'),
+  data: text('data').notNull().default(''),
+  comment: text('comment'),
+  active: flag('active', true),
+  maxConnections: int('max_connections'),
+  retryCount: int('retry_count'),
+  retryFrequency: int('retry_frequency'),
+  check: flag('check'),
+  checkFrequency: long('check_frequency'),
+  checkFilename: text('check_filename'),
+  mailOnSuccess: flag('mail_on_success'),
+  mailOnError: flag('mail_on_error'),
+  notifyOnce: flag('notify_once'),
+  userMail: text('user_mail'),
+  networkName: text('network_name'),
+  networkCode: text('network_code'),
+  filterName: text('filter_name'),
+  transferGroupName: text('transfer_group_name'),
+  automaticLocation: flag('automatic_location'),
+  acquisitionFrequency: long('acquisition_frequency'),
+});
+
+export const destinationHosts = pgTable(
+  'destination_hosts',
+  {
+    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    hostid: bigint('hostid', { mode: 'number' }).notNull().references(() => hosts.hostid, { onDelete: 'cascade' }),
+    priority: integer('priority').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.destination, t.hostid] }), index('destination_hosts_host').on(t.hostid)],
+);
+
+export const destinationAliases = pgTable(
+  'destination_aliases',
+  {
+    aliasFrom: text('alias_from').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    aliasTo: text('alias_to').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+  },
+  (t) => [primaryKey({ columns: [t.aliasFrom, t.aliasTo] })],
+);
+
+export const metadataFields = pgTable(
+  'metadata_fields',
+  {
+    id: serial('id').primaryKey(),
+    name: text('name').notNull(),
+    label: text('label').notNull(),
+    type: text('type').notNull(),
+    category: text('category').notNull(),
+    tooltip: text('tooltip'),
+    /** Sealed (AES-GCM) for password-type fields. */
+    defaultValue: text('default_value'),
+    editable: flag('editable', true),
+    maxOccurs: integer('max_occurs').notNull().default(1),
+    position: integer('position').notNull().default(0),
+    active: flag('active', true),
+  },
+  (t) => [uniqueIndex('metadata_fields_name_ci').on(sql`lower(${t.name})`)],
+);
+
+/** One row per value; `position` orders the values of a multi-value field. */
+export const metadataValues = pgTable(
+  'metadata_values',
+  {
+    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    fieldId: integer('field_id').notNull().references(() => metadataFields.id, { onDelete: 'cascade' }),
+    position: integer('position').notNull(),
+    /** Plain text, JSON text for structured types, sealed for password fields. */
+    value: text('value').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.destination, t.fieldId, t.position] })],
+);
+
+/** includeInNotes flags live apart from values: a flag may exist for a locked or empty field. */
+export const metadataNoteFlags = pgTable(
+  'metadata_note_flags',
+  {
+    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    fieldId: integer('field_id').notNull().references(() => metadataFields.id, { onDelete: 'cascade' }),
+  },
+  (t) => [primaryKey({ columns: [t.destination, t.fieldId] })],
+);
 
 export const incomingUsers = pgTable('incoming_users', {
   id: text('id').primaryKey(),

@@ -1,9 +1,12 @@
 import { eq } from 'drizzle-orm';
 import type { Repositories } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
-import { countries, destinations } from '../schema.ts';
+import { countries } from '../schema.ts';
 import { clientRepo } from './clients.ts';
+import { destinationRepo } from './destinations.ts';
+import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
+import { metadataRepo } from './metadata.ts';
 import { webUserRepo } from './web-users.ts';
 
 export function createRepositories(db: Database): Repositories {
@@ -16,11 +19,10 @@ export function createRepositories(db: Database): Repositories {
         return (await db.select({ iso: countries.iso }).from(countries).where(eq(countries.iso, iso))).length > 0;
       },
     },
-    destinations: {
-      async exists(name) {
-        return (await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, name))).length > 0;
-      },
-    },
+    destinations: destinationRepo(db),
+    hosts: hostRepo(db),
+    references: referenceRepo(db),
+    metadata: metadataRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
   };
 }

@@ -1,6 +1,9 @@
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isServiceError } from '../../core/errors.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
+import * as metadataFields from '../../core/services/fields.ts';
+import { exportNotes } from '../../core/services/notes.ts';
 import { VERSION } from '../../core/version.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { jsonLogger } from './logger.ts';
@@ -18,6 +21,9 @@ Usage:
   ecpds-edge client update <username> --permission <regex>...   (replaces the list)
   ecpds-edge client reset-secret <username>
   ecpds-edge client delete <username>
+  ecpds-edge fields import <file.json>        upsert metadata field definitions by name
+  ecpds-edge fields export                   print every definition in the import format
+  ecpds-edge notes export [--destination <name>]
 
 Configuration comes from the environment (see README): DATABASE_URL, ECPDS_DATA_DIR, ...`;
 
@@ -68,6 +74,35 @@ async function client(args: string[]) {
   });
 }
 
+async function fields(args: string[]) {
+  const [action, file] = args;
+  if (action === 'import') {
+    if (!file) throw new ConfigError('fields import needs a <file.json>');
+    let definitions: unknown;
+    try {
+      definitions = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new ConfigError(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const result = await withRuntime(({ ports }) => metadataFields.importFields(ports, definitions));
+    return out(`Fields imported: ${result.created} created, ${result.updated} updated.`);
+  }
+  if (action === 'export') return out(await withRuntime(({ ports }) => metadataFields.exportFields(ports)));
+  throw new ConfigError(`unknown fields command '${action ?? ''}'\n\n${USAGE}`);
+}
+
+async function notes(args: string[]) {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { destination: { type: 'string' } } });
+  if (positionals[0] !== 'export') throw new ConfigError(`unknown notes command '${positionals[0] ?? ''}'\n\n${USAGE}`);
+  const all = await withRuntime(async ({ ports }) => {
+    if (values.destination && !(await ports.repos.destinations.exists(values.destination))) {
+      throw new ConfigError(`Destination ${values.destination} not found`);
+    }
+    return exportNotes(ports, values.destination);
+  });
+  out(all);
+}
+
 export async function main(argv: string[]) {
   const [command, ...rest] = argv;
   switch (command) {
@@ -81,6 +116,10 @@ export async function main(argv: string[]) {
       return;
     case 'client':
       return client(rest);
+    case 'fields':
+      return fields(rest);
+    case 'notes':
+      return notes(rest);
     case 'version':
     case '--version':
       return out(VERSION);

@@ -13,6 +13,8 @@ export interface NodeConfig {
   propertiesFile: string | null;
   demo: boolean;
   maxBodyBytes: number;
+  notesUrl: string | null;
+  notesToken: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +52,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     trustProxy: flag(env.ECPDS_TRUST_PROXY, false),
     propertiesFile: overrides.propertiesFile ?? orNull(env.ECPDS_PROPERTIES),
     demo: flag(env.ECPDS_DEMO, true),
+    notesUrl: orNull(env.ECPDS_NOTES_URL),
+    notesToken: orNull(env.ECPDS_NOTES_TOKEN),
     maxBodyBytes: integer('ECPDS_MAX_BODY_BYTES', env.ECPDS_MAX_BODY_BYTES, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   };
 }

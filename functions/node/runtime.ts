@@ -2,6 +2,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
+import { httpNotePublisher } from '../../core/services/notes.ts';
 import { openPglite, openPostgres, type DbHandle } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
@@ -43,6 +44,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     secrets,
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
     waitUntil(work) {
       const tracked = work
         .catch((e: unknown) => logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }))

@@ -2,6 +2,7 @@ import https from 'node:https';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Ports } from '../../core/ports.ts';
+import { isEmptyDatabase, loadDemoData } from '../../core/services/demo.ts';
 import { VERSION } from '../../core/version.ts';
 import { createApp } from '../http/app.ts';
 import type { NodeConfig } from './config.ts';
@@ -21,6 +22,10 @@ export async function runServer(config: NodeConfig) {
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
   const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
+  if (config.demo && !config.databaseUrl && (await isEmptyDatabase(ports))) {
+    await loadDemoData(ports);
+    logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
+  }
 
   const app = nodeApp(config, ports);
   const tls = config.trustProxy ? null : await loadTls(config);

@@ -41,6 +41,7 @@ export async function createHarness(options: { trustProxy?: boolean; maxBodyByte
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
     waitUntil: (work) => void background.push(work),
+    notes: null,
   };
   const app = createApp({
     logger,
@@ -78,7 +79,7 @@ export async function createHarness(options: { trustProxy?: boolean; maxBodyByte
   }
 
   async function addDestination(name: string) {
-    await handle.db.insert(destinations).values({ name }).onConflictDoNothing();
+    await handle.db.insert(destinations).values({ name, countryIso: 'gb', type: 1 }).onConflictDoNothing();
   }
 
   return {

@@ -1,0 +1,74 @@
+/**
+ * Destination and host records with the reference server's key names (wire-decisions §7).
+ * The kind of each key drives backup output, restore validation and storage alike.
+ */
+export type FieldKind = 'text' | 'bool' | 'int';
+
+export const DESTINATION_KEYS = {
+  name: 'text', ecuserName: 'text', countryIso: 'text', type: 'int', comment: 'text', active: 'bool',
+  monitor: 'bool', backup: 'bool', acquisition: 'bool', stopIfDirty: 'bool', forceProxy: 'bool',
+  onHostFailure: 'int', ifTargetExist: 'int', keepInSpool: 'int', maxConnections: 'int', retryCount: 'int',
+  retryFrequency: 'int', maxStart: 'int', startFrequency: 'int', maxRequeue: 'int', maxPending: 'int',
+  maxFileSize: 'int', resetFrequency: 'int', maxInactivity: 'int', transferRate: 'int', userMail: 'text',
+  mailOnUpdate: 'bool', mailOnStart: 'bool', mailOnEnd: 'bool', mailOnError: 'bool', filterName: 'text',
+  dateFormat: 'text', groupByDate: 'bool', update: 'int', transferGroupName: 'text', hostForSourceName: 'text',
+  data: 'text',
+} as const satisfies Record<string, FieldKind>;
+
+export const HOST_KEYS = {
+  hostid: 'int', ecuserName: 'text', transferMethodName: 'text', type: 'text', nickname: 'text', host: 'text',
+  login: 'text', passwd: 'text', dir: 'text', data: 'text', comment: 'text', active: 'bool', maxConnections: 'int',
+  retryCount: 'int', retryFrequency: 'int', check: 'bool', checkFrequency: 'int', checkFilename: 'text',
+  mailOnSuccess: 'bool', mailOnError: 'bool', notifyOnce: 'bool', userMail: 'text', networkName: 'text',
+  networkCode: 'text', filterName: 'text', transferGroupName: 'text', automaticLocation: 'bool',
+  acquisitionFrequency: 'int',
+} as const satisfies Record<string, FieldKind>;
+
+type ValueOf<K extends FieldKind> = K extends 'text' ? string | null : K extends 'bool' ? boolean : number | null;
+type RecordOf<T extends Record<string, FieldKind>> = { -readonly [P in keyof T]: ValueOf<T[P]> };
+
+export type DestinationRecord = RecordOf<typeof DESTINATION_KEYS> & { name: string; countryIso: string; type: number; data: string };
+export type Destination = DestinationRecord & { statusCode: string };
+/** A host as stored: the password sealed, never in clear. */
+export type Host = Omit<RecordOf<typeof HOST_KEYS>, 'passwd'> & { hostid: number; data: string; passwdSealed: string | null };
+/** What creating needs; every other key falls back to its stored default. */
+export type HostInput = Partial<Omit<Host, 'hostid'>>;
+export type DestinationInput = Partial<DestinationRecord> & Pick<DestinationRecord, 'name' | 'countryIso' | 'type'>;
+
+export interface DestinationType {
+  id: number;
+  label: string;
+  category: string;
+  position: number;
+}
+
+export interface Ecuser { name: string; uid: number | null; gid: number | null; dir: string | null; shell: string | null; comment: string | null }
+export interface EctransModule { name: string; classe: string | null; archive: string | null; active: boolean }
+export interface TransferMethod {
+  name: string; ectransModuleName: string | null; value: string | null; restrict: boolean; resolve: boolean;
+  comment: string | null; active: boolean;
+}
+
+export interface DestinationFilter {
+  iso?: string;
+  /** Only destinations associated with this incoming user. */
+  userId?: string;
+  type?: number;
+  name?: string;
+}
+
+/** The list record of wire-decisions §4. */
+export const destinationView = (d: Destination) => ({
+  name: d.name,
+  type: d.type,
+  country: d.countryIso,
+  countryIso: d.countryIso,
+  active: d.active,
+  statusCode: d.statusCode,
+  backup: d.backup,
+  comment: d.comment,
+  monitor: d.monitor,
+  acquisition: d.acquisition,
+  userMail: d.userMail,
+  filterName: d.filterName,
+});

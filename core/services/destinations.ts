@@ -1,0 +1,33 @@
+import { notFound } from '../errors.ts';
+import type { Args } from '../handler.ts';
+import { destinationView, type DestinationFilter } from '../model/destination.ts';
+import type { Ctx } from '../ports.ts';
+import { requireCountry } from './lookups.ts';
+
+/** Checks each filter names something that exists, as the reference server does. */
+export async function checkedFilter(ctx: Ctx, input: { iso?: string; id?: string; type?: number }): Promise<DestinationFilter> {
+  if (input.iso !== undefined) await requireCountry(ctx, input.iso);
+  if (input.id !== undefined && !(await ctx.repos.incomingUsers.find(input.id))) throw notFound(`User ${input.id} not found`);
+  if (input.type !== undefined && !(await ctx.repos.destinations.typeExists(input.type))) throw notFound(`Type ${input.type} not found`);
+  return { iso: input.iso, userId: input.id, type: input.type };
+}
+
+export async function list({ ctx, input }: Args<'destinationList'>) {
+  const destinations = await ctx.repos.destinations.list(await checkedFilter(ctx, input));
+  return { destinationList: destinations.map(destinationView) };
+}
+
+export async function get({ ctx, input }: Args<'destinationGet'>) {
+  const destination = await ctx.repos.destinations.get(input.name);
+  if (!destination) throw notFound(`Destination ${input.name} not found`);
+  return { destination: destinationView(destination) };
+}
+
+export async function types({ ctx }: Args<'destinationTypeList'>) {
+  const all = await ctx.repos.destinations.types();
+  return { typeList: all.map((t) => ({ [String(t.id)]: t.label })) };
+}
+
+export async function countries({ ctx }: Args<'destinationCountryList'>) {
+  return { countryList: await ctx.repos.destinations.countriesInUse() };
+}

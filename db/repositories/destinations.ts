@@ -1,0 +1,56 @@
+import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { DestinationRepo } from '../../core/ports.ts';
+import type { Database } from '../client.ts';
+import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations } from '../schema.ts';
+
+export const destinationRepo = (db: Database): DestinationRepo => ({
+  async exists(name) {
+    return (await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, name))).length > 0;
+  },
+  async get(name) {
+    const [row] = await db.select().from(destinations).where(eq(destinations.name, name));
+    return row ?? null;
+  },
+  async list({ iso, userId, type, name }) {
+    const conditions: SQL[] = [];
+    if (iso !== undefined) conditions.push(eq(destinations.countryIso, iso));
+    if (type !== undefined) conditions.push(eq(destinations.type, type));
+    if (name !== undefined) conditions.push(eq(destinations.name, name));
+    if (userId !== undefined) {
+      conditions.push(sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`);
+    }
+    return db.select().from(destinations).where(and(...conditions)).orderBy(asc(destinations.name));
+  },
+  async names() {
+    return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map((r) => r.name);
+  },
+  async types() {
+    return db.select().from(destinationTypes).orderBy(asc(destinationTypes.position), asc(destinationTypes.id));
+  },
+  async typeExists(id) {
+    const [row] = await db.select({ n: count() }).from(destinationTypes).where(eq(destinationTypes.id, id));
+    return (row?.n ?? 0) > 0;
+  },
+  async countriesInUse() {
+    return db
+      .select({ iso: countries.iso, name: countries.name })
+      .from(countries)
+      .where(sql`exists (select 1 from ${destinations} d where d.country_iso = ${countries.iso})`)
+      .orderBy(asc(countries.iso));
+  },
+  async insert(destination) {
+    const rows = await db.insert(destinations).values(destination).onConflictDoNothing().returning({ name: destinations.name });
+    return rows.length === 1;
+  },
+  async aliasesFrom(names) {
+    if (names.length === 0) return [];
+    return db
+      .select({ aliasFrom: destinationAliases.aliasFrom, aliasTo: destinationAliases.aliasTo })
+      .from(destinationAliases)
+      .where(inArray(destinationAliases.aliasFrom, names))
+      .orderBy(asc(destinationAliases.aliasFrom), asc(destinationAliases.aliasTo));
+  },
+  async addAlias(aliasFrom, aliasTo) {
+    await db.insert(destinationAliases).values({ aliasFrom, aliasTo }).onConflictDoNothing();
+  },
+});

@@ -1,0 +1,64 @@
+import { and, asc, eq, inArray, notInArray, sql } from 'drizzle-orm';
+import type { MetadataRepo } from '../../core/ports.ts';
+import type { FieldType } from '../../core/model/metadata.ts';
+import type { Database } from '../client.ts';
+import { destinations, metadataFields, metadataNoteFlags, metadataValues } from '../schema.ts';
+
+export const metadataRepo = (db: Database): MetadataRepo => ({
+  async fields() {
+    const rows = await db
+      .select()
+      .from(metadataFields)
+      .orderBy(asc(metadataFields.category), asc(metadataFields.position), asc(metadataFields.name));
+    return rows.map((r) => ({ ...r, type: r.type as FieldType }));
+  },
+  async upsertField(definition) {
+    const [existing] = await db
+      .select({ id: metadataFields.id })
+      .from(metadataFields)
+      .where(sql`lower(${metadataFields.name}) = lower(${definition.name})`);
+    if (existing) {
+      await db.update(metadataFields).set(definition).where(eq(metadataFields.id, existing.id));
+      return { id: existing.id, created: false };
+    }
+    const [row] = await db.insert(metadataFields).values(definition).returning({ id: metadataFields.id });
+    return { id: row!.id, created: true };
+  },
+  async values(destination) {
+    return db
+      .select({ fieldId: metadataValues.fieldId, position: metadataValues.position, value: metadataValues.value })
+      .from(metadataValues)
+      .where(eq(metadataValues.destination, destination))
+      .orderBy(asc(metadataValues.fieldId), asc(metadataValues.position));
+  },
+  async flags(destination) {
+    const rows = await db.select({ fieldId: metadataNoteFlags.fieldId }).from(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination));
+    return rows.map((r) => r.fieldId);
+  },
+  async replaceValues(destination, values, keepFieldIds) {
+    await db
+      .delete(metadataValues)
+      .where(and(eq(metadataValues.destination, destination), keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined));
+    if (values.length) await db.insert(metadataValues).values(values.map((v) => ({ ...v, destination })));
+  },
+  async replaceFlags(destination, fieldIds) {
+    await db.delete(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination));
+    if (fieldIds.length) await db.insert(metadataNoteFlags).values(fieldIds.map((fieldId) => ({ destination, fieldId })));
+  },
+  async seedDefault(fieldId, value, only) {
+    if (only && only.length === 0) return;
+    await db
+      .insert(metadataValues)
+      .select(
+        db
+          .select({ destination: destinations.name, fieldId: sql<number>`${fieldId}`.as('field_id'), position: sql<number>`0`.as('position'), value: sql<string>`${value}`.as('value') })
+          .from(destinations)
+          .where(
+            and(
+              only ? inArray(destinations.name, only) : undefined,
+              sql`not exists (select 1 from ${metadataValues} v where v.destination = ${destinations.name} and v.field_id = ${fieldId})`,
+            ),
+          ),
+      );
+  },
+});
