@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from './model/schedule.ts';
 import { EMAIL, ISO_CODE, param, type InputSchema } from './params.ts';
 
 /**
@@ -46,6 +47,10 @@ const incomingUserFields = {
 const destinationFilters = { iso: optional(ISO_CODE), id: optional(text()), type: optional(param.int()) };
 const monitoringFilters = { step: optional(param.int()), type: optional(text()), status: optional(text()) };
 const anyJson = z.unknown().optional();
+const PRIORITY = param.int().refine((n) => n >= 0 && n <= 99, 'integer from 0 to 99 expected');
+const LIFETIME = text().refine((t) => parseDuration(t) !== null, DURATION_EXPECTED);
+// Relative starts are resolved later against the clock; any instant works to check the form.
+const START = text().refine((t) => parseStart(t, new Date(0)) !== null, START_EXPECTED);
 
 export const catalogue = {
   version: op({ method: 'GET', path: '/v1/version', service: null, access: 'none', summary: 'Running release version', input: z.object({}) }),
@@ -84,7 +89,7 @@ export const catalogue = {
   monitoringSummaryCycle: op({ method: 'GET', path: '/v1/monitoring/summary/{product}/{time}', service: 'monitoringSummaryList', summary: 'One product and reference time', input: z.object({ product: text(), time: text(), ...monitoringFilters }) }),
   monitoringHistory: op({ method: 'GET', path: '/v1/monitoring/summary/{product}/{time}/{step}/{type}', service: 'monitoringSummaryList', summary: 'History of one product step', input: z.object({ product: text(), time: text(), step: param.int(), type: text(), status: optional(text()) }) }),
 
-  datafilePut: op({ method: 'GET', path: '/v1/datafile/put', service: 'datafilePut', summary: 'Register a data file for dissemination', input: z.object({ destination: text(), source: text(), uniquename: optional(text()), target: optional(text()), metadata: optional(text()), priority: optional(param.int()), lifetime: optional(text()), at: optional(text()), standby: optional(param.bool()), force: optional(param.bool()) }) }),
+  datafilePut: op({ method: 'GET', path: '/v1/datafile/put', service: 'datafilePut', summary: 'Register a data file for dissemination', input: z.object({ destination: text(), source: text(), uniquename: optional(text()), target: optional(text()), metadata: optional(text()), priority: optional(PRIORITY), lifetime: optional(LIFETIME), at: optional(START), standby: optional(param.bool()), force: optional(param.bool()) }) }),
   datafileSize: op({ method: 'GET', path: '/v1/datafile/size', service: 'datafileSize', summary: 'Size of a data file in bytes', input: z.object({ id: param.int() }) }),
   datafileDel: op({ method: 'DELETE', path: '/v1/datafile/del', service: 'datafileDel', summary: 'Delete a data file', input: z.object({ id: param.int() }) }),
 } as const satisfies Record<string, Operation>;

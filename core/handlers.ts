@@ -1,9 +1,11 @@
 import type { OperationId } from './catalogue.ts';
 import type { Handler } from './handler.ts';
 import * as backups from './services/backups.ts';
+import * as datafiles from './services/datafiles.ts';
 import * as destinations from './services/destinations.ts';
 import * as hosts from './services/hosts.ts';
 import * as metadata from './services/metadata.ts';
+import * as monitoring from './services/monitoring.ts';
 import * as incomingUsers from './services/incoming-users.ts';
 import * as system from './services/system.ts';
 import * as webUsers from './services/web-users.ts';
@@ -34,4 +36,11 @@ export const handlers: { [K in OperationId]?: Handler<K> } = {
   backupGet: backups.get,
   backupPut: backups.put,
   hostOption: hosts.setHostOption,
+  monitoringSummary: monitoring.summary,
+  monitoringSummaryProduct: monitoring.summaryProduct,
+  monitoringSummaryCycle: monitoring.summaryCycle,
+  monitoringHistory: monitoring.history,
+  datafilePut: datafiles.put,
+  datafileSize: datafiles.size,
+  datafileDel: datafiles.del,
 };

@@ -4,6 +4,7 @@ import type {
   Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
 } from './model/destination.ts';
 import type { FieldDefinition, MetadataField, StoredValue } from './model/metadata.ts';
+import type { StepFilter, StepNotification, StepState } from './model/monitoring.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
 export interface Ports {
@@ -16,6 +17,18 @@ export interface Ports {
   credentialCache: CredentialCache;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
+  /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */
+  events: EventSink;
+  /** Checks a data file's source is allowed and reachable, and measures it, before anything is stored. */
+  sources: SourceProber;
+}
+
+export interface EventSink {
+  write(entry: string): void;
+}
+
+export interface SourceProber {
+  probe(source: string): Promise<{ size: number }>;
 }
 
 export type NotePublisher = (destination: string, html: string) => Promise<void>;
@@ -55,6 +68,8 @@ export interface Repositories {
   hosts: HostRepo;
   references: ReferenceRepo;
   metadata: MetadataRepo;
+  monitoring: MonitoringRepo;
+  dataFiles: DataFileRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
 }
@@ -177,4 +192,50 @@ export interface MetadataRepo {
   replaceFlags(destination: string, fieldIds: number[]): Promise<void>;
   /** Stores `value` as the first value of the field where the destination has none yet. */
   seedDefault(fieldId: number, value: string, destinations?: string[]): Promise<void>;
+}
+
+export interface MonitoringRepo {
+  /** The latest state of the notification's key, locked until the transaction ends. */
+  latest(key: Omit<StepNotification, 'code' | 'scheduledTime' | 'at'>): Promise<StepState | null>;
+  /** Appends the notification to the history and makes it the key's latest state. */
+  record(state: StepState): Promise<void>;
+  /** For each product and time: the latest state of every key at its latest product time. */
+  summary(filter: StepFilter): Promise<StepState[]>;
+  /** Every notification of one step, newest first. */
+  history(filter: Required<Pick<StepFilter, 'product' | 'time' | 'step' | 'type'>> & Pick<StepFilter, 'status'>): Promise<StepState[]>;
+}
+
+export interface NewTransfer {
+  destination: string;
+  target: string;
+  uniqueName: string;
+  priority: number;
+  status: 'WAIT' | 'HOLD';
+  standby: boolean;
+  scheduledAt: Date;
+  expiresAt: Date;
+  metadata: Array<[string, string]>;
+}
+
+export interface ExpiredTransfer {
+  transferId: number;
+  destination: string;
+  destinationType: number;
+  target: string;
+  size: number;
+  scheduledAt: Date;
+  networkCode: string | null;
+}
+
+export interface DataFileRepo {
+  /** Inserts file and transfer; null when a live transfer already holds the unique key. */
+  register(file: { source: string; size: number; registeredBy: string }, transfer: NewTransfer): Promise<number | null>;
+  /** The live transfer holding the key, if any. */
+  findLive(destination: string, target: string, uniqueName: string): Promise<{ transferId: number; dataFileId: number } | null>;
+  requeue(transferId: number, file: { source: string; size: number }, transfer: NewTransfer): Promise<void>;
+  find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;
+  /** Marks the file deleted and its transfers STOP. */
+  markDeleted(id: number, at: Date): Promise<void>;
+  /** Fails every transfer not done before its expiry; returns what it failed. */
+  expire(now: Date, message: string): Promise<ExpiredTransfer[]>;
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const stamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const created = () => stamp('created_at').notNull().defaultNow();
@@ -233,4 +233,83 @@ export const webUserCategories = pgTable(
     category: text('category').notNull(),
   },
   (t) => [primaryKey({ columns: [t.userId, t.category] }), index('web_user_categories_category').on(t.category)],
+);
+
+/** Append-only: every accepted product step notification, for the history endpoint. */
+export const stepNotifications = pgTable(
+  'step_notifications',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    product: text('product').notNull(),
+    time: text('time').notNull(),
+    step: integer('step').notNull(),
+    type: text('type').notNull(),
+    buffer: bigint('buffer', { mode: 'number' }).notNull().default(0),
+    code: text('code').notNull(),
+    productTime: stamp('product_time').notNull(),
+    /** The schedule in force after this notification (inherited when the notification had none). */
+    scheduledTime: stamp('scheduled_time'),
+    notifiedAt: stamp('notified_at').notNull(),
+  },
+  (t) => [index('step_notifications_history').on(sql`lower(${t.product})`, sql`lower(${t.time})`, t.step, sql`lower(${t.type})`, t.notifiedAt)],
+);
+
+/**
+ * The latest state of each step key, maintained on ingestion, so summaries read one row per
+ * key instead of scanning the history.
+ */
+export const stepStatus = pgTable(
+  'step_status',
+  {
+    product: text('product').notNull(),
+    time: text('time').notNull(),
+    productTime: stamp('product_time').notNull(),
+    buffer: bigint('buffer', { mode: 'number' }).notNull(),
+    step: integer('step').notNull(),
+    type: text('type').notNull(),
+    code: text('code').notNull(),
+    scheduledTime: stamp('scheduled_time'),
+    lastUpdate: stamp('last_update').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.product, t.time, t.productTime, t.buffer, t.step, t.type] }),
+    index('step_status_cycle').on(sql`lower(${t.product})`, sql`lower(${t.time})`, t.productTime),
+  ],
+);
+
+export const dataFiles = pgTable('data_files', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  source: text('source').notNull(),
+  size: bigint('size', { mode: 'number' }).notNull(),
+  checksum: text('checksum'),
+  registeredBy: text('registered_by').notNull(),
+  createdAt: created(),
+  deletedAt: stamp('deleted_at'),
+});
+
+export const dataTransfers = pgTable(
+  'data_transfers',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull().references(() => dataFiles.id, { onDelete: 'cascade' }),
+    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    target: text('target').notNull(),
+    uniqueName: text('unique_name').notNull().default(''),
+    priority: integer('priority').notNull(),
+    status: text('status').notNull(),
+    standby: flag('standby'),
+    scheduledAt: stamp('scheduled_at').notNull(),
+    expiresAt: stamp('expires_at').notNull(),
+    /** `k=v,...` of the put, as [key, value] pairs in order. */
+    metadata: jsonb('metadata').$type<Array<[string, string]>>().notNull().default([]),
+    message: text('message'),
+    createdAt: created(),
+    updatedAt: updated(),
+  },
+  (t) => [
+    // Live transfers are unique per destination + target + unique name: concurrent puts race on this index.
+    uniqueIndex('data_transfers_live_key').on(t.destination, t.target, t.uniqueName).where(sql`${t.status} not in ('STOP', 'FAIL')`),
+    index('data_transfers_expiry').on(t.expiresAt).where(sql`${t.status} not in ('DONE', 'FAIL', 'STOP')`),
+    index('data_transfers_file').on(t.dataFileId),
+  ],
 );

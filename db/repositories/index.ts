@@ -3,10 +3,12 @@ import type { Repositories } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries } from '../schema.ts';
 import { clientRepo } from './clients.ts';
+import { dataFileRepo } from './data-files.ts';
 import { destinationRepo } from './destinations.ts';
 import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
 import { metadataRepo } from './metadata.ts';
+import { monitoringRepo } from './monitoring.ts';
 import { webUserRepo } from './web-users.ts';
 
 export function createRepositories(db: Database): Repositories {
@@ -23,6 +25,8 @@ export function createRepositories(db: Database): Repositories {
     hosts: hostRepo(db),
     references: referenceRepo(db),
     metadata: metadataRepo(db),
+    monitoring: monitoringRepo(db),
+    dataFiles: dataFileRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
   };
 }

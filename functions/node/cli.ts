@@ -4,6 +4,8 @@ import { isServiceError } from '../../core/errors.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
 import * as metadataFields from '../../core/services/fields.ts';
 import { exportNotes } from '../../core/services/notes.ts';
+import { sweepExpired } from '../../core/services/datafiles.ts';
+import { importNotifications } from './monitoring-import.ts';
 import { VERSION } from '../../core/version.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { jsonLogger } from './logger.ts';
@@ -24,6 +26,8 @@ Usage:
   ecpds-edge fields import <file.json>        upsert metadata field definitions by name
   ecpds-edge fields export                   print every definition in the import format
   ecpds-edge notes export [--destination <name>]
+  ecpds-edge monitoring import <file.ndjson>  ingest product step notifications
+  ecpds-edge sweep                           fail expired data transfers once
 
 Configuration comes from the environment (see README): DATABASE_URL, ECPDS_DATA_DIR, ...`;
 
@@ -103,6 +107,14 @@ async function notes(args: string[]) {
   out(all);
 }
 
+async function monitoring(args: string[]) {
+  const [action, file] = args;
+  if (action !== 'import' || !file) throw new ConfigError(`usage: ecpds-edge monitoring import <file.ndjson>\n\n${USAGE}`);
+  if (!fs.existsSync(file)) throw new ConfigError(`cannot read ${file}: no such file`);
+  const counts = await withRuntime(({ ports }) => importNotifications(ports, file));
+  out(`Notifications: ${counts.accepted} accepted, ${counts.ignored} ignored, ${counts.refused} refused, ${counts.bad} bad lines.`);
+}
+
 export async function main(argv: string[]) {
   const [command, ...rest] = argv;
   switch (command) {
@@ -120,6 +132,12 @@ export async function main(argv: string[]) {
       return fields(rest);
     case 'notes':
       return notes(rest);
+    case 'monitoring':
+      return monitoring(rest);
+    case 'sweep': {
+      const failed = await withRuntime(({ ports }) => sweepExpired(ports));
+      return out(`Expired transfers failed: ${failed}.`);
+    }
     case 'version':
     case '--version':
       return out(VERSION);

@@ -15,6 +15,11 @@ export interface NodeConfig {
   maxBodyBytes: number;
   notesUrl: string | null;
   notesToken: string | null;
+  sourceRoots: string[];
+  sourceHosts: string[];
+  sourceTimeoutMs: number;
+  eventLog: string | null;
+  sweepSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -32,6 +37,9 @@ function integer(name: string, value: string | undefined, fallback: number, min:
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got '${value}'`);
   return n;
 }
+
+const list = (v: string | undefined, separator: RegExp) =>
+  (v ?? '').split(separator).map((s) => s.trim()).filter((s) => s !== '');
 
 const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v);
 
@@ -52,6 +60,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     trustProxy: flag(env.ECPDS_TRUST_PROXY, false),
     propertiesFile: overrides.propertiesFile ?? orNull(env.ECPDS_PROPERTIES),
     demo: flag(env.ECPDS_DEMO, true),
+    sourceRoots: list(env.ECPDS_SOURCE_ROOTS, /[,:]/).map((p) => path.resolve(p)),
+    sourceHosts: list(env.ECPDS_SOURCE_HOSTS, /,/),
+    sourceTimeoutMs: integer('ECPDS_SOURCE_TIMEOUT_MS', env.ECPDS_SOURCE_TIMEOUT_MS, 10_000, 100, 600_000),
+    eventLog: orNull(env.ECPDS_EVENT_LOG),
+    sweepSeconds: integer('ECPDS_SWEEP_SECONDS', env.ECPDS_SWEEP_SECONDS, 60, 0, 86_400),
     notesUrl: orNull(env.ECPDS_NOTES_URL),
     notesToken: orNull(env.ECPDS_NOTES_TOKEN),
     maxBodyBytes: integer('ECPDS_MAX_BODY_BYTES', env.ECPDS_MAX_BODY_BYTES, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

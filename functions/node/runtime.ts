@@ -9,6 +9,8 @@ import { createRepositories } from '../../db/repositories/index.ts';
 import type { NodeConfig } from './config.ts';
 import { acquire, assertNotHeld } from './lock.ts';
 import { loadSecretBox } from './secrets.ts';
+import { eventSink } from './events.ts';
+import { nodeSourceProber } from './sources.ts';
 
 export interface Runtime {
   config: NodeConfig;
@@ -38,6 +40,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     throw e;
   }
   const pending = new Set<Promise<unknown>>();
+  const events = eventSink(config.eventLog);
   const ports: Ports = {
     repos: createRepositories(handle.db),
     clock: () => new Date(),
@@ -45,6 +48,8 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
     notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
+    events: events.sink,
+    sources: nodeSourceProber({ roots: config.sourceRoots, hosts: config.sourceHosts, timeoutMs: config.sourceTimeoutMs }),
     waitUntil(work) {
       const tracked = work
         .catch((e: unknown) => logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }))
@@ -59,6 +64,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     async close() {
       await Promise.allSettled([...pending]);
       await handle.close();
+      await events.close();
       release();
     },
   };

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/services/demo.ts';
+import { sweepExpired } from '../../core/services/datafiles.ts';
 import { VERSION } from '../../core/version.ts';
 import { createApp } from '../http/app.ts';
 import type { NodeConfig } from './config.ts';
@@ -51,11 +52,19 @@ export async function runServer(config: NodeConfig) {
     );
   }
 
+  const sweep = config.sweepSeconds > 0
+    ? setInterval(() => {
+        sweepExpired(ports).catch((e: unknown) => logger.error('expiry sweep failed', { reason: e instanceof Error ? e.message : String(e) }));
+      }, config.sweepSeconds * 1000)
+    : null;
+  sweep?.unref();
+
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { signal });
+    if (sweep) clearInterval(sweep);
     const force = setTimeout(() => server.closeAllConnections?.(), 8000);
     force.unref();
     await new Promise<void>((resolve) => {

@@ -6,6 +6,7 @@ import * as apiClients from '../../core/services/api-clients.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
+import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { freshDatabase } from './database.ts';
 
 export interface CallOptions {
@@ -27,13 +28,23 @@ export const basic = (username: string, secret: string) =>
   `Basic ${Buffer.from(`${username}:${secret}`).toString('base64')}`;
 
 /** The whole app on a fresh database, driven through `app.request()`. */
-export async function createHarness(options: { trustProxy?: boolean; maxBodyBytes?: number } = {}) {
+export interface HarnessOptions {
+  trustProxy?: boolean;
+  maxBodyBytes?: number;
+  /** Local directories data-file sources may come from. */
+  sourceRoots?: string[];
+  /** Hosts (or host:port) http(s) data-file sources may come from. */
+  sourceHosts?: string[];
+}
+
+export async function createHarness(options: HarnessOptions = {}) {
   const handle = await freshDatabase();
   const logLines: string[] = [];
   const log = (level: string) => (msg: string, fields: Record<string, unknown> = {}) =>
     void logLines.push(JSON.stringify({ level, msg, ...fields }));
   const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
   const background: Promise<unknown>[] = [];
+  const events: string[] = [];
   const ports: Ports = {
     repos: createRepositories(handle.db),
     clock: () => new Date(),
@@ -42,6 +53,8 @@ export async function createHarness(options: { trustProxy?: boolean; maxBodyByte
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
     waitUntil: (work) => void background.push(work),
     notes: null,
+    events: { write: (entry) => void events.push(entry) },
+    sources: nodeSourceProber({ roots: options.sourceRoots ?? [], hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
   };
   const app = createApp({
     logger,
@@ -88,6 +101,7 @@ export async function createHarness(options: { trustProxy?: boolean; maxBodyByte
     db: handle.db,
     ports,
     logLines,
+    events,
     call,
     client,
     addDestination,

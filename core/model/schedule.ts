@@ -1,0 +1,39 @@
+/** Durations and start times of data-file puts (wire-decisions §10). */
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const SIMPLE = /^(\d{1,9})([smhdw]?)$/;
+const ISO_DURATION = /^P(?!$)(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
+
+/** `<n><unit>` (a bare number is hours) or an ISO 8601 duration (weeks, days, hours, minutes, seconds). */
+export function parseDuration(text: string): number | null {
+  const simple = SIMPLE.exec(text);
+  if (simple) return Number(simple[1]) * UNIT_MS[simple[2] || 'h']!;
+  const iso = ISO_DURATION.exec(text);
+  if (!iso) return null;
+  const [w, d, h, m, s] = iso.slice(1).map((v) => Number(v ?? 0)) as [number, number, number, number, number];
+  return w * UNIT_MS.w! + d * UNIT_MS.d! + h * UNIT_MS.h! + m * UNIT_MS.m! + s * UNIT_MS.s!;
+}
+
+const COMPACT = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** ISO 8601, `yyyyMMddHHmmss` (UTC), or `+<n><unit>` relative to `now`. */
+export function parseStart(text: string, now: Date): Date | null {
+  if (text.startsWith('+')) {
+    const ms = parseDuration(text.slice(1));
+    return ms === null ? null : new Date(now.getTime() + ms);
+  }
+  const compact = COMPACT.exec(text);
+  if (compact) {
+    const [y, mo, d, h, mi, s] = compact.slice(1).map(Number) as [number, number, number, number, number, number];
+    const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+    return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && h < 24 && mi < 60 && s < 60 ? date : null;
+  }
+  if (!ISO_DATE.test(text)) return null;
+  // A date-time without an offset is read as UTC, like the compact form.
+  const withZone = /[T ]\d{2}:\d{2}/.test(text) && !/(Z|[+-]\d{2}:?\d{2})$/.test(text) ? `${text.replace(' ', 'T')}Z` : text;
+  const date = new Date(withZone);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+export const DURATION_EXPECTED = '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected';
+export const START_EXPECTED = 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected';

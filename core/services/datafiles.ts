@@ -1,0 +1,96 @@
+import { errEvent } from '../events.ts';
+import { conflict, invalid, notFound } from '../errors.ts';
+import type { Args } from '../handler.ts';
+import { parseDuration, parseStart } from '../model/schedule.ts';
+import type { NewTransfer, Ports } from '../ports.ts';
+import { requireDestination } from './lookups.ts';
+
+const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
+const DEFAULT_PRIORITY = 99;
+export const EXPIRED_MESSAGE = 'File not transferred before expiration';
+
+/** `k=v,k2=v2` into ordered pairs. */
+export function parseTransferMetadata(text: string | undefined): Array<[string, string]> {
+  if (text === undefined) return [];
+  return text.split(',').filter((item) => item.trim() !== '').map((item) => {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw invalid(`Malformed metadata: '${item}' (k=v expected)`);
+    return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
+  });
+}
+
+/** The last path segment of a path or URL, without query or fragment. */
+export function defaultTarget(source: string): string {
+  const path = source.replace(/[?#].*$/, '').replace(/\/+$/, '');
+  return decodeURIComponentSafe(path.slice(path.lastIndexOf('/') + 1));
+}
+
+function decodeURIComponentSafe(text: string) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+export async function put({ ctx, input }: Args<'datafilePut'>) {
+  await requireDestination(ctx, input.destination);
+  const now = ctx.clock();
+  const scheduledAt = input.at === undefined ? now : parseStart(input.at, now)!;
+  const expiresAt = new Date(scheduledAt.getTime() + (input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime)!));
+  if (expiresAt.getTime() <= now.getTime()) throw invalid(`Expiry time already passed: ${expiresAt.toISOString()}`);
+  const target = input.target ?? defaultTarget(input.source);
+  if (target === '') throw invalid(`No target name can be derived from source ${input.source}; give target`);
+  const transfer: NewTransfer = {
+    destination: input.destination,
+    target,
+    uniqueName: input.uniquename ?? '',
+    priority: input.priority ?? DEFAULT_PRIORITY,
+    status: input.standby ? 'HOLD' : 'WAIT',
+    standby: input.standby ?? false,
+    scheduledAt,
+    expiresAt,
+    metadata: parseTransferMetadata(input.metadata),
+  };
+  // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
+  const { size } = await ctx.sources.probe(input.source);
+  const file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
+
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const id = await ctx.repos.dataFiles.register(file, transfer);
+    if (id !== null) return { id };
+    const live = await ctx.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
+    if (!live) continue; // the holder was deleted meanwhile: try again
+    if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
+    await ctx.repos.dataFiles.requeue(live.transferId, file, transfer);
+    return { id: live.dataFileId };
+  }
+  throw conflict('DataFile could not be registered: the unique key kept changing, try again');
+}
+
+export async function size({ ctx, input }: Args<'datafileSize'>) {
+  const file = await ctx.repos.dataFiles.find(input.id);
+  if (!file) throw notFound(`DataFile ${input.id} not found`);
+  return { size: file.size };
+}
+
+export async function del({ ctx, input }: Args<'datafileDel'>) {
+  const file = await ctx.repos.dataFiles.find(input.id);
+  if (!file) throw notFound(`DataFile ${input.id} not found`);
+  if (file.deletedAt) throw invalid('Already deleted');
+  await ctx.repos.dataFiles.markDeleted(input.id, ctx.clock());
+  return {};
+}
+
+/** Fails transfers not done before their expiry, with an ERR event entry each. */
+export async function sweepExpired(ports: Ports): Promise<number> {
+  const now = ports.clock();
+  const expired = await ports.repos.dataFiles.expire(now, EXPIRED_MESSAGE);
+  for (const e of expired) {
+    ports.events.write(errEvent({
+      at: now, transferId: e.transferId, destination: e.destination, destinationType: e.destinationType, fileName: e.target,
+      fileSize: e.size, scheduledTime: e.scheduledAt, networkCode: e.networkCode, message: EXPIRED_MESSAGE,
+    }));
+  }
+  return expired.length;
+}

@@ -1,0 +1,81 @@
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { DataFileRepo } from '../../core/ports.ts';
+import type { Database } from '../client.ts';
+import { dataFiles, dataTransfers } from '../schema.ts';
+
+class KeyTaken extends Error {}
+
+const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
+
+export const dataFileRepo = (db: Database): DataFileRepo => ({
+  async register(file, transfer) {
+    try {
+      return await db.transaction(async (tx) => {
+        const [row] = await tx.insert(dataFiles).values(file).returning({ id: dataFiles.id });
+        // The partial unique index decides between concurrent puts of the same key.
+        const inserted = await tx
+          .insert(dataTransfers)
+          .values({ ...transfer, dataFileId: row!.id })
+          .onConflictDoNothing({ target: [dataTransfers.destination, dataTransfers.target, dataTransfers.uniqueName], where: sql`status not in ('STOP', 'FAIL')` })
+          .returning({ id: dataTransfers.id });
+        if (inserted.length === 0) throw new KeyTaken();
+        return row!.id;
+      });
+    } catch (e) {
+      if (e instanceof KeyTaken) return null;
+      throw e;
+    }
+  },
+  async findLive(destination, target, uniqueName) {
+    const [row] = await db
+      .select({ transferId: dataTransfers.id, dataFileId: dataTransfers.dataFileId })
+      .from(dataTransfers)
+      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target), eq(dataTransfers.uniqueName, uniqueName), LIVE));
+    return row ?? null;
+  },
+  async requeue(transferId, file, transfer) {
+    await db.transaction(async (tx) => {
+      const [row] = await tx
+        .update(dataTransfers)
+        .set({ ...transfer, message: null, updatedAt: new Date() })
+        .where(eq(dataTransfers.id, transferId))
+        .returning({ dataFileId: dataTransfers.dataFileId });
+      if (row) await tx.update(dataFiles).set({ source: file.source, size: file.size }).where(eq(dataFiles.id, row.dataFileId));
+    });
+  },
+  async find(id) {
+    const [row] = await db.select({ id: dataFiles.id, size: dataFiles.size, deletedAt: dataFiles.deletedAt }).from(dataFiles).where(eq(dataFiles.id, id));
+    return row ?? null;
+  },
+  async markDeleted(id, at) {
+    await db.transaction(async (tx) => {
+      await tx.update(dataFiles).set({ deletedAt: at }).where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
+      await tx.update(dataTransfers).set({ status: 'STOP', updatedAt: at }).where(eq(dataTransfers.dataFileId, id));
+    });
+  },
+  async expire(now, message) {
+    const rows = await db.execute<{
+      transfer_id: string | number; destination: string; destination_type: number; target: string; size: string | number; scheduled_at: string | Date; network_code: string | null;
+    }>(sql`
+      with expired as (
+        update data_transfers set status = 'FAIL', message = ${message}, updated_at = ${now}
+        where status not in ('DONE', 'FAIL', 'STOP') and expires_at < ${now}
+        returning id, data_file_id, destination, target, scheduled_at
+      )
+      select e.id as transfer_id, e.destination, d.type as destination_type, e.target, f.size, e.scheduled_at,
+        (select h.network_code from destination_hosts dh join hosts h on h.hostid = dh.hostid
+          where dh.destination = e.destination order by dh.priority, h.hostid limit 1) as network_code
+      from expired e join data_files f on f.id = e.data_file_id join destinations d on d.name = e.destination
+      order by e.id`);
+    const list = Array.isArray(rows) ? rows : (rows as { rows: typeof rows }).rows;
+    return (list as Array<Record<string, unknown>>).map((r) => ({
+      transferId: Number(r.transfer_id),
+      destination: String(r.destination),
+      destinationType: Number(r.destination_type),
+      target: String(r.target),
+      size: Number(r.size),
+      scheduledAt: new Date(r.scheduled_at as string),
+      networkCode: (r.network_code as string | null) ?? null,
+    }));
+  },
+});

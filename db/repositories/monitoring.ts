@@ -1,0 +1,64 @@
+import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import type { MonitoringRepo } from '../../core/ports.ts';
+import type { StepFilter } from '../../core/model/monitoring.ts';
+import type { Database } from '../client.ts';
+import { stepNotifications, stepStatus } from '../schema.ts';
+
+type Columns = typeof stepStatus | typeof stepNotifications;
+
+/** Filters are exact and case-insensitive (spec §4.8), matching the lower() indexes. */
+function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {
+  const out: SQL[] = [];
+  const ci = (column: AnyPgColumn, value: string) => sql`lower(${column}) = lower(${value})`;
+  if (f.product !== undefined) out.push(ci(t.product, f.product));
+  if (f.time !== undefined) out.push(ci(t.time, f.time));
+  if (f.step !== undefined) out.push(eq(t.step, f.step));
+  if (f.type !== undefined) out.push(ci(t.type, f.type));
+  if (f.status !== undefined) out.push(sql`lower(${t.code}) = lower(${f.status})`);
+  return out;
+}
+
+export const monitoringRepo = (db: Database): MonitoringRepo => ({
+  async latest(key) {
+    const [row] = await db
+      .select()
+      .from(stepStatus)
+      .where(
+        and(
+          eq(stepStatus.product, key.product), eq(stepStatus.time, key.time), eq(stepStatus.productTime, key.productTime),
+          eq(stepStatus.buffer, key.buffer), eq(stepStatus.step, key.step), eq(stepStatus.type, key.type),
+        ),
+      )
+      .for('update');
+    return row ?? null;
+  },
+  async record(state) {
+    await db.insert(stepNotifications).values({ ...state, notifiedAt: state.lastUpdate });
+    const { code, scheduledTime, lastUpdate } = state;
+    await db
+      .insert(stepStatus)
+      .values(state)
+      .onConflictDoUpdate({
+        target: [stepStatus.product, stepStatus.time, stepStatus.productTime, stepStatus.buffer, stepStatus.step, stepStatus.type],
+        set: { code, scheduledTime, lastUpdate },
+      });
+  },
+  async summary(filter) {
+    // Only the latest product time (time base) of each product and time.
+    const latestCycle = sql`${stepStatus.productTime} = (select max(m.product_time) from ${stepStatus} m where lower(m.product) = lower(${stepStatus.product}) and lower(m.time) = lower(${stepStatus.time}))`;
+    return db
+      .select()
+      .from(stepStatus)
+      .where(and(latestCycle, ...filters(stepStatus, filter)))
+      .orderBy(asc(stepStatus.product), asc(stepStatus.time), asc(stepStatus.step), asc(stepStatus.type), asc(stepStatus.buffer));
+  },
+  async history(filter) {
+    const rows = await db
+      .select()
+      .from(stepNotifications)
+      .where(and(...filters(stepNotifications, filter)))
+      .orderBy(desc(stepNotifications.notifiedAt), desc(stepNotifications.id));
+    return rows.map(({ id: _id, notifiedAt, ...r }) => ({ ...r, lastUpdate: notifiedAt }));
+  },
+});

@@ -1,0 +1,27 @@
+import fs from 'node:fs';
+import readline from 'node:readline';
+import { parseNotificationLine } from '../../core/model/notification-line.ts';
+import type { Ports } from '../../core/ports.ts';
+import { ingest } from '../../core/services/monitoring.ts';
+
+const PROGRESS_EVERY = 10_000;
+
+/** Streams an NDJSON file of notifications; bad lines are reported on stderr and skipped. */
+export async function importNotifications(ports: Ports, file: string) {
+  const counts = { accepted: 0, ignored: 0, refused: 0, bad: 0 };
+  const lines = readline.createInterface({ input: fs.createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  let number = 0;
+  for await (const line of lines) {
+    number++;
+    if (line.trim() === '') continue;
+    const parsed = parseNotificationLine(line, ports.clock());
+    if (!parsed.ok) {
+      counts.bad++;
+      process.stderr.write(`line ${number}: ${parsed.problem}; skipped\n`);
+      continue;
+    }
+    counts[(await ingest(ports, parsed.value)).result]++;
+    if (number % PROGRESS_EVERY === 0) process.stderr.write(`${number} lines read\n`);
+  }
+  return counts;
+}

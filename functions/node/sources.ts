@@ -1,0 +1,49 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { invalid } from '../../core/errors.ts';
+import type { SourceProber } from '../../core/ports.ts';
+import { httpSourceProber } from '../../core/sources.ts';
+
+/**
+ * Local sources must resolve (symlinks followed) to a regular file inside one of the roots;
+ * `..` segments are refused outright. http(s) sources go to the allow-listed prober.
+ */
+export function nodeSourceProber(options: { roots: readonly string[]; hosts: readonly string[]; timeoutMs: number }): SourceProber {
+  const http = httpSourceProber(options.hosts, options.timeoutMs);
+  const roots = Promise.all(options.roots.map((r) => fs.realpath(r).catch(() => null)));
+  return {
+    async probe(source) {
+      if (/^https?:\/\//i.test(source)) return http.probe(source);
+      if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !source.startsWith('file:')) {
+        throw invalid(`Source ${source} not allowed: unsupported scheme`);
+      }
+      const local = source.startsWith('file:') ? safeFileUrl(source) : source;
+      if (!path.isAbsolute(local) || local.split(/[\\/]/).includes('..')) {
+        throw invalid(`Source ${source} not allowed: an absolute path without '..' expected`);
+      }
+      const allowed = (await roots).filter((r): r is string => r !== null);
+      if (allowed.length === 0) throw invalid(`Source ${source} not allowed: no local source roots are configured`);
+      let real: string;
+      try {
+        real = await fs.realpath(local);
+      } catch {
+        throw invalid(`Source ${source} not found`);
+      }
+      if (!allowed.some((root) => real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
+        throw invalid(`Source ${source} not allowed: outside the configured source roots`);
+      }
+      const stat = await fs.stat(real);
+      if (!stat.isFile()) throw invalid(`Source ${source} not allowed: not a regular file`);
+      return { size: stat.size };
+    },
+  };
+}
+
+function safeFileUrl(source: string) {
+  try {
+    return fileURLToPath(source);
+  } catch {
+    throw invalid(`Source ${source} is not a valid file URL`);
+  }
+}
