@@ -10,8 +10,8 @@ import * as incomingUsers from './services/incoming-users.ts';
 import * as system from './services/system.ts';
 import * as webUsers from './services/web-users.ts';
 
-/** The handler of each catalogue operation; an operation without one is not served yet. */
-export const handlers: { [K in OperationId]?: Handler<K> } = {
+/** The handler of each catalogue operation. */
+export const handlers: { [K in OperationId]: Handler<K> } = {
   version: system.version,
   incomingUserAdd: incomingUsers.add,
   incomingUserAdd2: incomingUsers.add2,

@@ -56,8 +56,7 @@ export function createApp(options: AppOptions) {
 
   const allowed = new Map<string, Set<string>>();
   for (const [id, op] of routesInMatchOrder()) {
-    const handler = handlers[id] as Handler<OperationId> | undefined;
-    if (!handler) continue;
+    const handler = handlers[id] as Handler<OperationId>;
     const path = honoPath(op.path);
     if (!allowed.has(path)) allowed.set(path, new Set());
     allowed.get(path)!.add(op.method);
