@@ -8,11 +8,17 @@ export const randomBytes = (n: number) => crypto.getRandomValues(new Uint8Array(
 /** A high-entropy secret for API clients: 32 random bytes, base64url. */
 export const generateSecret = () => bytesToBase64Url(randomBytes(32));
 
-/** A password a person can type: 18 characters from a 62-letter alphabet (about 107 bits). */
+/** A password a person can type: 18 characters from 62 letters and digits (about 107 bits). */
 export function generatePassword(length = 18): string {
-  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789abc';
-  const bytes = randomBytes(length);
-  return Array.from(bytes, (b) => alphabet[b % 62]).join('');
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let out = '';
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      // Bytes from 248 up would favour the first letters: drop them instead of wrapping.
+      if (b < 248 && out.length < length) out += alphabet[b % 62];
+    }
+  }
+  return out;
 }
 
 export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {

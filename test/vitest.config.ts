@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     root: new URL('..', import.meta.url).pathname,
     include: ['test/**/*.test.ts'],
+    // The workerd suite has its own configuration (npm run test:workers).
+    exclude: ['test/workers/**', '**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -22,8 +22,9 @@ async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefa
       passwordSealed: passwordSealed ?? null,
       lastLoginDate: null,
     };
+    // Inserts nothing when a concurrent call created the id first; the update below then
+    // applies this call as the update it now is (and repeats the same values otherwise).
     await ctx.repos.incomingUsers.insert(user, now);
-    return {};
   }
   await ctx.repos.incomingUsers.update(
     input.id,

@@ -19,7 +19,7 @@ export const webUserRepo = (db: Database): WebUserRepo => ({
     await db.update(webUsers).set({ ...patch, updatedAt: at }).where(eq(webUsers.id, id));
   },
   async listActive({ category }) {
-    const categories = sql<string[]>`coalesce((select array_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '{}')`;
+    const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
     const onlyCategory =
       category === undefined
         ? sql`true`

@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
-import { openPglite, openPostgres, type DbHandle } from '../../db/client.ts';
+import { openPostgres, type DbHandle } from '../../db/client.ts';
+import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
 import type { NodeConfig } from './config.ts';
@@ -33,7 +34,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   }
   let handle: DbHandle;
   try {
-    handle = config.databaseUrl ? await openPostgres(config.databaseUrl) : await openPglite(path.join(config.dataDir, 'pgdata'));
+    handle = config.databaseUrl ? openPostgres(config.databaseUrl) : await openPglite(path.join(config.dataDir, 'pgdata'));
     await migrate(handle);
   } catch (e) {
     release();

@@ -1,4 +1,5 @@
-import { openPglite, openPostgres, type DbHandle } from '../../db/client.ts';
+import { openPostgres, type DbHandle } from '../../db/client.ts';
+import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';
 
 /**
@@ -18,7 +19,7 @@ export async function freshDatabase(): Promise<DbHandle> {
   await admin.unsafe(`create database "${name}"`);
   const target = new URL(url);
   target.pathname = `/${name}`;
-  const handle = await openPostgres(target.toString(), { max: 5 });
+  const handle = openPostgres(target.toString(), { max: 5 });
   await migrate(handle);
   return {
     ...handle,

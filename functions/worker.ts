@@ -1,0 +1,25 @@
+import { sweepExpired } from '../core/services/datafiles.ts';
+import { createApp } from './http/app.ts';
+import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from './workers/runtime.ts';
+
+/** Cloudflare Workers entry: the same catalogue and core, a database client per request. */
+export default {
+  async fetch(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
+    const { ports, finish } = requestPorts(env, ctx);
+    const app = createApp({ logger: consoleLogger, trustProxy: false, maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024), portsFor: ports });
+    try {
+      return await app.fetch(request);
+    } finally {
+      finish();
+    }
+  },
+
+  async scheduled(_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> {
+    const { ports, finish } = requestPorts(env, ctx);
+    try {
+      await sweepExpired(ports());
+    } finally {
+      finish();
+    }
+  },
+};

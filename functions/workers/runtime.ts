@@ -1,0 +1,69 @@
+import { createCredentialCache } from '../../core/auth.ts';
+import { SecretBox } from '../../core/crypto.ts';
+import type { CredentialCache, Logger, Ports } from '../../core/ports.ts';
+import { httpNotePublisher } from '../../core/services/notes.ts';
+import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
+import { openPostgres, type DbHandle } from '../../db/client.ts';
+import { createRepositories } from '../../db/repositories/index.ts';
+
+/** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`). */
+export interface WorkerEnv {
+  HYPERDRIVE: { connectionString: string };
+  ECPDS_SECRET_KEY: string;
+  ECPDS_NOTES_URL?: string;
+  ECPDS_NOTES_TOKEN?: string;
+  ECPDS_SOURCE_HOSTS?: string;
+  ECPDS_SOURCE_TIMEOUT_MS?: string;
+  ECPDS_MAX_BODY_BYTES?: string;
+}
+
+export interface WorkerContext {
+  waitUntil(work: Promise<unknown>): void;
+}
+
+export const consoleLogger: Logger = {
+  info: (msg, fields = {}) => console.log(JSON.stringify({ level: 'info', msg, ...fields })),
+  warn: (msg, fields = {}) => console.warn(JSON.stringify({ level: 'warn', msg, ...fields })),
+  error: (msg, fields = {}) => console.error(JSON.stringify({ level: 'error', msg, ...fields })),
+};
+
+// Only a cache of verified credentials lives across requests of an isolate; never config or a client.
+let credentialCache: CredentialCache | null = null;
+
+/**
+ * The ports of one request or cron run: a database client of its own (through Hyperdrive),
+ * closed once the response and every piece of work handed to waitUntil are done.
+ */
+export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () => Ports; finish: () => void } {
+  if (!env.ECPDS_SECRET_KEY) throw new Error('the ECPDS_SECRET_KEY secret is not set');
+  let handle: DbHandle | null = null;
+  let ports: Ports | null = null;
+  const pending: Promise<unknown>[] = [];
+  const timeoutMs = Number(env.ECPDS_SOURCE_TIMEOUT_MS ?? 10_000);
+  const build = (): Ports => {
+    handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
+    credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
+    return {
+      repos: createRepositories(handle.db),
+      clock: () => new Date(),
+      secrets: SecretBox.fromBase64(env.ECPDS_SECRET_KEY),
+      logger: consoleLogger,
+      credentialCache,
+      waitUntil: (work) => {
+        const settled = work.catch((e: unknown) => consoleLogger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }));
+        pending.push(settled);
+        ctx.waitUntil(settled);
+      },
+      notes: env.ECPDS_NOTES_URL ? httpNotePublisher(env.ECPDS_NOTES_URL, env.ECPDS_NOTES_TOKEN ?? null) : null,
+      events: { write: (entry) => console.log(entry) },
+      sources: remoteOnlyProber(httpSourceProber((env.ECPDS_SOURCE_HOSTS ?? '').split(','), timeoutMs)),
+    };
+  };
+  return {
+    ports: () => (ports ??= build()),
+    finish: () => {
+      const open = handle;
+      if (open) ctx.waitUntil(Promise.allSettled(pending).then(() => open.close()));
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import http from 'node:http';
+import postgres from 'postgres';
+import { openPostgres } from '../../db/client.ts';
+import { migrate } from '../../db/migrate.ts';
+
+/** Node side of the workerd suite: the database, migrated, and an http source to probe. */
+export default async function setup() {
+  const url = new URL(process.env.ECPDS_WORKERS_DATABASE_URL!);
+  const name = url.pathname.slice(1);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => undefined });
+  await sql.unsafe(`create database "${name}"`);
+  const handle = openPostgres(url.toString(), { max: 2 });
+  await migrate(handle);
+  await handle.close();
+
+  const source = http.createServer((req, res) => {
+    if (req.url === '/data/fc.grib') {
+      res.writeHead(200, { 'content-length': '4096' });
+      res.end(req.method === 'HEAD' ? undefined : Buffer.alloc(4096));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => source.listen(Number(process.env.ECPDS_WORKERS_SOURCE_PORT), '127.0.0.1', resolve));
+
+  return async () => {
+    await new Promise<void>((resolve) => source.close(() => resolve()));
+    // No `with (force)`: terminating the local Hyperdrive proxy's pooled connections would crash
+    // it; wait for them to close instead, and leave the database behind if they never do.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        await sql.unsafe(`drop database if exists "${name}"`);
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+    await sql.end();
+  };
+}

@@ -1,0 +1,59 @@
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import type { Ports } from '../../core/ports.ts';
+import * as apiClients from '../../core/services/api-clients.ts';
+import worker from '../../functions/worker.ts';
+import { requestPorts, type WorkerEnv } from '../../functions/workers/runtime.ts';
+
+const workerEnv = env as unknown as WorkerEnv;
+
+export interface Reply {
+  status: number;
+  text: string;
+  json: any;
+}
+
+/** One request through the Worker's own fetch handler, waiting for its waitUntil work. */
+export async function call(method: string, path: string, options: { auth?: string; body?: unknown; form?: Record<string, string>; scheme?: string } = {}): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (options.auth) headers.authorization = options.auth;
+  let body: string | undefined;
+  if (options.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(options.form).toString();
+  } else if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(new Request(`${options.scheme ?? 'https'}://edge.test${path}`, { method, headers, body }), workerEnv, ctx);
+  const text = await res.text();
+  await waitOnExecutionContext(ctx);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json };
+}
+
+/** Runs core work with the Worker's own per-request ports (a fresh database client). */
+export async function withPorts<T>(work: (ports: Ports) => Promise<T>): Promise<T> {
+  const ctx = createExecutionContext();
+  const { ports, finish } = requestPorts(workerEnv, ctx);
+  try {
+    return await work(ports());
+  } finally {
+    finish();
+    await waitOnExecutionContext(ctx);
+  }
+}
+
+export async function client(username: string, permissions: string[]): Promise<string> {
+  const { secret } = await withPorts((ports) => apiClients.create(ports, { username, permissions, origin: 'cli' }));
+  return `Basic ${btoa(`${username}:${secret}`)}`;
+}
+
+export const sourcePort = () => (env as unknown as { ECPDS_SOURCE_HOSTS: string }).ECPDS_SOURCE_HOSTS;
+export { worker, workerEnv };

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The API inside workerd (through wrangler.toml) against a fresh database on the local
+ * Postgres, created and migrated by the global setup (migrations never run in a Worker).
+ */
+const base = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+base.pathname = `/ecpds_workers_${Date.now().toString(36)}_${process.pid}`;
+// Hyperdrive insists on a password in the connection string; trust authentication ignores it.
+if (!base.password) base.password = 'unused';
+process.env.ECPDS_WORKERS_DATABASE_URL ??= base.toString();
+process.env.ECPDS_WORKERS_SECRET_KEY ??= randomBytes(32).toString('base64');
+process.env.ECPDS_WORKERS_SOURCE_PORT ??= String(20000 + (process.pid % 20000));
+
+const isClosedSocketRead = (error: { message?: string; stack?: string; stacks?: Array<{ file: string }> }) =>
+  error.message === 'Stream was cancelled.' &&
+  ((error.stack ?? '').includes('postgres/cf/polyfills') || (error.stacks ?? []).some((s) => s.file.includes('postgres/cf/polyfills')));
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: '../../wrangler.toml' },
+      miniflare: {
+        hyperdrives: { HYPERDRIVE: process.env.ECPDS_WORKERS_DATABASE_URL },
+        bindings: {
+          ECPDS_SECRET_KEY: process.env.ECPDS_WORKERS_SECRET_KEY,
+          ECPDS_SOURCE_HOSTS: `127.0.0.1:${process.env.ECPDS_WORKERS_SOURCE_PORT}`,
+          ECPDS_SOURCE_TIMEOUT_MS: '3000',
+        },
+      },
+    }),
+  ],
+  test: {
+    root: new URL('.', import.meta.url).pathname,
+    include: ['**/*.test.ts'],
+    globalSetup: ['./global-setup.ts'],
+    testTimeout: 60_000,
+    // postgres.js's socket polyfill rejects its pending read when `end()` closes the socket after a
+    // request; that rejection is expected and harmless. Anything else still fails the run.
+    onUnhandledError: (error) => !isClosedSocketRead(error),
+    hookTimeout: 120_000,
+  },
+});
