@@ -65,14 +65,21 @@ export const keyedHash = (key: Uint8Array, text: string) => bytesToBase64(hmac(s
 /** AES-256-GCM for values the API must be able to return (user passwords, host passwords). */
 export class SecretBox {
   private readonly key: ReturnType<typeof crypto.subtle.importKey>;
+  private readonly raw: Uint8Array;
 
   constructor(rawKey: Uint8Array) {
     if (rawKey.length !== 32) throw new Error('the secret key must be 32 bytes');
+    this.raw = rawKey.slice();
     this.key = crypto.subtle.importKey('raw', rawKey as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']);
   }
 
   static fromBase64(text: string): SecretBox {
     return new SecretBox(base64ToBytes(text.trim()));
+  }
+
+  /** A secret for another purpose (e.g. signing cookies), derived so the key itself never leaves. */
+  derive(purpose: string): string {
+    return bytesToBase64(hmac(sha256, this.raw, utf8(`ecpds-edge:${purpose}`)));
   }
 
   async encrypt(plain: string): Promise<string> {

@@ -10,12 +10,15 @@ export type ServiceErrorKind =
   | 'missingParameter'
   | 'badRequest'
   | 'tooLarge'
+  | 'throttled'
   | 'unavailable';
 
 export class ServiceError extends Error {
   constructor(
     readonly kind: ServiceErrorKind,
     message: string,
+    /** For `throttled`: seconds until a retry can succeed. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'ServiceError';
@@ -29,6 +32,8 @@ export const unauthorized = () => new ServiceError('unauthorized', 'User not aut
 export const missingParameter = (name: string) =>
   new ServiceError('missingParameter', `Missing parameter: ${name}`);
 export const badRequest = (message: string) => new ServiceError('badRequest', message);
+export const throttled = (message: string, retryAfterSeconds: number) =>
+  new ServiceError('throttled', message, retryAfterSeconds);
 export const unavailable = (reason: string) =>
   new ServiceError('unavailable', `Service unavailable: ${reason}`);
 

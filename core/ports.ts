@@ -70,6 +70,7 @@ export interface Repositories {
   metadata: MetadataRepo;
   monitoring: MonitoringRepo;
   dataFiles: DataFileRepo;
+  console: ConsoleRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
 }
@@ -238,4 +239,45 @@ export interface DataFileRepo {
   markDeleted(id: number, at: Date): Promise<void>;
   /** Fails every transfer not done before its expiry; returns what it failed. */
   expire(now: Date, message: string): Promise<ExpiredTransfer[]>;
+}
+
+export interface AclCategory {
+  id: string;
+  label: string;
+  consoleAccess: boolean;
+}
+
+export interface ConsoleSession {
+  userId: string;
+  csrf: string;
+  lastSeenAt: Date;
+}
+
+export interface AuditEntry {
+  at: Date;
+  actor: string;
+  action: string;
+  targetKind: string;
+  target: string;
+  detail: string | null;
+}
+
+/** What the administration console stores beyond the API's own records. */
+export interface ConsoleRepo {
+  categories(): Promise<AclCategory[]>;
+  /** Every web user, active or not, with its categories, ordered by id. */
+  webUsers(): Promise<Array<WebUser & { categories: string[] }>>;
+  categoriesOf(userId: string): Promise<string[]>;
+  grant(userId: string, category: string): Promise<void>;
+  revoke(userId: string, category: string): Promise<boolean>;
+  createSession(tokenHash: string, session: ConsoleSession): Promise<void>;
+  session(tokenHash: string): Promise<ConsoleSession | null>;
+  touchSession(tokenHash: string, at: Date): Promise<void>;
+  deleteSession(tokenHash: string): Promise<void>;
+  /** Failed logins of a key (user or address) within the window that started at `since`. */
+  failures(key: string, since: Date): Promise<number>;
+  recordFailure(key: string, at: Date, windowStartsAfter: Date): Promise<void>;
+  clearFailures(key: string): Promise<void>;
+  audit(entry: AuditEntry): Promise<void>;
+  auditTrail(limit: number): Promise<AuditEntry[]>;
 }

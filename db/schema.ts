@@ -313,3 +313,44 @@ export const dataTransfers = pgTable(
     index('data_transfers_file').on(t.dataFileId),
   ],
 );
+
+/** Roles of web users; only categories with console access let a user into the console. */
+export const aclCategories = pgTable('acl_categories', {
+  id: text('id').primaryKey(),
+  label: text('label').notNull(),
+  consoleAccess: flag('console_access'),
+});
+
+/** Console sessions; the cookie carries the token, the table only its hash. */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id').notNull().references(() => webUsers.id, { onDelete: 'cascade' }),
+    csrf: text('csrf').notNull(),
+    createdAt: created(),
+    lastSeenAt: stamp('last_seen_at').notNull(),
+  },
+  (t) => [index('console_sessions_user').on(t.userId)],
+);
+
+/** Failed console logins per username and per address, for throttling. */
+export const loginFailures = pgTable('login_failures', {
+  key: text('key').primaryKey(),
+  failures: integer('failures').notNull(),
+  windowStart: stamp('window_start').notNull(),
+});
+
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: stamp('at').notNull(),
+    actor: text('actor').notNull(),
+    action: text('action').notNull(),
+    targetKind: text('target_kind').notNull(),
+    target: text('target').notNull(),
+    detail: text('detail'),
+  },
+  (t) => [index('audit_log_at').on(t.at)],
+);

@@ -1,3 +1,4 @@
+import { SecretBox } from '../core/crypto.ts';
 import { sweepExpired } from '../core/services/datafiles.ts';
 import { createApp } from './http/app.ts';
 import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from './workers/runtime.ts';
@@ -6,7 +7,13 @@ import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from 
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
     const { ports, finish } = requestPorts(env, ctx);
-    const app = createApp({ logger: consoleLogger, trustProxy: false, maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024), portsFor: ports });
+    const app = createApp({
+      logger: consoleLogger,
+      trustProxy: false,
+      maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
+      portsFor: ports,
+      console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie'), clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown' },
+    });
     try {
       return await app.fetch(request);
     } finally {

@@ -3,6 +3,7 @@ import type { Repositories } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries } from '../schema.ts';
 import { clientRepo } from './clients.ts';
+import { consoleRepo } from './console.ts';
 import { dataFileRepo } from './data-files.ts';
 import { destinationRepo } from './destinations.ts';
 import { hostRepo, referenceRepo } from './hosts.ts';
@@ -27,6 +28,7 @@ export function createRepositories(db: Database): Repositories {
     metadata: metadataRepo(db),
     monitoring: monitoringRepo(db),
     dataFiles: dataFileRepo(db),
+    console: consoleRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
   };
 }

@@ -6,6 +6,7 @@ import type { Handler } from '../../core/handler.ts';
 import { parseInput } from '../../core/params.ts';
 import type { Caller, Ctx, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/version.ts';
+import { consoleApp, type ConsoleOptions } from '../console/index.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { errorResponse, plain } from './errors.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
@@ -17,6 +18,8 @@ export interface AppOptions {
   maxBodyBytes: number;
   /** The ports of one request; `release` runs after the response (Workers close their db client). */
   portsFor(c: Context): Promise<Ports> | Ports;
+  /** The administration console under /console; left out, the app serves the API only. */
+  console?: Omit<ConsoleOptions, 'portsFor'>;
 }
 
 type Env = { Variables: { requestId: string; caller: Caller | null } };
@@ -65,6 +68,8 @@ export function createApp(options: AppOptions) {
   for (const [path, methods] of allowed) {
     app.all(path, () => plain(405, 'Method not allowed', { Allow: [...methods].join(', ') }));
   }
+
+  if (options.console) app.route('/console', consoleApp({ ...options.console, portsFor: options.portsFor }));
 
   app.notFound(() => plain(404, 'Not found'));
   app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', logger));

@@ -20,6 +20,8 @@ export function errorResponse(error: unknown, requestId: string, logger: Logger)
         return plain(400, error.message);
       case 'tooLarge':
         return plain(413, error.message);
+      case 'throttled':
+        return plain(429, error.message, { 'Retry-After': String(error.retryAfterSeconds ?? 60) });
       case 'unavailable':
         logger.warn('service unavailable', { requestId, message: error.message });
         return jsonError(503, error.message);

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { isServiceError } from '../../core/errors.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
 import * as metadataFields from '../../core/services/fields.ts';
+import { setCategory } from '../../core/services/console-auth.ts';
 import { exportNotes } from '../../core/services/notes.ts';
 import { sweepExpired } from '../../core/services/datafiles.ts';
 import { importNotifications } from './monitoring-import.ts';
@@ -23,6 +24,8 @@ Usage:
   ecpds-edge client update <username> --permission <regex>...   (replaces the list)
   ecpds-edge client reset-secret <username>
   ecpds-edge client delete <username>
+  ecpds-edge webuser grant <id> <category>   assign an ACL category (e.g. administrator)
+  ecpds-edge webuser revoke <id> <category>
   ecpds-edge fields import <file.json>        upsert metadata field definitions by name
   ecpds-edge fields export                   print every definition in the import format
   ecpds-edge notes export [--destination <name>]
@@ -78,6 +81,15 @@ async function client(args: string[]) {
   });
 }
 
+async function webuser(args: string[]) {
+  const [action, id, category] = args;
+  if ((action !== 'grant' && action !== 'revoke') || !id || !category) {
+    throw new ConfigError(`usage: ecpds-edge webuser grant|revoke <id> <category>\n\n${USAGE}`);
+  }
+  await withRuntime(({ ports }) => setCategory(ports, 'cli', id, category, action === 'grant'));
+  out(action === 'grant' ? `Category '${category}' assigned to '${id}'.` : `Category '${category}' removed from '${id}'.`);
+}
+
 async function fields(args: string[]) {
   const [action, file] = args;
   if (action === 'import') {
@@ -128,6 +140,8 @@ export async function main(argv: string[]) {
       return;
     case 'client':
       return client(rest);
+    case 'webuser':
+      return webuser(rest);
     case 'fields':
       return fields(rest);
     case 'notes':

@@ -1,9 +1,12 @@
 import https from 'node:https';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context } from 'hono';
 import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/services/demo.ts';
 import { sweepExpired } from '../../core/services/datafiles.ts';
+import { bootstrapWebAdmin } from '../../core/services/console-auth.ts';
 import { VERSION } from '../../core/version.ts';
 import { createApp } from '../http/app.ts';
 import type { NodeConfig } from './config.ts';
@@ -13,7 +16,24 @@ import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports) {
-  return createApp({ logger: ports.logger, trustProxy: config.trustProxy, maxBodyBytes: config.maxBodyBytes, portsFor: () => ports });
+  return createApp({
+    logger: ports.logger,
+    trustProxy: config.trustProxy,
+    maxBodyBytes: config.maxBodyBytes,
+    portsFor: () => ports,
+    console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => clientAddress(c, config.trustProxy) },
+  });
+}
+
+/** The peer address, or behind a trusted proxy the first X-Forwarded-For hop. */
+function clientAddress(c: Context, trustProxy: boolean): string {
+  const forwarded = trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
+  if (forwarded) return forwarded;
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** `ecpds-edge serve`: HTTPS (or plain HTTP behind a trusted proxy) until SIGTERM/SIGINT. */
@@ -23,6 +43,7 @@ export async function runServer(config: NodeConfig) {
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
   const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
+  const webAdminPassword = await bootstrapWebAdmin(ports);
   if (config.demo && !config.databaseUrl && (await isEmptyDatabase(ports))) {
     await loadDemoData(ports);
     logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
@@ -49,6 +70,12 @@ export async function runServer(config: NodeConfig) {
     process.stdout.write(
       `\nBootstrap API client 'admin' created with full access. Its secret is shown this once:\n\n    ${bootstrapSecret}\n\n` +
         `Try it:\n    curl -k -u admin:${bootstrapSecret} ${url}/v1/incoming/user/list\n\n`,
+    );
+  }
+  if (webAdminPassword) {
+    process.stdout.write(
+      `Console administrator 'admin' created. Its password is shown this once:\n\n    ${webAdminPassword}\n\n` +
+        `Log in at ${url}/console/login\n\n`,
     );
   }
 

@@ -61,6 +61,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     portsFor: () => ports,
+    console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => c.req.header('x-test-address') ?? 'test' },
   });
 
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {

@@ -1,0 +1,75 @@
+import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
+import type { ConsoleRepo } from '../../core/ports.ts';
+import type { Database } from '../client.ts';
+import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories, webUsers } from '../schema.ts';
+
+export const consoleRepo = (db: Database): ConsoleRepo => ({
+  async categories() {
+    return db.select().from(aclCategories).orderBy(asc(aclCategories.id));
+  },
+  async webUsers() {
+    const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
+    const rows = await db.select({ user: webUsers, categories }).from(webUsers).orderBy(asc(webUsers.id));
+    return rows.map(({ user: { createdAt: _c, updatedAt: _u, ...user }, categories: c }) => ({ ...user, categories: c }));
+  },
+  async categoriesOf(userId) {
+    const rows = await db.select({ category: webUserCategories.category }).from(webUserCategories).where(eq(webUserCategories.userId, userId));
+    return rows.map((r) => r.category);
+  },
+  async grant(userId, category) {
+    await db.insert(webUserCategories).values({ userId, category }).onConflictDoNothing();
+  },
+  async revoke(userId, category) {
+    const rows = await db
+      .delete(webUserCategories)
+      .where(and(eq(webUserCategories.userId, userId), eq(webUserCategories.category, category)))
+      .returning({ userId: webUserCategories.userId });
+    return rows.length > 0;
+  },
+  async createSession(tokenHash, session) {
+    await db.insert(consoleSessions).values({ tokenHash, ...session });
+  },
+  async session(tokenHash) {
+    const [row] = await db
+      .select({ userId: consoleSessions.userId, csrf: consoleSessions.csrf, lastSeenAt: consoleSessions.lastSeenAt })
+      .from(consoleSessions)
+      .where(eq(consoleSessions.tokenHash, tokenHash));
+    return row ?? null;
+  },
+  async touchSession(tokenHash, at) {
+    await db.update(consoleSessions).set({ lastSeenAt: at }).where(eq(consoleSessions.tokenHash, tokenHash));
+  },
+  async deleteSession(tokenHash) {
+    await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, tokenHash));
+  },
+  async failures(key, since) {
+    const [row] = await db
+      .select({ failures: loginFailures.failures })
+      .from(loginFailures)
+      .where(and(eq(loginFailures.key, key), gt(loginFailures.windowStart, since)));
+    return row?.failures ?? 0;
+  },
+  async recordFailure(key, at, windowStartsAfter) {
+    // A window older than the throttle period starts over at this failure.
+    await db
+      .insert(loginFailures)
+      .values({ key, failures: 1, windowStart: at })
+      .onConflictDoUpdate({
+        target: loginFailures.key,
+        set: {
+          failures: sql`case when ${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz then ${loginFailures.failures} + 1 else 1 end`,
+          windowStart: sql`case when ${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz then ${loginFailures.windowStart} else ${at.toISOString()}::timestamptz end`,
+        },
+      });
+  },
+  async clearFailures(key) {
+    await db.delete(loginFailures).where(eq(loginFailures.key, key));
+  },
+  async audit(entry) {
+    await db.insert(auditLog).values(entry);
+  },
+  async auditTrail(limit) {
+    const rows = await db.select().from(auditLog).orderBy(desc(auditLog.at), desc(auditLog.id)).limit(limit);
+    return rows.map(({ id: _id, ...r }) => r);
+  },
+});

@@ -1,0 +1,36 @@
+import { Hono } from 'hono';
+import { CSS, SCRIPT } from './assets.ts';
+import { requireAdministrator } from './guard.tsx';
+import { auditPage } from './pages/audit.tsx';
+import { authPages } from './pages/auth.tsx';
+import { clientPages } from './pages/clients.tsx';
+import { fieldPages } from './pages/fields.tsx';
+import { userPages } from './pages/users.tsx';
+import { sessionMiddleware, type ConsoleEnv, type ConsoleOptions } from './session.ts';
+
+export type { ConsoleOptions } from './session.ts';
+
+/** The administration console (spec §5.1), served by the same app under /console. */
+export function consoleApp(options: ConsoleOptions) {
+  const app = new Hono<ConsoleEnv>();
+  const asset = (body: string, type: string) => () =>
+    new Response(body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600' } });
+  app.get('/assets/console.css', asset(CSS, 'text/css; charset=utf-8'));
+  app.get('/assets/console.js', asset(SCRIPT, 'text/javascript; charset=utf-8'));
+
+  app.use(sessionMiddleware(options));
+  app.get('/', (c) => c.redirect(c.get('user') ? '/console/clients' : '/console/login', 303));
+  authPages(app, options);
+  app.use('/clients/*', requireAdministrator);
+  app.use('/clients', requireAdministrator);
+  app.use('/users/*', requireAdministrator);
+  app.use('/users', requireAdministrator);
+  app.use('/fields/*', requireAdministrator);
+  app.use('/fields', requireAdministrator);
+  app.use('/audit', requireAdministrator);
+  clientPages(app);
+  userPages(app);
+  fieldPages(app);
+  auditPage(app);
+  return app;
+}
