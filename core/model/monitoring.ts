@@ -27,7 +27,7 @@ const seconds = (d: Date | null) => (d === null ? null : Math.floor(d.getTime() 
 export function stepEntry(s: StepState, now: Date) {
   const arrival = s.code === 'DONE' ? s.lastUpdate : null;
   const minutesBeforeSchedule =
-    s.scheduledTime === null ? null : Math.trunc((s.scheduledTime.getTime() - (arrival ?? now).getTime()) / 60_000);
+    s.scheduledTime === null ? null : Math.trunc((s.scheduledTime.getTime() - (arrival ?? now).getTime()) / 60_000) + 0; // + 0: no -0
   return {
     product: s.product,
     time: s.time,

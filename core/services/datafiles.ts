@@ -1,7 +1,7 @@
 import { errEvent } from '../events.ts';
-import { conflict, invalid, notFound } from '../errors.ts';
+import { badRequest, conflict, invalid, notFound } from '../errors.ts';
 import type { Args } from '../handler.ts';
-import { parseDuration, parseStart } from '../model/schedule.ts';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from '../model/schedule.ts';
 import type { NewTransfer, Ports } from '../ports.ts';
 import { requireDestination } from './lookups.ts';
 
@@ -36,8 +36,16 @@ function decodeURIComponentSafe(text: string) {
 export async function put({ ctx, input }: Args<'datafilePut'>) {
   await requireDestination(ctx, input.destination);
   const now = ctx.clock();
-  const scheduledAt = input.at === undefined ? now : parseStart(input.at, now)!;
-  const expiresAt = new Date(scheduledAt.getTime() + (input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime)!));
+  // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.
+  const scheduledAt = input.at === undefined ? now : parseStart(input.at, now);
+  if (scheduledAt === null) throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
+  const lifetime = input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime);
+  const expiresAt = new Date(scheduledAt.getTime() + (lifetime ?? Number.NaN));
+  if (Number.isNaN(expiresAt.getTime())) {
+    throw badRequest(input.lifetime === undefined
+      ? `Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`
+      : `Invalid value for parameter lifetime: '${input.lifetime}' (${DURATION_EXPECTED})`);
+  }
   if (expiresAt.getTime() <= now.getTime()) throw invalid(`Expiry time already passed: ${expiresAt.toISOString()}`);
   const target = input.target ?? defaultTarget(input.source);
   if (target === '') throw invalid(`No target name can be derived from source ${input.source}; give target`);

@@ -7,13 +7,16 @@ import { stepNotifications, stepStatus } from '../schema.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
 
+const isInt32 = (n: number) => Number.isInteger(n) && n >= -2_147_483_648 && n <= 2_147_483_647;
+
 /** Filters are exact and case-insensitive (spec §4.8), matching the lower() indexes. */
 function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {
   const out: SQL[] = [];
   const ci = (column: AnyPgColumn, value: string) => sql`lower(${column}) = lower(${value})`;
   if (f.product !== undefined) out.push(ci(t.product, f.product));
   if (f.time !== undefined) out.push(ci(t.time, f.time));
-  if (f.step !== undefined) out.push(eq(t.step, f.step));
+  // The column is a 32-bit integer: a step outside its range matches nothing (instead of a database error).
+  if (f.step !== undefined) out.push(isInt32(f.step) ? eq(t.step, f.step) : sql`false`);
   if (f.type !== undefined) out.push(ci(t.type, f.type));
   if (f.status !== undefined) out.push(sql`lower(${t.code}) = lower(${f.status})`);
   return out;
