@@ -49,6 +49,10 @@ export function parseInput<S extends InputSchema>(schema: S, raw: Record<string,
   const out: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(shape)) {
     if (!(name in present)) continue;
+    // No database text can hold NUL: refuse it here rather than fail in storage.
+    if (typeof present[name] === 'string' && (present[name] as string).includes('\u0000')) {
+      throw badRequest(`Invalid value for parameter ${name}: text without NUL characters expected`);
+    }
     const result = field.safeParse(present[name]);
     if (!result.success) throw badRequest(describeIssue(name, present[name], result.error));
     out[name] = result.data;

@@ -354,3 +354,14 @@ export const auditLog = pgTable(
   },
   (t) => [index('audit_log_at').on(t.at)],
 );
+
+/** The latest product time (time base) of each product and time, kept on ingestion for the summary. */
+export const stepCycles = pgTable(
+  'step_cycles',
+  {
+    product: text('product').notNull(),
+    time: text('time').notNull(),
+    productTime: stamp('product_time').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.product, t.time] })],
+);

@@ -93,11 +93,12 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
     if (given.has(field.id)) throw invalid(`Metadata field ${name} is given more than once`);
     given.add(field.id);
     if (raw === null || raw === undefined) continue;
-    const texts = normalizeValue(field, raw);
+    // Spec §4.5 PUT rule 3: a locked field's value is ignored without error, whatever its shape.
     if (!field.editable) {
-      if (texts.length) ctx.logger.info('value of a locked metadata field ignored', { requestId: ctx.requestId, destination, field: field.name });
+      ctx.logger.info('value of a locked metadata field ignored', { requestId: ctx.requestId, destination, field: field.name });
       continue;
     }
+    const texts = normalizeValue(field, raw);
     // Without showSensitiveInfo the caller never saw password values: they are kept as stored.
     if (field.type === 'password' && !reveal) continue;
     for (const [position, text] of texts.entries()) {

@@ -3,7 +3,7 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { MonitoringRepo } from '../../core/ports.ts';
 import type { StepFilter } from '../../core/model/monitoring.ts';
 import type { Database } from '../client.ts';
-import { stepNotifications, stepStatus } from '../schema.ts';
+import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
 
@@ -24,6 +24,8 @@ function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {
 
 export const monitoringRepo = (db: Database): MonitoringRepo => ({
   async latest(key) {
+    // Serializes notifications of one key even before its first row exists (row locks cannot).
+    await db.execute(sql`select pg_advisory_xact_lock(hashtext(${JSON.stringify([key.product, key.time, key.productTime.toISOString(), key.buffer, key.step, key.type])}::text))`);
     const [row] = await db
       .select()
       .from(stepStatus)
@@ -46,15 +48,26 @@ export const monitoringRepo = (db: Database): MonitoringRepo => ({
         target: [stepStatus.product, stepStatus.time, stepStatus.productTime, stepStatus.buffer, stepStatus.step, stepStatus.type],
         set: { code, scheduledTime, lastUpdate },
       });
+    await db
+      .insert(stepCycles)
+      .values({ product: state.product, time: state.time, productTime: state.productTime })
+      .onConflictDoUpdate({
+        target: [stepCycles.product, stepCycles.time],
+        set: { productTime: sql`greatest(${stepCycles.productTime}, excluded.product_time)` },
+      });
   },
   async summary(filter) {
-    // Only the latest product time (time base) of each product and time.
-    const latestCycle = sql`${stepStatus.productTime} = (select max(m.product_time) from ${stepStatus} m where lower(m.product) = lower(${stepStatus.product}) and lower(m.time) = lower(${stepStatus.time}))`;
-    return db
-      .select()
-      .from(stepStatus)
-      .where(and(latestCycle, ...filters(stepStatus, filter)))
+    // Only the latest product time (time base) of each product and time: one index range per cycle.
+    const rows = await db
+      .select({ status: stepStatus })
+      .from(stepCycles)
+      .innerJoin(
+        stepStatus,
+        and(eq(stepStatus.product, stepCycles.product), eq(stepStatus.time, stepCycles.time), eq(stepStatus.productTime, stepCycles.productTime)),
+      )
+      .where(and(...filters(stepStatus, filter)))
       .orderBy(asc(stepStatus.product), asc(stepStatus.time), asc(stepStatus.step), asc(stepStatus.type), asc(stepStatus.buffer));
+    return rows.map((r) => r.status);
   },
   async history(filter) {
     const rows = await db
