@@ -25,7 +25,10 @@ export function checkDefinition(raw: unknown, where: string): FieldDefinition {
   const parsed = definitionSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw invalid(`${where}: ${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`);
+    const key = issue.path.join('.');
+    // Most messages already start with the key ("type must be one of ..."): name it once.
+    const named = key === '' || issue.message.startsWith(`${key}:`) || issue.message.startsWith(`${key} `);
+    throw invalid(`${where}: ${named ? '' : `${key}: `}${issue.message}`);
   }
   const definition = parsed.data;
   if (definition.defaultValue !== null) {
@@ -67,7 +70,7 @@ export async function importFields(ports: Ports, raw: unknown) {
       const { id, created: isNew } = await repos.metadata.upsertField(stored);
       if (isNew) {
         created++;
-        if (stored.editable && stored.defaultValue !== null) await repos.metadata.seedDefault(id, stored.defaultValue);
+        if (stored.active && stored.editable && stored.defaultValue !== null) await repos.metadata.seedDefault(id, stored.defaultValue);
       }
     }
     return { created, updated: definitions.length - created };

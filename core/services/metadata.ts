@@ -116,12 +116,13 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
     }
   }
   const hiddenPasswordIds = reveal ? [] : all.filter((f) => f.type === 'password').map((f) => f.id);
-  if (hiddenPasswordIds.length) {
-    const kept = new Set(hiddenPasswordIds);
-    for (const id of await ctx.repos.metadata.flags(destination)) if (kept.has(id)) flags.add(id);
-  }
 
   await ctx.repos.transaction(async (repos) => {
+    // Flags of password fields the caller could not see are kept, read in the same transaction.
+    if (hiddenPasswordIds.length) {
+      const kept = new Set(hiddenPasswordIds);
+      for (const id of await repos.metadata.flags(destination)) if (kept.has(id)) flags.add(id);
+    }
     await repos.metadata.replaceValues(destination, values, hiddenPasswordIds);
     await repos.metadata.replaceFlags(destination, [...flags]);
   });
