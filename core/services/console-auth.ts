@@ -97,6 +97,12 @@ export async function setCategory(ports: Ports, actor: string, userId: string, c
   await recordAudit(ports, actor, granted ? 'grant category' : 'revoke category', 'web user', userId, category);
 }
 
+/** Whether the user still holds a category with console access once `without` is removed. */
+export async function keepsConsoleAccess(ports: Ports, userId: string, without: string) {
+  const withAccess = new Set((await ports.repos.console.categories()).filter((c) => c.consoleAccess).map((c) => c.id));
+  return !withAccess.has(without) || (await ports.repos.console.categoriesOf(userId)).some((c) => c !== without && withAccess.has(c));
+}
+
 export async function setActive(ports: Ports, actor: string, userId: string, active: boolean) {
   if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
   await ports.repos.webUsers.update(userId, { active }, ports.clock());

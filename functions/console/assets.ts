@@ -19,7 +19,11 @@ fieldset { border:1px solid var(--line); border-radius:4px; margin-top:1rem; }
 .checks { display:grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap:.25rem 1rem; }
 .checks label { font-weight: normal; margin: 0; }
 button, .button { display:inline-block; margin-top:1rem; padding:.5rem 1rem; font:inherit; border:1px solid var(--accent); border-radius:4px; background: var(--accent); color:#fff; cursor:pointer; text-decoration:none; }
-button.secondary { background:#fff; color: var(--accent); }
+button.secondary, .button.secondary { background:#fff; color: var(--accent); }
+.button.danger-link { background:#fff; color: var(--bad); border-color: var(--bad); }
+.actions { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:center; margin-top:1rem; }
+.actions button, .actions .button { margin-top:0; }
+td select { width:auto; max-width:100%; }
 button.danger { background: var(--bad); border-color: var(--bad); }
 form.inline { display:inline; }
 form.inline button { margin-top:0; padding:.2rem .6rem; }

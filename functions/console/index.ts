@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { CSS, SCRIPT } from './assets.ts';
 import { requireAdministrator } from './guard.tsx';
 import { auditPage } from './pages/audit.tsx';
@@ -19,7 +19,10 @@ export function consoleApp(options: ConsoleOptions) {
   app.get('/assets/console.js', asset(SCRIPT, 'text/javascript; charset=utf-8'));
 
   app.use(sessionMiddleware(options));
-  app.get('/', (c) => c.redirect(c.get('user') ? '/console/clients' : '/console/login', 303));
+  const home = (c: Context<ConsoleEnv>) => c.redirect(c.get('user') ? '/console/clients' : '/console/login', 303);
+  app.get('/', home);
+  // `/console/` is a path of its own under strict routing: it leads home too.
+  app.use(async (c, next) => (c.req.method === 'GET' && c.req.path === '/console/' ? home(c) : next()));
   authPages(app, options);
   app.use('/clients/*', requireAdministrator);
   app.use('/clients', requireAdministrator);

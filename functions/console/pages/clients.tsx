@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import { raw } from 'hono/html';
 import { SERVICE_NAMES } from '../../../core/catalogue.ts';
 import { isServiceError } from '../../../core/errors.ts';
 import * as apiClients from '../../../core/services/api-clients.ts';
@@ -35,10 +36,17 @@ function PermissionEditor({ permissions }: { permissions: string[] }) {
       <label for="expressions">Further expressions, one a line (matched against the whole service name)</label>
       <textarea id="expressions" name="expressions" aria-describedby="expressions-report">{free.join('\n')}</textarea>
       <ul id="expressions-report" class="report" aria-live="polite"></ul>
-      <script type="application/json" id="service-names">{JSON.stringify(SERVICE_NAMES)}</script>
+      {/* Script content is raw text to the HTML parser: entity-escaped JSON would not parse, so only `<` is escaped. */}
+      <script type="application/json" id="service-names">{raw(JSON.stringify(SERVICE_NAMES).replace(/</g, '\\u003c'))}</script>
     </>
   );
 }
+
+/** A client removed meanwhile (another tab, the command line) gets a console page, not an API error. */
+const notFoundPage = (c: C, username: string) => (e: unknown) => {
+  if (isServiceError(e) && e.kind === 'notFound') return page(c, 'Not found', <p>No client named {username}.</p>, 404);
+  throw e;
+};
 
 const SecretOnce = ({ username, secret }: { username: string; secret: string }) => (
   <>
@@ -123,11 +131,13 @@ export function clientPages(app: Hono<ConsoleEnv>) {
           <button type="submit">Save permissions</button>
         </form>
         <h2>Secret and removal</h2>
-        <form class="inline" method="post" action={`${base}/reset`}>
-          <Csrf token={csrf} />
-          <button type="submit" class="secondary">Reset secret</button>
-        </form>{' '}
-        <a class="button secondary" href={`${base}/delete`}>Delete…</a>
+        <div class="actions">
+          <form method="post" action={`${base}/reset`}>
+            <Csrf token={csrf} />
+            <button type="submit" class="secondary">Reset secret</button>
+          </form>
+          <a class="button danger-link" href={`${base}/delete`}>Delete…</a>
+        </div>
       </>
     ), error ? 400 : 200);
   };
@@ -149,7 +159,8 @@ export function clientPages(app: Hono<ConsoleEnv>) {
 
   app.post('/clients/:username/reset', async (c) => {
     const username = c.req.param('username');
-    const reset = await apiClients.resetSecret(c.get('ports'), username);
+    const reset = await apiClients.resetSecret(c.get('ports'), username).catch(notFoundPage(c, username));
+    if (reset instanceof Response) return reset;
     await recordAudit(c.get('ports'), c.get('user')!.userId, 'reset secret', 'API client', username);
     return page(c, 'Secret reset', <SecretOnce username={reset.username} secret={reset.secret} />);
   });
@@ -168,7 +179,8 @@ export function clientPages(app: Hono<ConsoleEnv>) {
 
   app.post('/clients/:username/delete', async (c) => {
     const username = c.req.param('username');
-    await apiClients.remove(c.get('ports'), username);
+    const gone = await apiClients.remove(c.get('ports'), username).catch(notFoundPage(c, username));
+    if (gone instanceof Response) return gone;
     await recordAudit(c.get('ports'), c.get('user')!.userId, 'delete', 'API client', username);
     return c.redirect('/console/clients', 303);
   });

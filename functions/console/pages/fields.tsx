@@ -38,7 +38,10 @@ function FieldForm({ c, draft, existing, error }: { c: C; draft: Draft; existing
       <select id="type" name="type">{FIELD_TYPES.map((t) => <option value={t} selected={draft.type === t}>{t}</option>)}</select>
       {input('category', 'Category')}
       {input('tooltip', 'Tooltip')}
-      {input('defaultValue', 'Default value (a JSON object for contact, mail-group, switchboard)')}
+      {input('defaultValue', existing && draft.type === 'password'
+        ? 'Default value (stored sealed and never shown: leave empty to keep it)'
+        : 'Default value (a JSON object for contact, mail-group, switchboard)')}
+      {existing && draft.type === 'password' && <label><input type="checkbox" name="clearDefault" /> Remove the stored default</label>}
       {input('maxOccurs', 'Maximum values (1 single, -1 any number)', 'number')}
       {input('position', 'Position in its category', 'number')}
       <label><input type="checkbox" name="editable" checked={draft.editable ?? true} /> Editable per destination (unchecked: locked to the default)</label>
@@ -86,16 +89,23 @@ export function fieldPages(app: Hono<ConsoleEnv>) {
   });
 
   app.post('/fields', async (c) => {
-    const definition = definitionFrom(await c.req.parseBody());
+    const form = await c.req.parseBody();
+    const definition = definitionFrom(form);
     const ports = c.get('ports');
-    const existing = (await ports.repos.metadata.fields()).some((f) => f.name.toLowerCase() === definition.name.toLowerCase());
+    const stored = (await ports.repos.metadata.fields()).find((f) => f.name.toLowerCase() === definition.name.toLowerCase());
+    const existing = stored !== undefined;
     try {
+      // The form never shows a sealed password default: left empty, the stored one is kept.
+      if (stored?.type === 'password' && definition.type === 'password' && definition.defaultValue === null && stored.defaultValue !== null && form.clearDefault !== 'on') {
+        definition.defaultValue = await ports.secrets.decrypt(stored.defaultValue);
+      }
       await importFields(ports, [definition]);
       await recordAudit(ports, c.get('user')!.userId, existing ? 'update' : 'create', 'metadata field', definition.name);
       return c.redirect('/console/fields', 303);
     } catch (e) {
       if (!isServiceError(e)) throw e;
-      return page(c, existing ? `Field ${definition.name}` : 'Create a metadata field', <FieldForm c={c} draft={definition as Draft} existing={existing} error={e.message} />, 400);
+      const draft = { ...definition, defaultValue: definition.type === 'password' ? null : definition.defaultValue } as Draft;
+      return page(c, existing ? `Field ${definition.name}` : 'Create a metadata field', <FieldForm c={c} draft={draft} existing={existing} error={e.message} />, 400);
     }
   });
 }

@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { isServiceError } from '../../../core/errors.ts';
-import { setActive, setCategory } from '../../../core/services/console-auth.ts';
+import { invalid } from '../../../core/errors.ts';
+import { keepsConsoleAccess, setActive, setCategory } from '../../../core/services/console-auth.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 
@@ -73,7 +74,18 @@ export function userPages(app: Hono<ConsoleEnv>) {
     }
   };
   const actor = (c: Context<ConsoleEnv>) => c.get('user')!.userId;
-  app.post('/users/:id/active', change((c, form) => setActive(c.get('ports'), actor(c), c.req.param('id')!, form.active === 'true')));
+  // An administrator cannot lock themself out here: another one (or the command line) must do it.
+  app.post('/users/:id/active', change(async (c, form) => {
+    const active = form.active === 'true';
+    if (!active && c.req.param('id') === actor(c)) throw invalid('You cannot deactivate your own account');
+    await setActive(c.get('ports'), actor(c), c.req.param('id')!, active);
+  }));
   app.post('/users/:id/grant', change((c, form) => setCategory(c.get('ports'), actor(c), c.req.param('id')!, String(form.category ?? ''), true)));
-  app.post('/users/:id/revoke', change((c, form) => setCategory(c.get('ports'), actor(c), c.req.param('id')!, String(form.category ?? ''), false)));
+  app.post('/users/:id/revoke', change(async (c, form) => {
+    const category = String(form.category ?? '');
+    if (c.req.param('id') === actor(c) && !(await keepsConsoleAccess(c.get('ports'), actor(c), category))) {
+      throw invalid(`Removing ${category} would end your own console access; another administrator or \`ecpds-edge webuser revoke\` can do it`);
+    }
+    await setCategory(c.get('ports'), actor(c), c.req.param('id')!, category, false);
+  }));
 }
