@@ -8,7 +8,8 @@ export const END_OF_PROPERTIES = '###### END-OF-PROPERTIES ######';
 
 export function splitOptionName(name: string): { module: string; key: string } {
   const dot = name.indexOf('.');
-  if (dot <= 0 || dot === name.length - 1) throw invalid(`Malformed name: ${name}`);
+  // A name must read back as the name of its line: no whitespace, '=', quote or control character.
+  if (dot <= 0 || dot === name.length - 1 || /[\s="\p{Cc}]/u.test(name)) throw invalid(`Malformed name: ${name}`);
   return { module: name.slice(0, dot), key: name.slice(dot + 1) };
 }
 
