@@ -232,13 +232,21 @@ describe('PUT /v1/destination/backup', () => {
     expect(await h.db.select().from(ecusers).where(eq(ecusers.name, 'tx-owner'))).toEqual([]);
   });
 
-  it('refuses an alias to a destination that does not exist, applying nothing', async () => {
+  it('skips (and logs) an alias whose target does not exist; restores the destination itself', async () => {
     const r = await put(backup([entry('AL_A')], { aliases: [{ aliasFrom: 'AL_A', aliasTo: 'AL_NOWHERE' }] }));
-    expect(r.text).toBe(error('Destination AL_NOWHERE not found'));
-    expect((await h.call('GET', '/v1/destination/backup/AL_A', { auth: admin })).text).toBe(error('Destination AL_A not found'));
-    const ok = await put(backup([entry('AL_A'), entry('AL_B')], { aliases: [{ aliasFrom: 'AL_A', aliasTo: 'AL_B' }] }));
+    expect(r.text).toBe(created(1));
+    expect((await backupOf('AL_A')).aliases).toEqual([]);
+    expect(h.logLines.some((l) => l.includes('alias skipped') && l.includes('AL_NOWHERE'))).toBe(true);
+    const ok = await put(backup([entry('AL_B'), entry('AL_C')], { aliases: [{ aliasFrom: 'AL_B', aliasTo: 'AL_C' }] }));
     expect(ok.text).toBe(created(2));
-    expect((await backupOf('AL_A')).aliases).toEqual([{ aliasFrom: 'AL_A', aliasTo: 'AL_B' }]);
+    expect((await backupOf('AL_B')).aliases).toEqual([{ aliasFrom: 'AL_B', aliasTo: 'AL_C' }]);
+  });
+
+  it('adds no alias to a destination the restore skipped because it existed', async () => {
+    expect((await put(backup([entry('AL_D'), entry('AL_E')]))).text).toBe(created(2));
+    const again = await put(backup([entry('AL_D'), entry('AL_E')], { aliases: [{ aliasFrom: 'AL_D', aliasTo: 'AL_E' }] }));
+    expect(again.text).toBe(created(0));
+    expect((await backupOf('AL_D')).aliases).toEqual([]);
   });
 });
 

@@ -81,6 +81,7 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
 
   // A host shared by several destinations of this backup stays shared among their copies.
   const restoredHosts = new Map<number, number>();
+  const createdNames = new Set<string>();
   let created = 0;
   for (const { destination: d, associations } of backup.destinations) {
     if (await repos.destinations.exists(d.name)) continue;
@@ -93,11 +94,16 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
       const hostid = await placeHost(ctx, repos, host, copySharedHost, restoredHosts, ensureOwner);
       await repos.hosts.associate(d.name, hostid, priority ?? 0);
     }
+    createdNames.add(d.name);
     created++;
   }
+  // Aliases come with the destinations this restore created (existing ones are left as they
+  // are). A backup of a selection may name a target this system lacks: that alias is skipped.
   for (const { aliasFrom, aliasTo } of backup.aliases) {
-    for (const name of [aliasFrom, aliasTo]) {
-      if (!(await repos.destinations.exists(name))) throw notFound(`Destination ${name} not found`);
+    if (!createdNames.has(aliasFrom)) continue;
+    if (!(await repos.destinations.exists(aliasTo))) {
+      ctx.logger.warn('alias skipped: its target destination does not exist', { requestId: ctx.requestId, aliasFrom, aliasTo });
+      continue;
     }
     await repos.destinations.addAlias(aliasFrom, aliasTo);
   }
