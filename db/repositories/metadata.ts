@@ -36,6 +36,8 @@ export const metadataRepo = (db: Database): MetadataRepo => ({
     return rows.map((r) => r.fieldId);
   },
   async replaceValues(destination, values, keepFieldIds) {
+    // Concurrent replaces of one destination take turns; otherwise both delete, then both insert.
+    await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, destination)).for('update');
     await db
       .delete(metadataValues)
       .where(and(eq(metadataValues.destination, destination), keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined));
