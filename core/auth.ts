@@ -1,6 +1,6 @@
 import { hashGeneratedSecret, isSlowHash, keyedHash, verifySecretHash } from './crypto.ts';
 import { decodeStrictBase64 } from './encoding.ts';
-import { unauthorized } from './errors.ts';
+import { throttled, unauthorized } from './errors.ts';
 import { SHOW_SENSITIVE_INFO } from './catalogue.ts';
 import { grants } from './permissions.ts';
 import type { ApiClient, Caller, CredentialCache, Ports } from './ports.ts';
@@ -70,15 +70,25 @@ async function secretMatches(cache: CredentialCache, client: ApiClient, secret: 
 /**
  * Checks credentials and, when `service` is given, that one permission expression matches it.
  * Every failure gives the same answer, so the caller learns nothing about which check failed.
+ * `address` is the client's address as the shell sees it, for the failed-authentication limit.
  */
-export async function authenticate(ports: Ports, credentials: Credentials, service: string | null): Promise<Caller> {
-  const client = await ports.repos.clients.find(credentials.username);
+export async function authenticate(ports: Ports, credentials: Credentials, service: string | null, address?: string): Promise<Caller> {
   const now = ports.clock().getTime();
+  // Checked before the database is asked, so a guessing caller costs nothing once refused.
+  const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
+  if (wait > 0) throw throttled('Too many failed authentications; try again later', wait);
+  const client = await ports.repos.clients.find(credentials.username);
   if (!client) {
     await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
+    ports.authThrottle.fail(credentials.username, address, now);
     throw unauthorized();
   }
-  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) throw unauthorized();
+  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) {
+    ports.authThrottle.fail(credentials.username, address, now);
+    throw unauthorized();
+  }
+  // A missing permission is not counted: the secret was right, so nothing is being guessed,
+  // and a Basic-only endpoint would tell a right guess apart anyway.
   if (service !== null && !grants(client.permissions, service)) throw unauthorized();
   if (ports.credentialCache.shouldTouch(client.username, now)) {
     ports.waitUntil(ports.repos.clients.touch(client.username, new Date(now)).catch(() => undefined));

@@ -15,6 +15,8 @@ export interface Ports {
   /** Work that must finish after the response (Workers' ctx.waitUntil; a tracked promise on Node). */
   waitUntil: (work: Promise<unknown>) => void;
   credentialCache: CredentialCache;
+  /** Failed authentications per username and client address; past the limit, callers wait (429). */
+  authThrottle: AuthThrottle;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
   /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */
@@ -59,6 +61,13 @@ export interface CredentialCache {
   readonly hashKey: Uint8Array;
 }
 
+export interface AuthThrottle {
+  /** Seconds until this username (and address, when known) may try again; 0 when it may now. */
+  retryAfter(username: string, address: string | undefined, now: number): number;
+  /** Records one failed authentication of this username from this address. */
+  fail(username: string, address: string | undefined, now: number): void;
+}
+
 export interface Repositories {
   clients: ClientRepo;
   incomingUsers: IncomingUserRepo;
@@ -73,6 +82,8 @@ export interface Repositories {
   console: ConsoleRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
+  /** A cheap round trip to the database (health checks); rejects when it is unreachable. */
+  ping(): Promise<void>;
 }
 
 export type ClientOrigin = 'console' | 'cli' | 'properties' | 'bootstrap';

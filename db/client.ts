@@ -19,10 +19,18 @@ export interface PostgresOptions {
   perRequest?: boolean;
 }
 
+const CONNECT_TIMEOUT_SECONDS = 10;
+const MAX_RECONNECT_DELAY_SECONDS = 1;
+
 export function openPostgres(url: string, options: PostgresOptions = {}): DbHandle {
   const client = postgres(url, {
     max: options.max ?? 10,
     onnotice: () => undefined,
+    // A database host that does not answer fails the request (503) in seconds, not after 30.
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    // After repeated failures postgres.js waits up to 20 s before it reconnects, and requests
+    // queue behind that wait: capped, so that during an outage a request gets its 503 at once.
+    backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, MAX_RECONNECT_DELAY_SECONDS),
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
   const db = drizzle(client, { schema }) as unknown as Database;

@@ -12,6 +12,8 @@ export default {
       trustProxy: false,
       maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
       portsFor: ports,
+      metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
+      clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
       console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie'), clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown' },
     });
     try {

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Repositories } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries } from '../schema.ts';
@@ -30,5 +30,8 @@ export function createRepositories(db: Database): Repositories {
     dataFiles: dataFileRepo(db),
     console: consoleRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
   };
 }

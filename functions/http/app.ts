@@ -8,7 +8,10 @@ import type { Caller, Ctx, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/version.ts';
 import { consoleApp, type ConsoleOptions } from '../console/index.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
+import { docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
+import { createMetrics, otherLabel } from './metrics.ts';
+import { opsRoutes } from './ops.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
 
 export interface AppOptions {
@@ -20,23 +23,34 @@ export interface AppOptions {
   portsFor(c: Context): Promise<Ports> | Ports;
   /** The administration console under /console; left out, the app serves the API only. */
   console?: Omit<ConsoleOptions, 'portsFor'>;
+  /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
+  metricsPublic?: boolean;
+  /** The caller's address, for the failed-authentication limit; left out, failures count per username only. */
+  clientAddress?(c: Context): string;
 }
 
-type Env = { Variables: { requestId: string; caller: Caller | null } };
+/** `service` labels the request in /metrics: a permission name, none/basic, or an ops route. */
+export type Env = { Variables: { requestId: string; caller: Caller | null; service?: string } };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 export function createApp(options: AppOptions) {
   const app = new Hono<Env>();
   const { logger } = options;
+  const metrics = createMetrics();
 
   app.use(async (c, next) => {
     const started = performance.now();
+    const answered = metrics.begin();
     const offered = c.req.header('x-request-id');
     const requestId = offered && REQUEST_ID.test(offered) ? offered : crypto.randomUUID();
     c.set('requestId', requestId);
     c.set('caller', null);
-    await next();
+    try {
+      await next();
+    } finally {
+      answered(c.get('service') ?? otherLabel(c.req.path), c.res.status, (performance.now() - started) / 1000);
+    }
     c.res.headers.set('X-Request-Id', requestId);
     c.res.headers.set('X-Content-Type-Options', 'nosniff');
     logger.info('request', {
@@ -68,6 +82,8 @@ export function createApp(options: AppOptions) {
   for (const [path, methods] of allowed) {
     app.all(path, () => plain(405, 'Method not allowed', { Allow: [...methods].join(', ') }));
   }
+  opsRoutes(app, options, metrics);
+  docsRoutes(app);
 
   if (options.console) app.route('/console', consoleApp({ ...options.console, portsFor: options.portsFor }));
 
@@ -81,6 +97,7 @@ const UNAUTHENTICATED = {
 };
 
 async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationId>, options: AppOptions) {
+  c.set('service', op.service ?? op.access);
   const credentials = op.access === 'none' ? null : parseBasicAuthorization(c.req.header('authorization'));
   if (op.access !== 'none' && !credentials) {
     return plain(401, 'Operation only available to registered users', UNAUTHENTICATED);
@@ -95,7 +112,7 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   const input = parseInput(op.input, raw);
 
   const ports = await options.portsFor(c);
-  const caller = credentials ? await authenticate(ports, credentials, op.access === 'service' ? op.service : null) : null;
+  const caller = credentials ? await authenticate(ports, credentials, op.access === 'service' ? op.service : null, options.clientAddress?.(c) ?? 'unknown') : null;
   c.set('caller', caller);
   const ctx: Ctx = { ...ports, requestId: c.get('requestId'), caller };
   const result = await handler({ ctx, input: input as never });

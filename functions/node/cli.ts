@@ -32,6 +32,15 @@ Usage:
   ecpds-edge monitoring import <file.ndjson>  ingest product step notifications
   ecpds-edge sweep                           fail expired data transfers once
 
+Remote commands (talk to a running server; --url or ECPDS_URL, credentials from ECPDS_USERNAME and
+ECPDS_SECRET or --config <file.json>; --insecure for a self-signed certificate; --json; --retries <n>):
+  ecpds-edge put --destination <name> [--uniquename <u>] [--priority <0-99>] [--lifetime <d>] [--at <t>]
+                 [--standby] [--force] [--concurrency <n>] <files or globs>...   exit code = failures
+  ecpds-edge size <id>                       size of a data file in bytes
+  ecpds-edge del <id>                        delete a data file
+  ecpds-edge summary [<product> [<time>]] [--step <n>] [--type <t>] [--status <code>]
+  ecpds-edge metadata get|put <destination> [file]   (stdin/stdout without a file)
+
 Configuration comes from the environment (see README): DATABASE_URL, ECPDS_DATA_DIR, ...`;
 
 const out = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
@@ -148,6 +157,11 @@ export async function main(argv: string[]) {
       return notes(rest);
     case 'monitoring':
       return monitoring(rest);
+    case 'put': return (await import('./remote-cli.ts')).put(rest);
+    case 'size': return (await import('./remote-cli.ts')).size(rest);
+    case 'del': return (await import('./remote-cli.ts')).del(rest);
+    case 'summary': return (await import('./remote-cli.ts')).summary(rest);
+    case 'metadata': return (await import('./remote-cli.ts')).metadata(rest);
     case 'sweep': {
       const failed = await withRuntime(({ ports }) => sweepExpired(ports));
       return out(`Expired transfers failed: ${failed}.`);

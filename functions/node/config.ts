@@ -20,6 +20,8 @@ export interface NodeConfig {
   sourceTimeoutMs: number;
   eventLog: string | null;
   sweepSeconds: number;
+  /** /metrics answers without credentials (otherwise it needs the `metrics` permission). */
+  metricsPublic: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +67,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     sourceTimeoutMs: integer('ECPDS_SOURCE_TIMEOUT_MS', env.ECPDS_SOURCE_TIMEOUT_MS, 10_000, 100, 600_000),
     eventLog: orNull(env.ECPDS_EVENT_LOG),
     sweepSeconds: integer('ECPDS_SWEEP_SECONDS', env.ECPDS_SWEEP_SECONDS, 60, 0, 86_400),
+    metricsPublic: flag(env.ECPDS_METRICS_PUBLIC, false),
     notesUrl: orNull(env.ECPDS_NOTES_URL),
     notesToken: orNull(env.ECPDS_NOTES_TOKEN),
     maxBodyBytes: integer('ECPDS_MAX_BODY_BYTES', env.ECPDS_MAX_BODY_BYTES, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
+import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
@@ -48,6 +49,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     secrets,
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    authThrottle: createAuthThrottle(),
     notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
     events: events.sink,
     sources: nodeSourceProber({ roots: config.sourceRoots, hosts: config.sourceHosts, timeoutMs: config.sourceTimeoutMs }),

@@ -9,7 +9,7 @@ import { sweepExpired } from '../../core/services/datafiles.ts';
 import { bootstrapWebAdmin } from '../../core/services/console-auth.ts';
 import { VERSION } from '../../core/version.ts';
 import { createApp } from '../http/app.ts';
-import type { NodeConfig } from './config.ts';
+import { ConfigError, type NodeConfig } from './config.ts';
 import { jsonLogger } from './logger.ts';
 import { openRuntime } from './runtime.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
@@ -21,6 +21,8 @@ export function nodeApp(config: NodeConfig, ports: Ports) {
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
     portsFor: () => ports,
+    metricsPublic: config.metricsPublic,
+    clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => clientAddress(c, config.trustProxy) },
   });
 }
@@ -42,8 +44,6 @@ export async function runServer(config: NodeConfig) {
   const runtime = await openRuntime(config, logger, { hold: true });
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
-  const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
-  const webAdminPassword = await bootstrapWebAdmin(ports);
   if (config.demo && !config.databaseUrl && (await isEmptyDatabase(ports))) {
     await loadDemoData(ports);
     logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
@@ -51,7 +51,7 @@ export async function runServer(config: NodeConfig) {
 
   const app = nodeApp(config, ports);
   const tls = config.trustProxy ? null : await loadTls(config);
-  const server = await new Promise<Server>((resolve) => {
+  const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
       {
         fetch: app.fetch,
@@ -61,10 +61,18 @@ export async function runServer(config: NodeConfig) {
       },
       () => resolve(s as Server),
     );
+    // A port in use or an address not on this host: a message, not an unhandled 'error' event.
+    s.once('error', reject);
+  }).catch(async (e: unknown) => {
+    await runtime.close();
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`);
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  // Created once the address is bound, so a failed start cannot leave an admin whose secret was never shown.
+  const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
+  const webAdminPassword = await bootstrapWebAdmin(ports);
   logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
   if (bootstrapSecret) {
     process.stdout.write(

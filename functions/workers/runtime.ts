@@ -1,6 +1,7 @@
 import { createCredentialCache } from '../../core/auth.ts';
+import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
-import type { CredentialCache, Logger, Ports } from '../../core/ports.ts';
+import type { AuthThrottle, CredentialCache, Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
@@ -15,6 +16,8 @@ export interface WorkerEnv {
   ECPDS_SOURCE_HOSTS?: string;
   ECPDS_SOURCE_TIMEOUT_MS?: string;
   ECPDS_MAX_BODY_BYTES?: string;
+  /** `1` serves /metrics without credentials. */
+  ECPDS_METRICS_PUBLIC?: string;
 }
 
 export interface WorkerContext {
@@ -29,6 +32,8 @@ export const consoleLogger: Logger = {
 
 // Only a cache of verified credentials lives across requests of an isolate; never config or a client.
 let credentialCache: CredentialCache | null = null;
+// Failed authentications are counted per isolate: a bound on guessing, not a global ledger.
+let authThrottle: AuthThrottle | null = null;
 
 /**
  * The ports of one request or cron run: a database client of its own (through Hyperdrive),
@@ -43,12 +48,14 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
   const build = (): Ports => {
     handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
     credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
+    authThrottle ??= createAuthThrottle();
     return {
       repos: createRepositories(handle.db),
       clock: () => new Date(),
       secrets: SecretBox.fromBase64(env.ECPDS_SECRET_KEY),
       logger: consoleLogger,
       credentialCache,
+      authThrottle,
       waitUntil: (work) => {
         const settled = work.catch((e: unknown) => consoleLogger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }));
         pending.push(settled);

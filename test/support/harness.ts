@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
+import { createAuthThrottle, type AuthThrottleOptions } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
@@ -35,6 +36,10 @@ export interface HarnessOptions {
   sourceRoots?: string[];
   /** Hosts (or host:port) http(s) data-file sources may come from. */
   sourceHosts?: string[];
+  /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1). */
+  metricsPublic?: boolean;
+  /** Limits of failed authentications (the production defaults when left out). */
+  authThrottle?: AuthThrottleOptions;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -51,6 +56,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    authThrottle: createAuthThrottle(options.authThrottle),
     waitUntil: (work) => void background.push(work),
     notes: null,
     events: { write: (entry) => void events.push(entry) },
@@ -61,6 +67,8 @@ export async function createHarness(options: HarnessOptions = {}) {
     trustProxy: options.trustProxy ?? false,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     portsFor: () => ports,
+    metricsPublic: options.metricsPublic,
+    clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
     console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => c.req.header('x-test-address') ?? 'test' },
   });
 
