@@ -9,7 +9,7 @@ import { FIELD_TYPES } from './model/metadata.ts';
  * the catalogue leaves as `unknown`. The OpenAPI document and the typed client both read
  * these; test/openapi.test.ts holds every real answer and handler type against them.
  */
-const kinds = { text: z.string().nullable(), bool: z.boolean(), int: z.int().nullable() };
+const kinds = { text: z.string().nullable(), bool: z.boolean(), int: z.int().nullable(), long: z.int().nullable() };
 const fromKeys = <T extends Record<string, FieldKind>>(keys: T) =>
   Object.fromEntries(Object.entries(keys).map(([k, kind]) => [k, kinds[kind]])) as { [K in keyof T]: (typeof kinds)[T[K]] };
 

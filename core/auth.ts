@@ -77,7 +77,8 @@ export async function authenticate(ports: Ports, credentials: Credentials, servi
   // Checked before the database is asked, so a guessing caller costs nothing once refused.
   const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
   if (wait > 0) throw throttled('Too many failed authentications; try again later', wait);
-  const client = await ports.repos.clients.find(credentials.username);
+  // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
+  const client = credentials.username.includes('\u0000') ? null : await ports.repos.clients.find(credentials.username);
   if (!client) {
     await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
     ports.authThrottle.fail(credentials.username, address, now);

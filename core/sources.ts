@@ -2,6 +2,9 @@ import { invalid } from './errors.ts';
 import type { SourceProber } from './ports.ts';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** A source as it may appear in messages (and so in logs): any user:password in a URL is masked. */
+export const shownSource = (source: string) => source.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1***@');
 const MAX_REDIRECTS = 5;
 
 /** `host` allows that host on any port; `host:port` only that port. */
@@ -21,10 +24,11 @@ export function hostAllowed(allowList: readonly string[], url: URL): boolean {
  */
 export function httpSourceProber(allowList: readonly string[], timeoutMs: number, fetchImpl: typeof fetch = fetch): SourceProber {
   return {
-    async probe(source) {
+    async probe(raw) {
+      const source = shownSource(raw);
       let url: URL;
       try {
-        url = new URL(source);
+        url = new URL(raw);
       } catch {
         throw invalid(`Source ${source} is not a valid URL`);
       }

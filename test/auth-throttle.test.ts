@@ -139,6 +139,12 @@ describe('failed-authentication limit over the API', () => {
     expect((await h.call('GET', '/v1/version', { headers: { 'x-test-address': '10.3.0.2' } })).status).toBe(200);
   });
 
+  it('counts a username holding U+0000 as an unknown client, not a database error', async () => {
+    const r = await list(basic('re\u0000ader', reader.secret), '10.4.0.1');
+    expect(r.status).toBe(500);
+    expect(r.json).toEqual({ status: 'error', message: 'User not authorized' });
+  });
+
   it('never logs the presented secrets', () => {
     const log = h.logLines.join('\n');
     expect(log).not.toContain(reader.secret);

@@ -313,13 +313,8 @@ const INTERNAL = /^Internal error/;
  */
 const KNOWN_ISSUES: Array<{ id: string; fix: string; matches: (problem: string, r: Reply) => boolean }> = [
   {
-    id: 'NUL in text reaches the database',
-    fix: 'refuse U+0000 in text parameters (core/params.ts) and in JSON body strings with a 400; Postgres text cannot hold it',
-    matches: (problem) => problem.startsWith('unhandled exception') && problem.includes('0x00'),
-  },
-  {
     id: 'integer out of range reaches the database',
-    fix: 'bound the integers of a backup to the 32-bit columns (core/model/backup-schema.ts) and answer 400',
+    fix: 'bound integers to the 32-bit columns they go into, in query parameters (core/params.ts int: type, hostid, step, id) and backups (core/model/backup-schema.ts), and answer 400',
     matches: (problem) => problem.startsWith('unhandled exception') && /out of range for type (?:integer|smallint)/.test(problem),
   },
   {

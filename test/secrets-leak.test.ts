@@ -260,10 +260,8 @@ describe('a pass over every endpoint with known secrets', () => {
     expect(where(generated[5]!)).toEqual(['webUserAdd2:pass', 'webUserList:userList.*.password']);
   });
 
-  // Known finding, kept visible: the source of a refused data file is quoted in the service
-  // error, which is logged, user info included. Fix in core/sources.ts (redact user info in
-  // messages, or refuse URLs that carry it); then turn this into a plain \`it\`.
-  it.fails('credentials inside a data-file source URL are not logged', async () => {
+  // The source of a refused data file is quoted in the service error, which is logged: user info is masked.
+  it('credentials inside a data-file source URL are not logged', async () => {
     const secret = mark('url-pass');
     const r = await h.call('GET', `/v1/datafile/put?destination=LEAK_A&source=${encodeURIComponent(`https://user:${secret}@elsewhere.example/x`)}`, { auth: admin });
     expect(r.status).toBe(500);

@@ -4,7 +4,8 @@ import { DESTINATION_KEYS, HOST_KEYS, type FieldKind } from './destination.ts';
 const kinds = {
   text: z.string().nullable().optional(),
   bool: z.boolean().optional(),
-  int: z.number().int().nullable().optional(),
+  int: z.number().int().min(-2_147_483_648).max(2_147_483_647).nullable().optional(),
+  long: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
 };
 
 const fromKeys = <T extends Record<string, FieldKind>>(keys: T) =>
@@ -16,12 +17,12 @@ const destination = z.object({
   ...fromKeys(DESTINATION_KEYS),
   name: nonEmpty,
   countryIso: z.string().regex(/^[A-Za-z]{2}$/).transform((s) => s.toLowerCase()),
-  type: z.number().int(),
+  type: z.number().int().min(-2_147_483_648).max(2_147_483_647),
 });
 
 const host = z.object({
   ...fromKeys(HOST_KEYS),
-  hostid: z.union([z.number().int(), z.string().regex(/^\d+$/).transform(Number)]).nullable().optional(),
+  hostid: z.union([z.number().int(), z.string().regex(/^\d{1,15}$/).transform(Number)]).nullable().optional(),
 });
 
 const ectransModule = z.object({
@@ -32,7 +33,7 @@ const ectransModule = z.object({
 export const backupSchema = z.object({
   destinations: z.array(z.object({
     destination,
-    associations: z.array(z.object({ priority: z.number().int().optional(), host })).default([]),
+    associations: z.array(z.object({ priority: z.number().int().min(-2_147_483_648).max(2_147_483_647).optional(), host })).default([]),
   })).default([]),
   aliases: z.array(z.object({ aliasFrom: nonEmpty, aliasTo: nonEmpty })).default([]),
   methods: z.array(z.object({

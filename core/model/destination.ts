@@ -2,26 +2,27 @@
  * Destination and host records with the reference server's key names (wire-decisions §7).
  * The kind of each key drives backup output, restore validation and storage alike.
  */
-export type FieldKind = 'text' | 'bool' | 'int';
+/** `int` is stored in 32 bits, `long` in 64 (within JavaScript's safe integers). */
+export type FieldKind = 'text' | 'bool' | 'int' | 'long';
 
 export const DESTINATION_KEYS = {
   name: 'text', ecuserName: 'text', countryIso: 'text', type: 'int', comment: 'text', active: 'bool',
   monitor: 'bool', backup: 'bool', acquisition: 'bool', stopIfDirty: 'bool', forceProxy: 'bool',
   onHostFailure: 'int', ifTargetExist: 'int', keepInSpool: 'int', maxConnections: 'int', retryCount: 'int',
   retryFrequency: 'int', maxStart: 'int', startFrequency: 'int', maxRequeue: 'int', maxPending: 'int',
-  maxFileSize: 'int', resetFrequency: 'int', maxInactivity: 'int', transferRate: 'int', userMail: 'text',
+  maxFileSize: 'long', resetFrequency: 'long', maxInactivity: 'long', transferRate: 'long', userMail: 'text',
   mailOnUpdate: 'bool', mailOnStart: 'bool', mailOnEnd: 'bool', mailOnError: 'bool', filterName: 'text',
-  dateFormat: 'text', groupByDate: 'bool', update: 'int', transferGroupName: 'text', hostForSourceName: 'text',
+  dateFormat: 'text', groupByDate: 'bool', update: 'long', transferGroupName: 'text', hostForSourceName: 'text',
   data: 'text',
 } as const satisfies Record<string, FieldKind>;
 
 export const HOST_KEYS = {
-  hostid: 'int', ecuserName: 'text', transferMethodName: 'text', type: 'text', nickname: 'text', host: 'text',
+  hostid: 'long', ecuserName: 'text', transferMethodName: 'text', type: 'text', nickname: 'text', host: 'text',
   login: 'text', passwd: 'text', dir: 'text', data: 'text', comment: 'text', active: 'bool', maxConnections: 'int',
-  retryCount: 'int', retryFrequency: 'int', check: 'bool', checkFrequency: 'int', checkFilename: 'text',
+  retryCount: 'int', retryFrequency: 'int', check: 'bool', checkFrequency: 'long', checkFilename: 'text',
   mailOnSuccess: 'bool', mailOnError: 'bool', notifyOnce: 'bool', userMail: 'text', networkName: 'text',
   networkCode: 'text', filterName: 'text', transferGroupName: 'text', automaticLocation: 'bool',
-  acquisitionFrequency: 'int',
+  acquisitionFrequency: 'long',
 } as const satisfies Record<string, FieldKind>;
 
 type ValueOf<K extends FieldKind> = K extends 'text' ? string | null : K extends 'bool' ? boolean : number | null;
