@@ -7,7 +7,7 @@ import { catalogue, type Operation } from '../core/catalogue.ts';
 import { DESTINATION_KEYS, HOST_KEYS } from '../core/model/destination.ts';
 import { loadDemoData } from '../core/services/demo.ts';
 import { contractProblems } from './support/contract.ts';
-import { basic, createHarness, type Harness, type Reply } from './support/harness.ts';
+import { basic, createHarness, readReply, type Harness, type Reply } from './support/harness.ts';
 
 /**
  * Property-based bad input for every operation of the catalogue: whatever arrives, the answer
@@ -82,15 +82,7 @@ interface Sent {
 }
 
 async function send(req: Sent): Promise<Reply> {
-  const res = await h.app.request(`https://localhost${req.path}`, { method: req.method, headers: req.headers, body: req.body });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json, headers: res.headers };
+  return readReply(await h.app.request(`https://localhost${req.path}`, { method: req.method, headers: req.headers, body: req.body }));
 }
 
 // Lone surrogates cannot be percent-encoded; what a client library would send is U+FFFD.

@@ -25,6 +25,18 @@ export interface Reply {
   headers: Headers;
 }
 
+/** A response with its body read, and parsed when it is JSON. */
+export async function readReply(res: Response): Promise<Reply> {
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
 export const basic = (username: string, secret: string) =>
   `Basic ${Buffer.from(`${username}:${secret}`).toString('base64')}`;
 
@@ -83,15 +95,7 @@ export async function createHarness(options: HarnessOptions = {}) {
       headers['content-type'] ??= 'application/json';
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     }
-    const res = await app.request(`${opts.scheme ?? 'https'}://localhost${path}`, { method, headers, body });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, text, json, headers: res.headers };
+    return readReply(await app.request(`${opts.scheme ?? 'https'}://localhost${path}`, { method, headers, body }));
   }
 
   /** Creates an API client with these permission expressions; returns its Authorization value. */
