@@ -1,5 +1,6 @@
 import type { PortalService } from './catalogue.ts';
 import type { SecretBox } from './crypto.ts';
+import type { JsonText } from './json-text.ts';
 import type {
   Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
 } from './model/destination.ts';
@@ -15,6 +16,8 @@ export interface Ports {
   /** Work that must finish after the response (Workers' ctx.waitUntil; a tracked promise on Node). */
   waitUntil: (work: Promise<unknown>) => void;
   credentialCache: CredentialCache;
+  /** Reference data that only a migration changes (destination types), loaded once per process. */
+  memo: Memo;
   /** Failed authentications per username and client address; past the limit, callers wait (429). */
   authThrottle: AuthThrottle;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
@@ -23,6 +26,10 @@ export interface Ports {
   events: EventSink;
   /** Checks a data file's source is allowed and reachable, and measures it, before anything is stored. */
   sources: SourceProber;
+}
+
+export interface Memo {
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
 }
 
 export interface EventSink {
@@ -53,6 +60,11 @@ export interface Logger {
 }
 
 export interface CredentialCache {
+  /** A client record read within the last CLIENT_RECORD_TTL_MS, or null. */
+  client(username: string, now: number): ApiClient | null;
+  rememberClient(client: ApiClient, now: number): void;
+  /** Drops a client's record after a change, so this process sees the change at once. */
+  forgetClient(username: string): void;
   has(key: string, now: number): boolean;
   add(key: string, now: number): void;
   /** True at most once a minute per client: when its last-used time is worth writing. */
@@ -162,6 +174,8 @@ export interface DestinationRepo {
   get(name: string): Promise<Destination | null>;
   /** Ordered by name. */
   list(filter: DestinationFilter): Promise<Destination[]>;
+  /** The same destinations as a JSON array of destinationView records, rendered by the database. */
+  listView(filter: DestinationFilter): Promise<JsonText>;
   names(): Promise<string[]>;
   types(): Promise<DestinationType[]>;
   typeExists(id: number): Promise<boolean>;

@@ -99,6 +99,12 @@ export const destinations = pgTable(
     transferGroupName: text('transfer_group_name'),
     hostForSourceName: text('host_for_source_name'),
     data: text('data').notNull().default(''),
+    /**
+     * The record of destination/list as JSON text, kept by a trigger (migration 0007) on every
+     * insert and update, so listing 10,000 destinations is one string_agg rather than 10,000
+     * rows decoded and serialized again. A test holds it equal to core's destinationView.
+     */
+    listEntry: text('list_entry').notNull().default(''),
   },
   (t) => [index('destinations_country').on(t.countryIso), index('destinations_type').on(t.type)],
 );

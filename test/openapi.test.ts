@@ -147,8 +147,9 @@ const served = {
   monitoringSummaryCycle: monitoring.summaryCycle, monitoringHistory: monitoring.history, datafilePut: datafiles.put, datafileSize: datafiles.size,
   datafileDel: datafiles.del,
 } satisfies Record<OperationId, unknown>;
-// Backups and metadata values are built from key lists, typed loosely; the run below checks them.
-type Loose = 'backupList' | 'backupGet' | 'metadataGet';
+// Backups and metadata values are built from key lists, typed loosely, and the destination list
+// is JSON text rendered by the database; the run below checks them.
+type Loose = 'backupList' | 'backupGet' | 'metadataGet' | 'destinationList';
 type Undocumented = {
   [K in Exclude<OperationId, Loose>]: Awaited<ReturnType<(typeof served)[K]>> extends z.input<(typeof answers)[K]> ? never : K
 }[Exclude<OperationId, Loose>];

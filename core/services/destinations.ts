@@ -13,8 +13,7 @@ export async function checkedFilter(ctx: Ctx, input: { iso?: string; id?: string
 }
 
 export async function list({ ctx, input }: Args<'destinationList'>) {
-  const destinations = await ctx.repos.destinations.list(await checkedFilter(ctx, input));
-  return { destinationList: destinations.map(destinationView) };
+  return { destinationList: await ctx.repos.destinations.listView(await checkedFilter(ctx, input)) };
 }
 
 export async function get({ ctx, input }: Args<'destinationGet'>) {
@@ -24,7 +23,7 @@ export async function get({ ctx, input }: Args<'destinationGet'>) {
 }
 
 export async function types({ ctx }: Args<'destinationTypeList'>) {
-  const all = await ctx.repos.destinations.types();
+  const all = await ctx.memo.get('destinationTypes', () => ctx.repos.destinations.types());
   return { typeList: all.map((t) => ({ [String(t.id)]: t.label })) };
 }
 

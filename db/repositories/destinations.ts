@@ -1,25 +1,41 @@
-import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
+import { JsonText } from '../../core/json-text.ts';
+import type { DestinationFilter } from '../../core/model/destination.ts';
 import type { DestinationRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations } from '../schema.ts';
+
+// The list entry is a rendering of the other columns, not part of the record.
+const { listEntry, ...recordColumns } = getTableColumns(destinations);
+
+function filtered({ iso, userId, type, name }: DestinationFilter): SQL | undefined {
+  const conditions: SQL[] = [];
+  if (iso !== undefined) conditions.push(eq(destinations.countryIso, iso));
+  if (type !== undefined) conditions.push(eq(destinations.type, type));
+  if (name !== undefined) conditions.push(eq(destinations.name, name));
+  if (userId !== undefined) {
+    conditions.push(sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`);
+  }
+  return and(...conditions);
+}
 
 export const destinationRepo = (db: Database): DestinationRepo => ({
   async exists(name) {
     return (await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, name))).length > 0;
   },
   async get(name) {
-    const [row] = await db.select().from(destinations).where(eq(destinations.name, name));
+    const [row] = await db.select(recordColumns).from(destinations).where(eq(destinations.name, name));
     return row ?? null;
   },
-  async list({ iso, userId, type, name }) {
-    const conditions: SQL[] = [];
-    if (iso !== undefined) conditions.push(eq(destinations.countryIso, iso));
-    if (type !== undefined) conditions.push(eq(destinations.type, type));
-    if (name !== undefined) conditions.push(eq(destinations.name, name));
-    if (userId !== undefined) {
-      conditions.push(sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`);
-    }
-    return db.select().from(destinations).where(and(...conditions)).orderBy(asc(destinations.name));
+  async list(filter) {
+    return db.select(recordColumns).from(destinations).where(filtered(filter)).orderBy(asc(destinations.name));
+  },
+  async listView(filter) {
+    const [row] = await db
+      .select({ entries: sql<string | null>`string_agg(${listEntry}, ',' order by ${destinations.name})` })
+      .from(destinations)
+      .where(filtered(filter));
+    return new JsonText(`[${row?.entries ?? ''}]`);
   },
   async names() {
     return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map((r) => r.name);

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import { authenticate, parseBasicAuthorization } from '../../core/auth.ts';
 import type { Operation, OperationId } from '../../core/catalogue.ts';
 import { handlers } from '../../core/handlers.ts';
+import { stringifyWithJsonText } from '../../core/json-text.ts';
 import type { Handler } from '../../core/handler.ts';
 import { parseInput } from '../../core/params.ts';
 import type { Caller, Ctx, Logger, Ports } from '../../core/ports.ts';
@@ -117,5 +118,5 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   const ctx: Ctx = { ...ports, requestId: c.get('requestId'), caller };
   const result = await handler({ ctx, input: input as never });
   const envelope = op.envelope === 'success' ? { success: 'yes' } : { status: 'ok' };
-  return c.json({ ...envelope, ...result });
+  return c.body(stringifyWithJsonText({ ...envelope, ...result }), 200, { 'content-type': 'application/json' });
 }

@@ -1,0 +1,89 @@
+import { eq, sql } from 'drizzle-orm';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringifyWithJsonText, JsonText } from '../core/json-text.ts';
+import { destinationView } from '../core/model/destination.ts';
+import { destinations } from '../db/schema.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+
+/**
+ * destination/list is rendered by the database from a list entry a trigger keeps (migration
+ * 0007). It must be byte for byte what JSON.stringify(destinationView(row)) gives, for any
+ * text a destination can hold, after inserts and after updates.
+ */
+let h: Harness;
+let admin: string;
+beforeAll(async () => {
+  h = await createHarness();
+  admin = await h.client('admin', ['.*']);
+});
+afterAll(() => h.close());
+
+// Any text Postgres can store: every code point but NUL, lone surrogates excluded by fast-check's
+// string units; quotes, backslashes, control characters, U+2028 and astral characters included.
+const storable = fc.string({ unit: fc.oneof(fc.constantFrom('"', '\\', '\n', '\t', '\u0001', '\u001f', '\u007f', '\u2028', '/', '😀', 'é'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 24 })
+  .map((s) => s.replaceAll('\u0000', ''));
+const optional = fc.option(storable, { nil: null });
+
+async function entryOf(name: string) {
+  const [row] = await h.db.select({ entry: destinations.listEntry }).from(destinations).where(eq(destinations.name, name));
+  return row!.entry;
+}
+
+const expected = async (name: string) => JSON.stringify(destinationView((await h.ports.repos.destinations.get(name))!));
+
+describe('the list entry of a destination', () => {
+  it('is what JSON.stringify makes of destinationView, for any stored values, after insert and update', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ comment: optional, userMail: optional, filterName: optional, active: fc.boolean(), monitor: fc.boolean(), backup: fc.boolean(), acquisition: fc.boolean(), type: fc.constantFrom(0, 1, 2), statusCode: storable.filter((s) => s.length > 0) }),
+        optional,
+        async (values, laterComment) => {
+          const name = `prop_${n++}`;
+          await h.db.insert(destinations).values({ name, countryIso: 'fr', ...values });
+          expect(await entryOf(name)).toBe(await expected(name));
+          await h.db.update(destinations).set({ comment: laterComment, active: !values.active, countryIso: 'de' }).where(eq(destinations.name, name));
+          expect(await entryOf(name)).toBe(await expected(name));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('follows a rename and is what the API lists, in name order', async () => {
+    await h.db.insert(destinations).values({ name: 'zz_before', countryIso: 'gb', type: 1, comment: 'line\nbreak "quoted"' });
+    await h.db.update(destinations).set({ name: 'aa_after' }).where(eq(destinations.name, 'zz_before'));
+    const reply = await h.call('GET', '/v1/destination/list', { auth: admin });
+    expect(reply.status).toBe(200);
+    const all = await h.ports.repos.destinations.list({});
+    expect(reply.text).toBe(JSON.stringify({ status: 'ok', destinationList: all.map(destinationView) }));
+    expect((reply.json as { destinationList: Array<{ name: string }> }).destinationList[0]!.name).toBe('aa_after');
+  });
+
+  it('is an empty array when nothing matches', async () => {
+    const reply = await h.call('GET', '/v1/destination/list?iso=jp', { auth: admin });
+    expect(reply.text).toBe('{"status":"ok","destinationList":[]}');
+  });
+
+  it('is filled for destinations that existed before the migration', async () => {
+    await h.db.execute(sql`alter table destinations disable trigger destinations_list_entry`);
+    try {
+      await h.db.insert(destinations).values({ name: 'legacy', countryIso: 'gb', type: 1, comment: 'old' });
+      expect(await entryOf('legacy')).toBe('');
+    } finally {
+      await h.db.execute(sql`alter table destinations enable trigger destinations_list_entry`);
+    }
+    // The migration's own backfill statement.
+    await h.db.execute(sql`update destinations set list_entry = ''`);
+    expect(await entryOf('legacy')).toBe(await expected('legacy'));
+  });
+});
+
+describe('stringifyWithJsonText', () => {
+  it('writes JSON text in place, keeps key order and leaves out what JSON.stringify leaves out', () => {
+    const text = stringifyWithJsonText({ status: 'ok', list: new JsonText('[{"a":1}]'), gone: undefined, after: 'x' });
+    expect(text).toBe('{"status":"ok","list":[{"a":1}],"after":"x"}');
+    expect(stringifyWithJsonText({ status: 'ok', n: 1 })).toBe(JSON.stringify({ status: 'ok', n: 1 }));
+  });
+});
