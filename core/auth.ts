@@ -23,14 +23,34 @@ export function parseBasicAuthorization(header: string | undefined | null): Cred
 
 const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_LIMIT = 10_000;
+/**
+ * How long a client record read for one request serves the next ones. Changes made in this
+ * process take effect at once (forgetClient); changes made elsewhere (the CLI, another server)
+ * within this time. Without it every request would start with a query.
+ */
+export const CLIENT_RECORD_TTL_MS = 1000;
 // Last-used times are written at most this often per client, never on every call.
 const TOUCH_EVERY_MS = 60_000;
 
 export function createCredentialCache(hashKey: Uint8Array): CredentialCache {
   const expiries = new Map<string, number>();
   const touched = new Map<string, number>();
+  const records = new Map<string, { client: ApiClient; until: number }>();
   return {
     hashKey,
+    client(username, now) {
+      const entry = records.get(username);
+      if (entry && entry.until > now) return entry.client;
+      if (entry) records.delete(username);
+      return null;
+    },
+    rememberClient(client, now) {
+      if (records.size >= CACHE_LIMIT) records.clear();
+      records.set(client.username, { client, until: now + CLIENT_RECORD_TTL_MS });
+    },
+    forgetClient(username) {
+      records.delete(username);
+    },
     shouldTouch(username, now) {
       if ((touched.get(username) ?? -Infinity) + TOUCH_EVERY_MS > now) return false;
       if (touched.size >= CACHE_LIMIT) touched.clear();
@@ -49,6 +69,15 @@ export function createCredentialCache(hashKey: Uint8Array): CredentialCache {
       expiries.set(key, now + CACHE_TTL_MS);
     },
   };
+}
+
+/** Unknown usernames are not remembered, so a client created elsewhere works at once. */
+async function clientRecord(ports: Ports, username: string, now: number): Promise<ApiClient | null> {
+  const cached = ports.credentialCache.client(username, now);
+  if (cached) return cached;
+  const client = await ports.repos.clients.find(username);
+  if (client) ports.credentialCache.rememberClient(client, now);
+  return client;
 }
 
 // A hash to compare against when the username is unknown, so the answer takes as long.
@@ -78,7 +107,7 @@ export async function authenticate(ports: Ports, credentials: Credentials, servi
   const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
   if (wait > 0) throw throttled('Too many failed authentications; try again later', wait);
   // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
-  const client = credentials.username.includes('\u0000') ? null : await ports.repos.clients.find(credentials.username);
+  const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
   if (!client) {
     await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
     ports.authThrottle.fail(credentials.username, address, now);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, createCredentialCache, parseBasicAuthorization } from '../core/auth.ts';
+import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/auth.ts';
 import { hashPassword, isSlowHash } from '../core/crypto.ts';
 import type { CredentialCache, Ports } from '../core/ports.ts';
 import * as apiClients from '../core/services/api-clients.ts';
@@ -65,6 +65,9 @@ function countingCache(inner: CredentialCache) {
   const cache: CredentialCache = {
     hashKey: inner.hashKey,
     shouldTouch: (u, now) => inner.shouldTouch(u, now),
+    client: (u, now) => inner.client(u, now),
+    rememberClient: (c, now) => inner.rememberClient(c, now),
+    forgetClient: (u) => inner.forgetClient(u),
     has(key, now) {
       const hit = inner.has(key, now);
       counts[hit ? 'hits' : 'misses']++;
@@ -82,13 +85,15 @@ describe('authenticate and the scrypt verification cache', () => {
   let h: Harness;
   let ports: Ports;
   let counts: { hits: number; misses: number; adds: number };
+  // Moved forward to step past the client-record lifetime, as time passing would.
+  let skew = 0;
   const as = (username: string, secret: string, service: string | null = 'incomingUserList') =>
     authenticate(ports, { username, secret }, service);
 
   beforeAll(async () => {
     h = await createHarness();
     const counting = countingCache(createCredentialCache(new Uint8Array(32).fill(7)));
-    ports = { ...h.ports, credentialCache: counting.cache };
+    ports = { ...h.ports, credentialCache: counting.cache, clock: () => new Date(Date.now() + skew) };
     counts = counting.counts;
     await apiClients.provisionFromProperties(ports, '[API]\nprops=Pass-word-1:incoming.*\n');
   });
@@ -114,7 +119,9 @@ describe('authenticate and the scrypt verification cache', () => {
   });
 
   it('a change of secret drops the cached verification', async () => {
+    // Changed behind this process's back (as the CLI would), seen once the record is stale.
     await h.ports.repos.clients.update('props', { secretHash: await hashPassword('New-pass-3'), updatedAt: new Date() });
+    skew += CLIENT_RECORD_TTL_MS;
     const before = { ...counts };
     await expect(as('props', 'Pass-word-1')).rejects.toMatchObject({ kind: 'unauthorized' });
     expect(counts).toEqual({ ...before, misses: before.misses + 1 });
@@ -215,5 +222,58 @@ describe('provisionFromProperties', () => {
     expect(await h.ports.repos.clients.find('fresh')).toMatchObject({
       secretHash: fresh.secretHash, permissions: ['incoming.*'], updatedAt: fresh.updatedAt,
     });
+  });
+});
+
+describe('the client record cache', () => {
+  let h: Harness;
+  let ports: Ports;
+  let finds = 0;
+  let skew = 0;
+  const as = (username: string, secret: string, service = 'destinationList') => authenticate(ports, { username, secret }, service);
+
+  beforeAll(async () => {
+    h = await createHarness();
+    const clients = { ...h.ports.repos.clients, find: (u: string) => (finds++, h.ports.repos.clients.find(u)) };
+    ports = { ...h.ports, repos: { ...h.ports.repos, clients }, clock: () => new Date(Date.now() + skew) };
+  });
+  afterAll(() => h.close());
+
+  it('serves repeated requests of one client from one query', async () => {
+    const { secret } = await apiClients.create(ports, { username: 'busy', permissions: ['destinationList'], origin: 'cli' });
+    finds = 0;
+    for (let i = 0; i < 5; i++) expect((await as('busy', secret)).username).toBe('busy');
+    expect(finds).toBe(1);
+  });
+
+  it('does not remember an unknown username, so a client created elsewhere works at once', async () => {
+    finds = 0;
+    await expect(as('later', 'x')).rejects.toMatchObject({ kind: 'unauthorized' });
+    await expect(as('later', 'x')).rejects.toMatchObject({ kind: 'unauthorized' });
+    expect(finds).toBe(2);
+  });
+
+  it('sees changes made through this process at once', async () => {
+    const { secret } = await apiClients.create(ports, { username: 'edited', permissions: ['destinationList'], origin: 'cli' });
+    await as('edited', secret);
+    await apiClients.setPermissions(ports, 'edited', ['webUserList']);
+    await expect(as('edited', secret)).rejects.toMatchObject({ kind: 'unauthorized' });
+    expect((await as('edited', secret, 'webUserList')).username).toBe('edited');
+
+    const { secret: fresh } = await apiClients.resetSecret(ports, 'edited');
+    await expect(as('edited', secret, 'webUserList')).rejects.toMatchObject({ kind: 'unauthorized' });
+    expect((await as('edited', fresh, 'webUserList')).username).toBe('edited');
+
+    await apiClients.remove(ports, 'edited');
+    await expect(as('edited', fresh, 'webUserList')).rejects.toMatchObject({ kind: 'unauthorized' });
+  });
+
+  it('sees changes made by another process once the record is older than its lifetime', async () => {
+    const { secret } = await apiClients.create(ports, { username: 'remote', permissions: ['destinationList'], origin: 'cli' });
+    await as('remote', secret);
+    await h.ports.repos.clients.delete('remote'); // as `ecpds-edge client delete` would, from elsewhere
+    expect((await as('remote', secret)).username).toBe('remote'); // within the lifetime
+    skew += CLIENT_RECORD_TTL_MS;
+    await expect(as('remote', secret)).rejects.toMatchObject({ kind: 'unauthorized' });
   });
 });

@@ -62,22 +62,24 @@ export async function show(ports: Ports, username: string) {
 
 export async function setPermissions(ports: Ports, username: string, permissions: string[]) {
   const checked = checkPermissions(permissions);
-  if (!(await ports.repos.clients.update(username, { permissions: checked, updatedAt: ports.clock() }))) {
-    throw notFound(`Client ${username} not found`);
-  }
+  const updated = await ports.repos.clients.update(username, { permissions: checked, updatedAt: ports.clock() });
+  ports.credentialCache.forgetClient(username);
+  if (!updated) throw notFound(`Client ${username} not found`);
   return show(ports, username);
 }
 
 export async function resetSecret(ports: Ports, username: string) {
   const secret = generateSecret();
-  if (!(await ports.repos.clients.update(username, { secretHash: hashGeneratedSecret(secret), updatedAt: ports.clock() }))) {
-    throw notFound(`Client ${username} not found`);
-  }
+  const updated = await ports.repos.clients.update(username, { secretHash: hashGeneratedSecret(secret), updatedAt: ports.clock() });
+  ports.credentialCache.forgetClient(username);
+  if (!updated) throw notFound(`Client ${username} not found`);
   return { username, secret };
 }
 
 export async function remove(ports: Ports, username: string) {
-  if (!(await ports.repos.clients.delete(username))) throw notFound(`Client ${username} not found`);
+  const deleted = await ports.repos.clients.delete(username);
+  ports.credentialCache.forgetClient(username);
+  if (!deleted) throw notFound(`Client ${username} not found`);
 }
 
 export interface PropertiesClient {

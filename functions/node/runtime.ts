@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
+import { createMemo } from '../../core/memo.ts';
 import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
@@ -49,6 +50,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     secrets,
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    memo: createMemo(),
     authThrottle: createAuthThrottle(),
     notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
     events: events.sink,

@@ -1,7 +1,8 @@
 import { createCredentialCache } from '../../core/auth.ts';
+import { createMemo } from '../../core/memo.ts';
 import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
-import type { AuthThrottle, CredentialCache, Logger, Ports } from '../../core/ports.ts';
+import type { AuthThrottle, CredentialCache, Memo, Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
@@ -32,6 +33,8 @@ export const consoleLogger: Logger = {
 
 // Only a cache of verified credentials lives across requests of an isolate; never config or a client.
 let credentialCache: CredentialCache | null = null;
+// Reference data only a migration changes (see Ports.memo).
+let memo: Memo | null = null;
 // Failed authentications are counted per isolate: a bound on guessing, not a global ledger.
 let authThrottle: AuthThrottle | null = null;
 
@@ -49,12 +52,14 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
     handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
     credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
     authThrottle ??= createAuthThrottle();
+    memo ??= createMemo();
     return {
       repos: createRepositories(handle.db),
       clock: () => new Date(),
       secrets: SecretBox.fromBase64(env.ECPDS_SECRET_KEY),
       logger: consoleLogger,
       credentialCache,
+      memo,
       authThrottle,
       waitUntil: (work) => {
         const settled = work.catch((e: unknown) => consoleLogger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }));

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
+import { createMemo } from '../../core/memo.ts';
 import { createAuthThrottle, type AuthThrottleOptions } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
@@ -68,6 +69,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    memo: createMemo(),
     authThrottle: createAuthThrottle(options.authThrottle),
     waitUntil: (work) => void background.push(work),
     notes: null,
