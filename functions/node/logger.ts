@@ -6,3 +6,32 @@ export function jsonLogger(write: (line: string) => void = (l) => process.stdout
     write(`${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`);
   return { info: log('info'), warn: log('warn'), error: log('error') };
 }
+
+/**
+ * Text for stdout gathered over one turn of the event loop and written at once. Writes to a
+ * file or pipe are synchronous system calls; one per request line cost more than the request.
+ * Everything the server prints goes through here, so lines keep their order, and what is
+ * pending is written before the process exits.
+ */
+export function batchedStdout(out: NodeJS.WritableStream = process.stdout) {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const text = pending.join('');
+    pending = [];
+    out.write(text);
+  };
+  process.once('exit', flush);
+  return {
+    write(text: string) {
+      pending.push(text);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}

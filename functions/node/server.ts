@@ -10,7 +10,7 @@ import { bootstrapWebAdmin } from '../../core/services/console-auth.ts';
 import { VERSION } from '../../core/version.ts';
 import { createApp } from '../http/app.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
-import { jsonLogger } from './logger.ts';
+import { batchedStdout, jsonLogger } from './logger.ts';
 import { openRuntime } from './runtime.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { loadTls } from './tls.ts';
@@ -40,7 +40,8 @@ function clientAddress(c: Context, trustProxy: boolean): string {
 
 /** `ecpds-edge serve`: HTTPS (or plain HTTP behind a trusted proxy) until SIGTERM/SIGINT. */
 export async function runServer(config: NodeConfig) {
-  const logger = jsonLogger();
+  const stdout = batchedStdout();
+  const logger = jsonLogger(stdout.write);
   const runtime = await openRuntime(config, logger, { hold: true });
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
@@ -75,13 +76,13 @@ export async function runServer(config: NodeConfig) {
   const webAdminPassword = await bootstrapWebAdmin(ports);
   logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
   if (bootstrapSecret) {
-    process.stdout.write(
+    stdout.write(
       `\nBootstrap API client 'admin' created with full access. Its secret is shown this once:\n\n    ${bootstrapSecret}\n\n` +
         `Try it:\n    curl -k -u admin:${bootstrapSecret} ${url}/v1/incoming/user/list\n\n`,
     );
   }
   if (webAdminPassword) {
-    process.stdout.write(
+    stdout.write(
       `Console administrator 'admin' created. Its password is shown this once:\n\n    ${webAdminPassword}\n\n` +
         `Log in at ${url}/console/login\n\n`,
     );
