@@ -3,28 +3,27 @@ import type { DataFileRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { dataFiles, dataTransfers } from '../schema.ts';
 
-class KeyTaken extends Error {}
-
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
   async register(file, transfer) {
-    try {
-      return await db.transaction(async (tx) => {
-        const [row] = await tx.insert(dataFiles).values(file).returning({ id: dataFiles.id });
-        // The partial unique index decides between concurrent puts of the same key.
-        const inserted = await tx
-          .insert(dataTransfers)
-          .values({ ...transfer, dataFileId: row!.id })
-          .onConflictDoNothing({ target: [dataTransfers.destination, dataTransfers.target, dataTransfers.uniqueName], where: sql`status not in ('STOP', 'FAIL')` })
-          .returning({ id: dataTransfers.id });
-        if (inserted.length === 0) throw new KeyTaken();
-        return row!.id;
-      });
-    } catch (e) {
-      if (e instanceof KeyTaken) return null;
-      throw e;
-    }
+    // One statement, so one round trip: the transfer takes the file's id from the sequence, the
+    // partial unique index decides between concurrent puts of the same key, and the file row is
+    // written only when the transfer was. Foreign keys are checked at the end of the statement.
+    const rows = await db.execute<{ id: string | number }>(sql`
+      with transfer as (
+        insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata)
+        values (nextval(pg_get_serial_sequence('data_files', 'id')), ${transfer.destination}, ${transfer.target}, ${transfer.uniqueName},
+          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${transfer.scheduledAt.toISOString()}::timestamptz,
+          ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb)
+        on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
+        returning data_file_id
+      )
+      insert into data_files (id, source, size, registered_by)
+      select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
+      returning id`);
+    const [row] = Array.isArray(rows) ? rows : (rows as unknown as { rows: Array<{ id: string | number }> }).rows;
+    return row ? Number(row.id) : null;
   },
   async findLive(destination, target, uniqueName) {
     const [row] = await db
