@@ -1,0 +1,78 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generateSecret, hashGeneratedSecret } from '../../core/crypto.ts';
+import type { DbHandle } from '../../db/client.ts';
+import { migrate } from '../../db/migrate.ts';
+import { apiClients } from '../../db/schema.ts';
+import { seed, type Scale } from './seed.ts';
+
+/** What `npm run bench` and `npm run soak` share: the bench client, server processes, memory. */
+export const ROOT = path.resolve(new URL('../..', import.meta.url).pathname);
+export const BENCH_FILE = path.join(ROOT, 'BENCHMARKS.md');
+export const secret = generateSecret();
+export const auth = `Basic ${Buffer.from(`bench:${secret}`).toString('base64')}`;
+export const secretKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
+export const log = (m: string) => process.stderr.write(`${m}\n`);
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Migrates, seeds and adds the `bench` client with every permission, then closes. */
+export async function prepare(handle: DbHandle, scale: Scale) {
+  await migrate(handle);
+  await seed(handle.db, scale);
+  const now = new Date();
+  await handle.db.insert(apiClients).values({ username: 'bench', secretHash: hashGeneratedSecret(secret), permissions: ['.*'], origin: 'cli', createdAt: now, updatedAt: now });
+  await handle.close();
+}
+
+export function start(cmd: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, cmd, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** `ecpds-edge serve` on this port with the bench's key, TLS files and source root under `tmp`. */
+export function startService(tmp: string, port: number, env: Record<string, string>) {
+  // BENCH_SERVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the service only.
+  return start(['functions/bin/ecpds-edge.mjs', 'serve'], {
+    ...env, NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS ?? '', HOST: '127.0.0.1', PORT: String(port), ECPDS_SECRET_KEY: secretKey,
+    ECPDS_DEMO: '0', ECPDS_SWEEP_SECONDS: '0', ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
+    TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'), TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
+  });
+}
+
+export async function waitFor(url: string) {
+  for (let i = 0; i < 240; i++) {
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch { /* not up yet */ }
+    await sleep(250);
+  }
+  throw new Error(`no answer from ${url}`);
+}
+
+export async function stop(child: ChildProcess) {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
+/** Resident memory of a process in MiB: now (VmRSS) or its peak (VmHWM). */
+export function memoryOf(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmHWM') {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+}
+
+export const machine = () =>
+  `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
+
+const SOAK_HEADING = '## Soak';
+
+/** BENCHMARKS.md keeps one soak section; each tool rewrites its own part and keeps the other's. */
+export function writeBenchFile(part: 'bench' | 'soak', text: string) {
+  const old = fs.existsSync(BENCH_FILE) ? fs.readFileSync(BENCH_FILE, 'utf8') : '';
+  const at = old.indexOf(`\n${SOAK_HEADING}\n`);
+  const bench = at < 0 ? old : old.slice(0, at + 1);
+  const soak = at < 0 ? '' : old.slice(at + 1);
+  const next = part === 'bench' ? `${text.trimEnd()}\n\n${soak}` : `${bench.trimEnd() || '# Benchmarks'}\n\n${text.trimEnd()}\n`;
+  fs.writeFileSync(BENCH_FILE, `${next.trimEnd()}\n`);
+}
+export { SOAK_HEADING };
