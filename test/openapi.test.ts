@@ -148,8 +148,8 @@ const served = {
   datafileDel: datafiles.del,
 } satisfies Record<OperationId, unknown>;
 // Backups and metadata values are built from key lists, typed loosely, and the destination list
-// is JSON text rendered by the database; the run below checks them.
-type Loose = 'backupList' | 'backupGet' | 'metadataGet' | 'destinationList';
+// and type list are JSON text rendered ahead; the run below checks them.
+type Loose = 'backupList' | 'backupGet' | 'metadataGet' | 'destinationList' | 'destinationTypeList';
 type Undocumented = {
   [K in Exclude<OperationId, Loose>]: Awaited<ReturnType<(typeof served)[K]>> extends z.input<(typeof answers)[K]> ? never : K
 }[Exclude<OperationId, Loose>];

@@ -1,5 +1,6 @@
 import { notFound } from '../errors.ts';
 import type { Args } from '../handler.ts';
+import { JsonText } from '../json-text.ts';
 import { destinationView, type DestinationFilter } from '../model/destination.ts';
 import type { Ctx } from '../ports.ts';
 import { requireCountry } from './lookups.ts';
@@ -23,8 +24,12 @@ export async function get({ ctx, input }: Args<'destinationGet'>) {
 }
 
 export async function types({ ctx }: Args<'destinationTypeList'>) {
-  const all = await ctx.memo.get('destinationTypes', () => ctx.repos.destinations.types());
-  return { typeList: all.map((t) => ({ [String(t.id)]: t.label })) };
+  // Serialized once: objects keyed by digits are slow to build and to serialize on every call.
+  const typeList = await ctx.memo.get('destinationTypeList', async () => {
+    const all = await ctx.repos.destinations.types();
+    return new JsonText(JSON.stringify(all.map((t) => ({ [String(t.id)]: t.label }))));
+  });
+  return { typeList };
 }
 
 export async function countries({ ctx }: Args<'destinationCountryList'>) {

@@ -93,6 +93,7 @@ async function main() {
         await load('baseline', 'bare Hono JSON route', '-', base, baseline.pid!, { path: '/bare', connections: 50 });
         await load('baseline', 'raw postgres.js INSERT', '-', base, baseline.pid!, { path: '/insert?n=x', connections: 10 });
         await load('baseline', 'raw postgres.js SELECT', '-', base, baseline.pid!, { path: '/select', connections: 10 });
+        await load('baseline', 'static body of destination/list size', '10,000 destinations', base, baseline.pid!, { path: '/static-list', connections: 1 });
         await stop(baseline);
       }
       if (DATABASES.includes('Postgres')) await appScenarios('Postgres', label, scale, { DATABASE_URL: url.toString() }, label === 'large');
