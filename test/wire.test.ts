@@ -29,6 +29,18 @@ describe('GET /v1/version', () => {
     expect(r.headers.get('x-request-id')).toBeTruthy();
   });
 
+  it('carries the same response headers on answers and on errors, echoing a well-formed request id', async () => {
+    for (const [path, status] of [['/v1/version', 200], ['/v1/destination/list', 401], ['/v1/nowhere', 404]] as const) {
+      const r = await h.call('GET', path, { headers: { 'x-request-id': 'trace-42' } });
+      expect(r.status, path).toBe(status);
+      expect(r.headers.get('x-request-id'), path).toBe('trace-42');
+      expect(r.headers.get('x-content-type-options'), path).toBe('nosniff');
+    }
+    const r = await h.call('GET', '/v1/version', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(r.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.headers.get('content-type')).toBe('application/json');
+  });
+
   it('answers 403 over plain HTTP', async () => {
     const r = await h.call('GET', '/v1/version', { scheme: 'http' });
     expect(r.status).toBe(403);
