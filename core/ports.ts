@@ -18,6 +18,8 @@ export interface Ports {
   credentialCache: CredentialCache;
   /** Reference data that only a migration changes (destination types), loaded once per process. */
   memo: Memo;
+  /** Lists rendered by the database, kept with their version (see DestinationRepo.listView). */
+  views: ViewCache;
   /** Failed authentications per username and client address; past the limit, callers wait (429). */
   authThrottle: AuthThrottle;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
@@ -26,6 +28,11 @@ export interface Ports {
   events: EventSink;
   /** Checks a data file's source is allowed and reachable, and measures it, before anything is stored. */
   sources: SourceProber;
+}
+
+export interface ViewCache {
+  get(key: string): { version: number; view: JsonText } | undefined;
+  set(key: string, entry: { version: number; view: JsonText }): void;
 }
 
 export interface Memo {
@@ -174,8 +181,12 @@ export interface DestinationRepo {
   get(name: string): Promise<Destination | null>;
   /** Ordered by name. */
   list(filter: DestinationFilter): Promise<Destination[]>;
-  /** The same destinations as a JSON array of destinationView records, rendered by the database. */
-  listView(filter: DestinationFilter): Promise<JsonText>;
+  /**
+   * The same destinations as a JSON array of destinationView records, rendered by the database,
+   * and the version of the list it shows; when `knownVersion` is still current nothing is
+   * rendered (view is null).
+   */
+  listView(filter: DestinationFilter, knownVersion: number | null): Promise<{ version: number; view: JsonText | null }>;
   names(): Promise<string[]>;
   types(): Promise<DestinationType[]>;
   typeExists(id: number): Promise<boolean>;

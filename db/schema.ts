@@ -371,3 +371,13 @@ export const stepCycles = pgTable(
   },
   (t) => [primaryKey({ columns: [t.product, t.time] })],
 );
+
+/**
+ * A version per rendered list, raised by a trigger at the commit of every transaction that
+ * changed what the list shows (migration 0008). A process keeps a rendered list with its version
+ * and renders again only when the version moved.
+ */
+export const listVersions = pgTable('list_versions', {
+  name: text('name').primaryKey(),
+  version: bigint('version', { mode: 'number' }).notNull().default(0),
+});

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringifyWithJsonText, JsonText } from '../core/json-text.ts';
 import { destinationView } from '../core/model/destination.ts';
-import { destinations } from '../db/schema.ts';
+import { createViewCache } from '../core/view-cache.ts';
+import { destinations, listVersions } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 /**
@@ -85,5 +86,87 @@ describe('stringifyWithJsonText', () => {
     const text = stringifyWithJsonText({ status: 'ok', list: new JsonText('[{"a":1}]'), gone: undefined, after: 'x' });
     expect(text).toBe('{"status":"ok","list":[{"a":1}],"after":"x"}');
     expect(stringifyWithJsonText({ status: 'ok', n: 1 })).toBe(JSON.stringify({ status: 'ok', n: 1 }));
+  });
+});
+
+describe('the rendered list kept with its version', () => {
+  const names = async (path = '/v1/destination/list') =>
+    ((await h.call('GET', path, { auth: admin })).json as { destinationList: Array<{ name: string }> }).destinationList.map((d) => d.name);
+  const version = async () => Number((await h.db.select({ v: listVersions.version }).from(listVersions))[0]!.v);
+
+  it('is not rendered again while nothing changed, and is after any change', async () => {
+    const repo = h.ports.repos.destinations;
+    const original = repo.listView.bind(repo);
+    const rendered: boolean[] = [];
+    repo.listView = async (filter, known) => {
+      const out = await original(filter, known);
+      rendered.push(out.view !== null);
+      return out;
+    };
+    try {
+      const first = await names();
+      expect(await names()).toEqual(first);
+      expect(rendered.at(-1)).toBe(false);
+
+      await h.db.insert(destinations).values({ name: 'cache_new', countryIso: 'gb', type: 1 });
+      expect(await names()).toContain('cache_new');
+      expect(rendered.at(-1)).toBe(true);
+      expect(await names()).toContain('cache_new');
+      expect(rendered.at(-1)).toBe(false);
+
+      await h.db.update(destinations).set({ comment: 'changed' }).where(eq(destinations.name, 'cache_new'));
+      const entry = ((await h.call('GET', '/v1/destination/list', { auth: admin })).json as { destinationList: Array<{ name: string; comment: string | null }> })
+        .destinationList.find((d) => d.name === 'cache_new');
+      expect(entry?.comment).toBe('changed');
+
+      await h.db.delete(destinations).where(eq(destinations.name, 'cache_new'));
+      expect(await names()).not.toContain('cache_new');
+    } finally {
+      repo.listView = original;
+    }
+  });
+
+  it('follows associations for the list of one incoming user', async () => {
+    await h.db.insert(destinations).values({ name: 'assoc_dest', countryIso: 'gb', type: 1 });
+    expect((await h.call('POST', '/v1/incoming/user/add2?id=cacheuser&email=c%40example.org&iso=gb&active=true', { auth: admin })).status).toBe(200);
+    expect(await names('/v1/destination/list?id=cacheuser')).toEqual([]);
+    expect((await h.call('POST', '/v1/incoming/association/add?id=cacheuser&destination=assoc_dest', { auth: admin })).status).toBe(200);
+    expect(await names('/v1/destination/list?id=cacheuser')).toEqual(['assoc_dest']);
+    expect((await h.call('DELETE', '/v1/incoming/association/del?id=cacheuser&destination=assoc_dest', { auth: admin })).status).toBe(200);
+    expect(await names('/v1/destination/list?id=cacheuser')).toEqual([]);
+  });
+
+  it('moves once per committed transaction, however many rows it changed, and not for a rolled back one', async () => {
+    const before = await version();
+    await h.db.transaction(async (tx) => {
+      await tx.insert(destinations).values([{ name: 'bulk_1', countryIso: 'gb', type: 1 }, { name: 'bulk_2', countryIso: 'gb', type: 1 }]);
+      await tx.update(destinations).set({ comment: 'bulk' }).where(eq(destinations.name, 'bulk_1'));
+    });
+    expect(await version()).toBe(before + 1);
+    await expect(h.db.transaction(async (tx) => {
+      await tx.insert(destinations).values({ name: 'bulk_3', countryIso: 'gb', type: 1 });
+      throw new Error('rolled back');
+    })).rejects.toThrow('rolled back');
+    expect(await version()).toBe(before + 1);
+    expect(await names()).toEqual(expect.arrayContaining(['bulk_1', 'bulk_2']));
+    expect(await names()).not.toContain('bulk_3');
+  });
+});
+
+describe('createViewCache', () => {
+  const view = (n: number) => ({ version: 1, view: new JsonText('x'.repeat(n)) });
+
+  it('keeps entries within its bound, dropping the oldest first, and never one larger than the bound', () => {
+    const cache = createViewCache(10);
+    cache.set('a', view(4));
+    cache.set('b', view(4));
+    cache.set('c', view(4));
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('b')?.view.text).toHaveLength(4);
+    cache.set('b', view(6)); // replacing frees the old size first
+    expect(cache.get('c')).toBeDefined();
+    expect(cache.get('b')?.view.text).toHaveLength(6);
+    cache.set('huge', view(11));
+    expect(cache.get('huge')).toBeUndefined();
   });
 });

@@ -14,7 +14,13 @@ export async function checkedFilter(ctx: Ctx, input: { iso?: string; id?: string
 }
 
 export async function list({ ctx, input }: Args<'destinationList'>) {
-  return { destinationList: await ctx.repos.destinations.listView(await checkedFilter(ctx, input)) };
+  const filter = await checkedFilter(ctx, input);
+  // One round trip either way: the database renders the list only when it changed since.
+  const key = `destinationList:${JSON.stringify(filter)}`;
+  const known = ctx.views.get(key);
+  const { version, view } = await ctx.repos.destinations.listView(filter, known?.version ?? null);
+  if (view) ctx.views.set(key, { version, view });
+  return { destinationList: view ?? known!.view };
 }
 
 export async function get({ ctx, input }: Args<'destinationGet'>) {

@@ -3,7 +3,7 @@ import { JsonText } from '../../core/json-text.ts';
 import type { DestinationFilter } from '../../core/model/destination.ts';
 import type { DestinationRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
-import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations } from '../schema.ts';
+import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations, listVersions } from '../schema.ts';
 
 // The list entry is a rendering of the other columns, not part of the record.
 const { listEntry, ...recordColumns } = getTableColumns(destinations);
@@ -30,12 +30,21 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
   async list(filter) {
     return db.select(recordColumns).from(destinations).where(filtered(filter)).orderBy(asc(destinations.name));
   },
-  async listView(filter) {
+  async listView(filter, knownVersion) {
     // Aggregated in the order of an index scan: string_agg(... order by name) sorts the wide
-    // entries themselves, which costs more than the scan.
-    const ordered = db.select({ entry: listEntry }).from(destinations).where(filtered(filter)).orderBy(asc(destinations.name)).as('ordered');
-    const [row] = await db.select({ entries: sql<string | null>`string_agg(${ordered.entry}, ',')` }).from(ordered);
-    return new JsonText(`[${row?.entries ?? ''}]`);
+    // entries themselves, which costs more than the scan. The version and the entries are read
+    // in one statement, so from one snapshot; the subquery runs only when it is needed.
+    const ordered = db.select({ entry: sql<string>`${listEntry}`.as('entry') }).from(destinations).where(filtered(filter)).orderBy(asc(destinations.name));
+    const [row] = await db
+      .select({
+        version: listVersions.version,
+        entries: sql<string | null>`case when ${listVersions.version} = ${knownVersion ?? -1} then null
+          else coalesce((select string_agg(o.entry, ',') from (${ordered}) o), '') end`,
+      })
+      .from(listVersions)
+      .where(eq(listVersions.name, 'destinations'));
+    if (!row) throw new Error('list_versions has no destinations row: migrations incomplete');
+    return { version: row.version, view: row.entries === null ? null : new JsonText(`[${row.entries}]`) };
   },
   async names() {
     return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map((r) => r.name);

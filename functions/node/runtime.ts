@@ -2,6 +2,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
 import { createMemo } from '../../core/memo.ts';
+import { createViewCache } from '../../core/view-cache.ts';
 import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
@@ -51,6 +52,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
     memo: createMemo(),
+    views: createViewCache(),
     authThrottle: createAuthThrottle(),
     notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
     events: events.sink,

@@ -1,8 +1,9 @@
 import { createCredentialCache } from '../../core/auth.ts';
 import { createMemo } from '../../core/memo.ts';
+import { createViewCache } from '../../core/view-cache.ts';
 import { createAuthThrottle } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
-import type { AuthThrottle, CredentialCache, Memo, Logger, Ports } from '../../core/ports.ts';
+import type { AuthThrottle, CredentialCache, Memo, ViewCache, Logger, Ports } from '../../core/ports.ts';
 import { httpNotePublisher } from '../../core/services/notes.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
@@ -35,6 +36,8 @@ export const consoleLogger: Logger = {
 let credentialCache: CredentialCache | null = null;
 // Reference data only a migration changes (see Ports.memo).
 let memo: Memo | null = null;
+// Rendered lists with their versions: strings only, no I/O object of any request.
+let views: ViewCache | null = null;
 // Failed authentications are counted per isolate: a bound on guessing, not a global ledger.
 let authThrottle: AuthThrottle | null = null;
 
@@ -53,6 +56,7 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
     credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
     authThrottle ??= createAuthThrottle();
     memo ??= createMemo();
+    views ??= createViewCache();
     return {
       repos: createRepositories(handle.db),
       clock: () => new Date(),
@@ -60,6 +64,7 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
       logger: consoleLogger,
       credentialCache,
       memo,
+      views,
       authThrottle,
       waitUntil: (work) => {
         const settled = work.catch((e: unknown) => consoleLogger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }));

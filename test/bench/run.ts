@@ -49,6 +49,22 @@ async function load(flavour: string, scenario: string, data: string, base: strin
   log(`${flavour} ${scenario} ${data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}`);
 }
 
+/** Runs `work` while a separate connection updates one destination over and over. */
+async function churning(url: string, work: () => Promise<void>) {
+  const writer = postgres(url, { max: 1, onnotice: () => undefined });
+  let running = true;
+  const loop = (async () => {
+    while (running) await writer`update destinations set comment = comment where name = 'BENCH_000001'`;
+  })();
+  try {
+    await work();
+  } finally {
+    running = false;
+    await loop;
+    await writer.end();
+  }
+}
+
 async function appScenarios(flavour: string, label: string, scale: Scale, env: Record<string, string>, withThroughput: boolean) {
   const p = port++;
   const child = startService(tmp, p, env);
@@ -64,6 +80,8 @@ async function appScenarios(flavour: string, label: string, scale: Scale, env: R
   // Large data is also loaded at four connections to show how the cost behaves under contention.
   for (const connections of withThroughput ? [1, 4] : [1]) {
     await load(flavour, 'GET destination/list', dests, base, pid, { path: '/v1/destination/list', connections });
+    // The same list while another connection keeps changing a destination: rendered every time.
+    if (env.DATABASE_URL) await churning(env.DATABASE_URL, () => load(flavour, 'GET destination/list, changed before each request', dests, base, pid, { path: '/v1/destination/list', connections }));
     await load(flavour, 'GET monitoring/summary', `${notificationsOf(scale).toLocaleString('en')} notifications`, base, pid, { path: '/v1/monitoring/summary', connections });
     await load(flavour, 'PUT destination/{name}/metadata', `${scale.metadataFields} fields`, base, pid, { path: '/v1/destination/BENCH_META/metadata', method: 'PUT', body: metadataBody(scale.metadataFields), connections });
   }
@@ -145,6 +163,8 @@ function report(): string {
     const summary = find(flavour, 'GET monitoring/summary', '1,000,000', 1);
     const meta = find(flavour, 'PUT destination', '100', 1);
     if (list) lines.push(`| ${flavour}: destination/list, 10,000 destinations, p50 < 30 ms (1 connection) | ${list.p50} ms | ${target(list.p50 < 30)} |`);
+    const changed = find(flavour, 'GET destination/list, changed', '10,000', 1);
+    if (changed) lines.push(`| ${flavour}: the same, the list changed before each request | ${changed.p50} ms | ${target(changed.p50 < 30)} |`);
     if (summary) lines.push(`| ${flavour}: monitoring/summary, 1,000,000 notifications, p50 < 100 ms (1 connection) | ${summary.p50} ms | ${target(summary.p50 < 100)} |`);
     if (meta) lines.push(`| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) | ${meta.p50} ms | ${target(meta.p50 < 20)} |`);
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createCredentialCache } from '../../core/auth.ts';
 import { createMemo } from '../../core/memo.ts';
+import { createViewCache } from '../../core/view-cache.ts';
 import { createAuthThrottle, type AuthThrottleOptions } from '../../core/auth-throttle.ts';
 import { SecretBox } from '../../core/crypto.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
@@ -70,6 +71,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     logger,
     credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
     memo: createMemo(),
+    views: createViewCache(),
     authThrottle: createAuthThrottle(options.authThrottle),
     waitUntil: (work) => void background.push(work),
     notes: null,
