@@ -1,17 +1,14 @@
 import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
 import type { ConsoleRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
-import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories, webUsers } from '../schema.ts';
+import { webUsersWithCategories } from './web-users.ts';
+import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories } from '../schema.ts';
 
 export const consoleRepo = (db: Database): ConsoleRepo => ({
   async categories() {
     return db.select().from(aclCategories).orderBy(asc(aclCategories.id));
   },
-  async webUsers() {
-    const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
-    const rows = await db.select({ user: webUsers, categories }).from(webUsers).orderBy(asc(webUsers.id));
-    return rows.map(({ user: { createdAt: _c, updatedAt: _u, ...user }, categories: c }) => ({ ...user, categories: c }));
-  },
+  webUsers: () => webUsersWithCategories(db),
   async categoriesOf(userId) {
     const rows = await db.select({ category: webUserCategories.category }).from(webUserCategories).where(eq(webUserCategories.userId, userId));
     return rows.map((r) => r.category);

@@ -1,10 +1,17 @@
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql, type SQL } from 'drizzle-orm';
 import type { WebUser, WebUserRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { webUserCategories, webUsers } from '../schema.ts';
 
 type Row = typeof webUsers.$inferSelect;
 const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): WebUser => row;
+
+/** Web users (all, or those `where` selects) by id, each with its categories in order. */
+export async function webUsersWithCategories(db: Database, where?: SQL) {
+  const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
+  const rows = await db.select({ user: webUsers, categories }).from(webUsers).where(where).orderBy(asc(webUsers.id));
+  return rows.map((r) => ({ ...toUser(r.user), categories: r.categories }));
+}
 
 export const webUserRepo = (db: Database): WebUserRepo => ({
   async find(id) {
@@ -19,17 +26,11 @@ export const webUserRepo = (db: Database): WebUserRepo => ({
     await db.update(webUsers).set({ ...patch, updatedAt: at }).where(eq(webUsers.id, id));
   },
   async listActive({ category }) {
-    const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
     const onlyCategory =
       category === undefined
         ? sql`true`
         : sql`exists (select 1 from ${webUserCategories} f where f.user_id = ${webUsers.id} and f.category = ${category})`;
-    const rows = await db
-      .select({ user: webUsers, categories })
-      .from(webUsers)
-      .where(sql`${webUsers.active} and ${onlyCategory}`)
-      .orderBy(asc(webUsers.id));
-    return rows.map((r) => ({ ...toUser(r.user), categories: r.categories }));
+    return webUsersWithCategories(db, sql`${webUsers.active} and ${onlyCategory}`);
   },
   async delete(id) {
     const rows = await db.delete(webUsers).where(eq(webUsers.id, id)).returning({ id: webUsers.id });
