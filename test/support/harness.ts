@@ -11,6 +11,7 @@ import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { freshDatabase } from './database.ts';
+import { readReply, type Reply } from './reply.ts';
 
 export interface CallOptions {
   auth?: string | null;
@@ -20,24 +21,7 @@ export interface CallOptions {
   scheme?: 'https' | 'http';
 }
 
-export interface Reply {
-  status: number;
-  text: string;
-  json: any;
-  headers: Headers;
-}
-
-/** A response with its body read, and parsed when it is JSON. */
-export async function readReply(res: Response): Promise<Reply> {
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json, headers: res.headers };
-}
+export { readReply, type Reply } from './reply.ts';
 
 export const basic = (username: string, secret: string) =>
   `Basic ${Buffer.from(`${username}:${secret}`).toString('base64')}`;

@@ -3,15 +3,10 @@ import { env } from 'cloudflare:workers';
 import type { Ports } from '../../core/ports.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
 import worker from '../../functions/worker.ts';
+import { readReply, type Reply } from '../support/reply.ts';
 import { requestPorts, type WorkerEnv } from '../../functions/workers/runtime.ts';
 
 const workerEnv = env as unknown as WorkerEnv;
-
-export interface Reply {
-  status: number;
-  text: string;
-  json: any;
-}
 
 /** One request through the Worker's own fetch handler, waiting for its waitUntil work. */
 export async function call(method: string, path: string, options: { auth?: string; body?: unknown; form?: Record<string, string>; scheme?: string } = {}): Promise<Reply> {
@@ -27,15 +22,9 @@ export async function call(method: string, path: string, options: { auth?: strin
   }
   const ctx = createExecutionContext();
   const res = await worker.fetch(new Request(`${options.scheme ?? 'https'}://edge.test${path}`, { method, headers, body }), workerEnv, ctx);
-  const text = await res.text();
+  const reply = await readReply(res);
   await waitOnExecutionContext(ctx);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json };
+  return reply;
 }
 
 /** Runs core work with the Worker's own per-request ports (a fresh database client). */
