@@ -23,7 +23,7 @@ export const utf8 = (text: string) => new TextEncoder().encode(text);
 export function decodeStrictBase64(text: string): string | null {
   if (text.length === 0 || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(text)) return null;
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(base64ToBytes(text));
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(base64ToBytes(text));
   } catch {
     return null;
   }

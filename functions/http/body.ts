@@ -27,7 +27,7 @@ export async function readBodyText(request: Request, limit: number): Promise<str
     offset += chunk.byteLength;
   }
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(all);
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(all);
   } catch {
     throw badRequest('Invalid request body: UTF-8 text expected');
   }

@@ -47,7 +47,7 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   try {
     return await Promise.race([work, expired]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
   }
 }
 
