@@ -129,7 +129,7 @@ async function main() {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   if (ONLY || DATABASES.length < 2 || SIZES.length < 2) return log('a partial run: BENCHMARKS.md left as it was');
-  writeBenchFile('bench', report());
+  writeBenchFile(report());
   log('written BENCHMARKS.md');
 }
 

@@ -67,7 +67,7 @@ async function main() {
     const base = `https://127.0.0.1:${port}`;
     await waitFor(`${base}/v1/version`);
     const result = await soak(base, child.pid!, source);
-    writeBenchFile('soak', report(result));
+    writeBenchFile(report(result));
     log(`written BENCHMARKS.md: ${result.passed ? 'passed' : 'FAILED'}`);
     if (!result.passed) process.exitCode = 1;
   } finally {

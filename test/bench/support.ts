@@ -64,15 +64,36 @@ export function memoryOf(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmHWM') {
 export const machine = () =>
   `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 
-const SOAK_HEADING = '## Soak';
+export const SOAK_HEADING = '## Soak';
 
-/** BENCHMARKS.md keeps one soak section; each tool rewrites its own part and keeps the other's. */
-export function writeBenchFile(part: 'bench' | 'soak', text: string) {
-  const old = fs.existsSync(BENCH_FILE) ? fs.readFileSync(BENCH_FILE, 'utf8') : '';
-  const at = old.indexOf(`\n${SOAK_HEADING}\n`);
-  const bench = at < 0 ? old : old.slice(0, at + 1);
-  const soak = at < 0 ? '' : old.slice(at + 1);
-  const next = part === 'bench' ? `${text.trimEnd()}\n\n${soak}` : `${bench.trimEnd() || '# Benchmarks'}\n\n${text.trimEnd()}\n`;
-  fs.writeFileSync(BENCH_FILE, `${next.trimEnd()}\n`);
+/** The file cut at its `## ` headings; the part before the first has the heading ''. */
+function sections(text: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const part of text.split(/^(?=## )/m)) {
+    if (part.trim() === '') continue;
+    out.push([part.startsWith('## ') ? part.slice(0, part.indexOf('\n') >>> 0) : '', part.trimEnd()]);
+  }
+  return out;
 }
-export { SOAK_HEADING };
+
+/**
+ * BENCHMARKS.md is written by two tools and by hand: each tool replaces the sections it writes
+ * (`npm run bench` also the part before the first heading) and keeps every other section.
+ */
+export function writeBenchFile(text: string) {
+  const old = fs.existsSync(BENCH_FILE) ? sections(fs.readFileSync(BENCH_FILE, 'utf8')) : [];
+  const fresh = new Map(sections(text));
+  const out: string[] = [];
+  if (!fresh.has('') && !old.some(([h]) => h === '')) out.push('# Benchmarks');
+  for (const [heading, body] of old) {
+    out.push(fresh.get(heading) ?? body);
+    fresh.delete(heading);
+  }
+  const lead = fresh.get('');
+  if (lead !== undefined) {
+    out.unshift(lead);
+    fresh.delete('');
+  }
+  out.push(...fresh.values());
+  fs.writeFileSync(BENCH_FILE, `${out.join('\n\n')}\n`);
+}
