@@ -27,6 +27,10 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/** A presented token (any form value) against the expected one, in constant time. */
+export const tokenMatches = (presented: unknown, expected: string) =>
+  typeof presented === 'string' && constantTimeEqual(new TextEncoder().encode(presented), new TextEncoder().encode(expected));
+
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_THROTTLE_DEFAULTS, createAuthThrottle } from '../core/auth-throttle.ts';
-import { constantTimeEqual } from '../core/crypto.ts';
+import { constantTimeEqual, tokenMatches } from '../core/crypto.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
 const WINDOW_MS = 60_000;
@@ -182,5 +182,16 @@ describe('constantTimeEqual', () => {
     constantTimeEqual(counting(bytes(1, 2, 3, 4, 5, 6, 7, 8)), counting(bytes(1, 2, 3, 4, 5, 6, 7, 8)));
     expect(firstDiffers).toBe(16);
     expect(reads.n).toBe(16);
+  });
+});
+
+describe('tokenMatches (console CSRF tokens)', () => {
+  it('accepts only the same string, and refuses form values that are not a string', () => {
+    expect(tokenMatches('a-token_1', 'a-token_1')).toBe(true);
+    expect(tokenMatches('a-token_2', 'a-token_1')).toBe(false);
+    expect(tokenMatches('a-token', 'a-token_1')).toBe(false);
+    expect(tokenMatches('', 'a-token_1')).toBe(false);
+    expect(tokenMatches('é', 'é')).toBe(true);
+    for (const other of [undefined, null, ['a-token_1'], new Blob(['a-token_1'])]) expect(tokenMatches(other, 'a-token_1')).toBe(false);
   });
 });

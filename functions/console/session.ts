@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
+import { tokenMatches } from '../../core/crypto.ts';
 import type { Ports } from '../../core/ports.ts';
 import { currentUser, IDLE_MS, type ConsoleUser } from '../../core/services/console-auth.ts';
 
@@ -33,7 +34,7 @@ export function sessionMiddleware(options: ConsoleOptions): MiddlewareHandler<Co
     c.set('user', user);
     if (c.req.method === 'POST' && c.req.path !== '/console/login') {
       const form = await c.req.parseBody();
-      if (!user || form.csrf !== user.csrf) {
+      if (!user || !tokenMatches(form.csrf, user.csrf)) {
         return c.text('Refused: the form is missing its CSRF token or the session has ended. Reload the page and try again.', 403);
       }
     }

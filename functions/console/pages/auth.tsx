@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono';
 import { getSignedCookie, setSignedCookie } from 'hono/cookie';
-import { generateSecret } from '../../../core/crypto.ts';
+import { generateSecret, tokenMatches } from '../../../core/crypto.ts';
 import { isServiceError } from '../../../core/errors.ts';
 import { login, logout } from '../../../core/services/console-auth.ts';
 import { ErrorNote, Page } from '../layout.tsx';
@@ -34,7 +34,7 @@ export function authPages(app: Hono<ConsoleEnv>, options: ConsoleOptions) {
   app.post('/login', async (c) => {
     const form = await c.req.parseBody();
     const expected = await getSignedCookie(c, options.cookieSecret, LOGIN_CSRF);
-    if (!expected || form.csrf !== expected) return c.text('Refused: the login form is missing its CSRF token. Reload the page and try again.', 403);
+    if (!expected || !tokenMatches(form.csrf, expected)) return c.text('Refused: the login form is missing its CSRF token. Reload the page and try again.', 403);
     try {
       const { token } = await login(c.get('ports'), {
         username: String(form.username ?? ''),
