@@ -29,7 +29,7 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
 
 /** A presented token (any form value) against the expected one, in constant time. */
 export const tokenMatches = (presented: unknown, expected: string) =>
-  typeof presented === 'string' && constantTimeEqual(new TextEncoder().encode(presented), new TextEncoder().encode(expected));
+  typeof presented === 'string' && constantTimeEqual(utf8(presented), utf8(expected));
 
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
 

@@ -19,6 +19,9 @@ export interface PostgresOptions {
   perRequest?: boolean;
 }
 
+/** The rows of `db.execute`: postgres.js answers an array of them, PGlite `{ rows }`. */
+export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows);
+
 const CONNECT_TIMEOUT_SECONDS = 10;
 const MAX_RECONNECT_DELAY_SECONDS = 1;
 

@@ -14,7 +14,7 @@ export default {
       portsFor: ports,
       metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
       clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
-      console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie'), clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown' },
+      console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie') },
     });
     try {
       return await app.fetch(request);

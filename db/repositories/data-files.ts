@@ -1,7 +1,12 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { DataFileRepo } from '../../core/ports.ts';
-import type { Database } from '../client.ts';
+import { rowsOf, type Database } from '../client.ts';
 import { dataFiles, dataTransfers } from '../schema.ts';
+
+// A raw row as the drivers give it: bigint columns may come as text, converted below.
+type ExpiredRow = {
+  transfer_id: string | number; destination: string; destination_type: number; target: string; size: string | number; scheduled_at: string | Date; network_code: string | null;
+};
 
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 
@@ -22,7 +27,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       insert into data_files (id, source, size, registered_by)
       select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
       returning id`);
-    const [row] = Array.isArray(rows) ? rows : (rows as unknown as { rows: Array<{ id: string | number }> }).rows;
+    const [row] = rowsOf<{ id: string | number }>(rows);
     return row ? Number(row.id) : null;
   },
   async findLive(destination, target, uniqueName) {
@@ -54,9 +59,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
   },
   async expire(now, message) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
-    const rows = await db.execute<{
-      transfer_id: string | number; destination: string; destination_type: number; target: string; size: string | number; scheduled_at: string | Date; network_code: string | null;
-    }>(sql`
+    const rows = await db.execute(sql`
       with expired as (
         update data_transfers set status = 'FAIL', message = ${message}, updated_at = ${now.toISOString()}::timestamptz
         where status not in ('DONE', 'FAIL', 'STOP') and expires_at < ${now.toISOString()}::timestamptz
@@ -67,15 +70,14 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
           where dh.destination = e.destination order by dh.priority, h.hostid limit 1) as network_code
       from expired e join data_files f on f.id = e.data_file_id join destinations d on d.name = e.destination
       order by e.id`);
-    const list = Array.isArray(rows) ? rows : (rows as { rows: typeof rows }).rows;
-    return (list as Array<Record<string, unknown>>).map((r) => ({
+    return rowsOf<ExpiredRow>(rows).map((r) => ({
       transferId: Number(r.transfer_id),
-      destination: String(r.destination),
+      destination: r.destination,
       destinationType: Number(r.destination_type),
-      target: String(r.target),
+      target: r.target,
       size: Number(r.size),
-      scheduledAt: new Date(r.scheduled_at as string),
-      networkCode: (r.network_code as string | null) ?? null,
+      scheduledAt: new Date(r.scheduled_at),
+      networkCode: r.network_code ?? null,
     }));
   },
 });

@@ -23,17 +23,23 @@ export interface AppOptions {
   /** The ports of one request; `release` runs after the response (Workers close their db client). */
   portsFor(c: Context): Promise<Ports> | Ports;
   /** The administration console under /console; left out, the app serves the API only. */
-  console?: Omit<ConsoleOptions, 'portsFor'>;
+  console?: Omit<ConsoleOptions, 'portsFor' | 'clientAddress'>;
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
-  /** The caller's address, for the failed-authentication limit; left out, failures count per username only. */
-  clientAddress?(c: Context): string;
+  /**
+   * The caller's address, for the failed-authentication limits of the API and the console;
+   * `unknown` when the shell cannot tell (failures then count per username only).
+   */
+  clientAddress(c: Context): string;
 }
 
 /** `service` labels the request in /metrics: a permission name, none/basic, or an ops route. */
 export type Env = { Variables: { requestId: string; caller: Caller | null; service?: string; ownHeaders?: boolean } };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Headers of every answer, whoever made it. */
+const answerHeaders = (requestId: string) => ({ 'x-request-id': requestId, 'x-content-type-options': 'nosniff' });
 
 export function createApp(options: AppOptions) {
   const app = new Hono<Env>();
@@ -55,8 +61,7 @@ export function createApp(options: AppOptions) {
     // API answers carry these from the start (see serve); touching c.res.headers would turn
     // their plain header object into a Headers instance, which costs more to send.
     if (!c.get('ownHeaders')) {
-      c.res.headers.set('X-Request-Id', requestId);
-      c.res.headers.set('X-Content-Type-Options', 'nosniff');
+      for (const [name, value] of Object.entries(answerHeaders(requestId))) c.res.headers.set(name, value);
     }
     logger.info('request', {
       method: c.req.method,
@@ -90,7 +95,7 @@ export function createApp(options: AppOptions) {
   opsRoutes(app, options, metrics);
   docsRoutes(app);
 
-  if (options.console) app.route('/console', consoleApp({ ...options.console, portsFor: options.portsFor }));
+  if (options.console) app.route('/console', consoleApp({ ...options.console, portsFor: options.portsFor, clientAddress: options.clientAddress }));
 
   app.notFound(() => plain(404, 'Not found'));
   app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', logger));
@@ -117,7 +122,7 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   const input = parseInput(op.input, raw);
 
   const ports = await options.portsFor(c);
-  const caller = credentials ? await authenticate(ports, credentials, op.access === 'service' ? op.service : null, options.clientAddress?.(c) ?? 'unknown') : null;
+  const caller = credentials ? await authenticate(ports, credentials, op.access === 'service' ? op.service : null, options.clientAddress(c)) : null;
   c.set('caller', caller);
   const ctx: Ctx = { ...ports, requestId: c.get('requestId'), caller };
   const result = await handler({ ctx, input: input as never });
@@ -125,6 +130,6 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   c.set('ownHeaders', true);
   return new Response(stringifyWithJsonText({ ...envelope, ...result }), {
     status: 200,
-    headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'x-request-id': c.get('requestId') },
+    headers: { 'content-type': 'application/json', ...answerHeaders(c.get('requestId')) },
   });
 }

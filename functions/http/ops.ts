@@ -31,7 +31,7 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
       if (!credentials) {
         return plain(401, 'Operation only available to registered users', { 'WWW-Authenticate': `Basic realm="${PRODUCT}"` });
       }
-      c.set('caller', await authenticate(await options.portsFor(c), credentials, METRICS_PERMISSION, options.clientAddress?.(c) ?? 'unknown'));
+      c.set('caller', await authenticate(await options.portsFor(c), credentials, METRICS_PERMISSION, options.clientAddress(c)));
     }
     return new Response(metrics.render(), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },

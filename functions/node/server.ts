@@ -23,7 +23,7 @@ export function nodeApp(config: NodeConfig, ports: Ports) {
     portsFor: () => ports,
     metricsPublic: config.metricsPublic,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
-    console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => clientAddress(c, config.trustProxy) },
+    console: { cookieSecret: ports.secrets.derive('console-cookie') },
   });
 }
 

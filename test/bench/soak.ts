@@ -11,12 +11,13 @@ import postgres from 'postgres';
 import { openPostgres } from '../../db/client.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { metadataBody, type Scale } from './seed.ts';
-import { SOAK_HEADING, auth, log, machine, memoryOf, prepare, sleep, startService, stop, waitFor, writeBenchFile } from './support.ts';
+import { auth, log, machine, memoryOf, prepare, startService, stop, waitFor, writeBenchFile } from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 8);
 const SAMPLE_MS = 10_000;
+const SOAK_HEADING = '## Soak';
 // Memory counts as flat when the last minute's median is within this much of the median of
 // the minute after warm-up (caches filled, JIT settled).
 const FLAT_GROWTH = 0.1;

@@ -64,8 +64,6 @@ export function memoryOf(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmHWM') {
 export const machine = () =>
   `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 
-export const SOAK_HEADING = '## Soak';
-
 /** The file cut at its `## ` headings; the part before the first has the heading ''. */
 function sections(text: string): Array<[string, string]> {
   const out: Array<[string, string]> = [];

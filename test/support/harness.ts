@@ -69,7 +69,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     portsFor: () => ports,
     metricsPublic: options.metricsPublic,
     clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
-    console: { cookieSecret: ports.secrets.derive('console-cookie'), clientAddress: (c) => c.req.header('x-test-address') ?? 'test' },
+    console: { cookieSecret: ports.secrets.derive('console-cookie') },
   });
 
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
