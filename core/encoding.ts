@@ -17,14 +17,23 @@ export function base64ToBytes(text: string): Uint8Array {
 export const bytesToBase64Url = (bytes: Uint8Array) =>
   bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
-export const utf8 = (text: string) => new TextEncoder().encode(text);
+// Made once: neither keeps state between calls that are not streaming.
+const encoder = new TextEncoder();
+const strictDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+export const utf8 = (text: string) => encoder.encode(text);
+
+/** UTF-8 bytes as text; null when they are not valid UTF-8. */
+export function strictUtf8(bytes: Uint8Array): string | null {
+  try {
+    return strictDecoder.decode(bytes);
+  } catch {
+    return null;
+  }
+}
 
 /** Strict base64 (standard alphabet, correct padding), as HTTP Basic requires. */
 export function decodeStrictBase64(text: string): string | null {
   if (text.length === 0 || text.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(text)) return null;
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(base64ToBytes(text));
-  } catch {
-    return null;
-  }
+  return strictUtf8(base64ToBytes(text));
 }

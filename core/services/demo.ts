@@ -1,5 +1,5 @@
 import type { Backup } from '../model/backup-schema.ts';
-import type { Ctx, Ports } from '../ports.ts';
+import { contextOf, type Ports } from '../ports.ts';
 import { restore } from './backups.ts';
 import { importFields } from './fields.ts';
 import { put as putMetadata } from './metadata.ts';
@@ -63,8 +63,8 @@ function demoBackup(): Backup {
 
 export async function loadDemoData(ports: Ports) {
   await importFields(ports, FIELDS);
-  await ports.repos.transaction((repos) => restore({ ...ports, requestId: 'demo', caller: null }, repos, demoBackup(), false));
-  const ctx: Ctx = { ...ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: true } };
+  await ports.repos.transaction((repos) => restore(contextOf(ports, 'demo', null), repos, demoBackup(), false));
+  const ctx = contextOf(ports, 'demo', { username: 'demo', showSensitiveInfo: true });
   for (const [name, , , comment] of SITES) {
     const slug = name.toLowerCase().replace(/_/g, '-');
     await putMetadata({

@@ -1,11 +1,11 @@
-import type { Ctx, Ports } from '../ports.ts';
+import { contextOf, type Ctx, type Ports } from '../ports.ts';
 import { buildNoteHtml } from '../notes.ts';
 import { currentValues } from './metadata.ts';
 
 /** The HTML note of a destination, from its flagged fields. */
 export async function noteOf(ports: Ports, destination: string): Promise<string> {
   const fields = (await ports.repos.metadata.fields()).filter((f) => f.active && f.type !== 'password');
-  const ctx: Ctx = { ...ports, requestId: 'notes', caller: null };
+  const ctx = contextOf(ports, 'notes', null);
   const { metadata, includeInNotes } = await currentValues(ctx, destination, fields);
   const entries = fields
     .filter((f) => includeInNotes[f.category]?.[f.name])
