@@ -175,6 +175,21 @@ describe('sources that must be refused, with nothing stored', () => {
     expect(hits.length).toBe(hitsBefore);
     expect(await counts()).toEqual(before);
   });
+
+  it.each([
+    ['a local source that exists', () => ({ source: `${root}/a.bin` })],
+    ['a missing local file', () => ({ source: `${root}/missing.bin` })],
+    ['a local path outside the roots', () => ({ source: `${outside}/secret.txt` })],
+    ['an expiry already past', () => ({ source: `${root}/a.bin`, at: '20200101000000' })],
+    ['a start out of range', () => ({ source: `${root}/a.bin`, at: '+99999999d' })],
+    ['no target to derive', () => ({ source: `${root}/` })],
+    ['malformed metadata', () => ({ source: `${root}/a.bin`, metadata: 'novalue' })],
+  ])('an unknown destination comes first, with %s', async (_, query) => {
+    const before = await counts();
+    const r = await put({ destination: 'NOPE', ...query() });
+    expect([r.status, r.json]).toEqual([500, error('Destination NOPE not found')]);
+    expect(await counts()).toEqual(before);
+  });
 });
 
 describe('http(s) sources on the allow-list', () => {
@@ -262,12 +277,22 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
     ['at', '+99999999d', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
     ['lifetime', '5y', '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected'],
     ['lifetime', '999999999w', '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected'],
+    // Times the database cannot store: after the year 9999, or in the year 0.
+    ['at', '+3000000d', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['at', '00000101000000', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['at', '0000-06-01T00:00:00Z', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['lifetime', '3000000d', '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected'],
   ])('400 for %s=%s', async (name, value, expected) => {
     const before = await counts();
     const r = await put({ source: src(), target: 'bad.bin', [name]: value });
     expect(r.status).toBe(400);
     expect(r.text).toBe(`Invalid value for parameter ${name}: '${value}' (${expected})`);
     expect(await counts()).toEqual(before);
+  });
+
+  it('the last storable day is kept', async () => {
+    const t = await transfer(await idOf({ source: src(), target: 'last.bin', at: '9999-12-29T00:00:00Z', lifetime: '1d' }));
+    expect(t.expiresAt.toISOString()).toBe('9999-12-30T00:00:00.000Z');
   });
 
   it('priority 0 and 99 are kept; metadata k=v,k2=v2 is stored as ordered pairs', async () => {

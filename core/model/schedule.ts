@@ -22,6 +22,14 @@ export function parseDuration(text: string): number | null {
 const COMPACT = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
 
+/** Date.UTC without its reading of the years 0 to 99 as 1900 to 1999. */
+function utc(year: number, month: number, day: number, hours = 0, minutes = 0, seconds = 0): Date {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, day);
+  date.setUTCHours(hours, minutes, seconds, 0);
+  return date;
+}
+
 /** ISO 8601, `yyyyMMddHHmmss` (UTC), or `+<n><unit>` relative to `now`. */
 export function parseStart(text: string, now: Date): Date | null {
   if (text.startsWith('+')) {
@@ -31,18 +39,27 @@ export function parseStart(text: string, now: Date): Date | null {
   const compact = COMPACT.exec(text);
   if (compact) {
     const [y, mo, d, h, mi, s] = compact.slice(1).map(Number) as [number, number, number, number, number, number];
-    const date = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+    const date = utc(y, mo - 1, d, h, mi, s);
     return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && h < 24 && mi < 60 && s < 60 ? date : null;
   }
   const iso = ISO_DATE.exec(text);
   if (!iso) return null;
   // The parser rolls 2030-02-30 over into March and may take 24:00: check the fields first, like the compact form.
   const [y, mo, d, h = 0, mi = 0, s = 0] = iso.slice(1).map((v) => (v === undefined ? undefined : Number(v))) as number[];
-  const day = new Date(Date.UTC(y!, mo! - 1, d!));
+  const day = utc(y!, mo! - 1, d!);
   if (day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d || h >= 24 || mi >= 60 || s >= 60) return null;
   // A date-time without an offset is read as UTC, like the compact form.
   const withZone = /[T ]\d{2}:\d{2}/.test(text) && !/(Z|[+-]\d{2}:?\d{2})$/.test(text) ? `${text.replace(' ', 'T')}Z` : text;
   return valid(new Date(withZone));
+}
+
+/**
+ * A time the database and every reader of ISO 8601 take: years 1 to 9999. Later years need
+ * an expanded form (+010000-...) and Postgres has no year 0.
+ */
+export function storable(date: Date): boolean {
+  const year = date.getUTCFullYear();
+  return year >= 1 && year <= 9999;
 }
 
 export const DURATION_EXPECTED = '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected';

@@ -1,7 +1,7 @@
 import { errEvent } from '../events.ts';
 import { badRequest, conflict, invalid, notFound } from '../errors.ts';
 import type { Args } from '../handler.ts';
-import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from '../model/schedule.ts';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from '../model/schedule.ts';
 import type { NewTransfer, Ports } from '../ports.ts';
 import { requireDestination } from './lookups.ts';
 
@@ -33,15 +33,50 @@ function decodeURIComponentSafe(text: string) {
   }
 }
 
+// A source on another host: probing it sends that host a request.
+const REMOTE_SOURCE = /^https?:\/\//i;
+
+/**
+ * wire-decisions §10: an unknown destination is reported before any other failure, and
+ * nothing is stored unless everything holds. A remote source is asked only for a destination
+ * that exists. For a local one the destination is checked by the statement that registers
+ * the file (one round trip), or, if something else fails first, before that failure is told.
+ */
 export async function put({ ctx, input }: Args<'datafilePut'>) {
-  await requireDestination(ctx, input.destination);
-  const now = ctx.clock();
+  const remote = REMOTE_SOURCE.test(input.source);
+  if (remote) await requireDestination(ctx, input.destination);
+  let transfer: NewTransfer;
+  let file: { source: string; size: number; registeredBy: string };
+  try {
+    transfer = newTransfer(ctx.clock(), input);
+    // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
+    const { size } = await ctx.sources.probe(input.source);
+    file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
+  } catch (e) {
+    if (!remote) await requireDestination(ctx, input.destination);
+    throw e;
+  }
+
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const outcome = await ctx.repos.dataFiles.register(file, transfer);
+    if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
+    if (outcome !== 'taken') return { id: outcome };
+    const live = await ctx.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
+    if (!live) continue; // the holder was deleted meanwhile: try again
+    if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
+    await ctx.repos.dataFiles.requeue(live.transferId, file, transfer);
+    return { id: live.dataFileId };
+  }
+  throw conflict('DataFile could not be registered: the unique key kept changing, try again');
+}
+
+function newTransfer(now: Date, input: Args<'datafilePut'>['input']): NewTransfer {
   // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.
   const scheduledAt = input.at === undefined ? now : parseStart(input.at, now);
-  if (scheduledAt === null) throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
+  if (scheduledAt === null || !storable(scheduledAt)) throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
   const lifetime = input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime);
   const expiresAt = new Date(scheduledAt.getTime() + (lifetime ?? Number.NaN));
-  if (Number.isNaN(expiresAt.getTime())) {
+  if (Number.isNaN(expiresAt.getTime()) || !storable(expiresAt)) {
     throw badRequest(input.lifetime === undefined
       ? `Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`
       : `Invalid value for parameter lifetime: '${input.lifetime}' (${DURATION_EXPECTED})`);
@@ -49,7 +84,7 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
   if (expiresAt.getTime() <= now.getTime()) throw invalid(`Expiry time already passed: ${expiresAt.toISOString()}`);
   const target = input.target ?? defaultTarget(input.source);
   if (target === '') throw invalid(`No target name can be derived from source ${input.source}; give target`);
-  const transfer: NewTransfer = {
+  return {
     destination: input.destination,
     target,
     uniqueName: input.uniquename ?? '',
@@ -60,20 +95,6 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
     expiresAt,
     metadata: parseTransferMetadata(input.metadata),
   };
-  // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
-  const { size } = await ctx.sources.probe(input.source);
-  const file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
-
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const id = await ctx.repos.dataFiles.register(file, transfer);
-    if (id !== null) return { id };
-    const live = await ctx.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
-    if (!live) continue; // the holder was deleted meanwhile: try again
-    if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
-    await ctx.repos.dataFiles.requeue(live.transferId, file, transfer);
-    return { id: live.dataFileId };
-  }
-  throw conflict('DataFile could not be registered: the unique key kept changing, try again');
 }
 
 export async function size({ ctx, input }: Args<'datafileSize'>) {

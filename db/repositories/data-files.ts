@@ -12,23 +12,29 @@ const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
   async register(file, transfer) {
-    // One statement, so one round trip: the transfer takes the file's id from the sequence, the
-    // partial unique index decides between concurrent puts of the same key, and the file row is
-    // written only when the transfer was. Foreign keys are checked at the end of the statement.
-    const rows = await db.execute<{ id: string | number }>(sql`
-      with transfer as (
+    // One statement, so one round trip: it finds the destination, the transfer takes the file's
+    // id from the sequence, the partial unique index decides between concurrent puts of the same
+    // key, and the file row is written only when the transfer was.
+    const rows = await db.execute(sql`
+      with destination as (
+        select name from destinations where name = ${transfer.destination}
+      ), transfer as (
         insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata)
-        values (nextval(pg_get_serial_sequence('data_files', 'id')), ${transfer.destination}, ${transfer.target}, ${transfer.uniqueName},
+        select nextval(pg_get_serial_sequence('data_files', 'id')), name, ${transfer.target}, ${transfer.uniqueName},
           ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${transfer.scheduledAt.toISOString()}::timestamptz,
-          ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb)
+          ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb
+        from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
         returning data_file_id
+      ), file as (
+        insert into data_files (id, source, size, registered_by)
+        select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
+        returning id
       )
-      insert into data_files (id, source, size, registered_by)
-      select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
-      returning id`);
-    const [row] = rowsOf<{ id: string | number }>(rows);
-    return row ? Number(row.id) : null;
+      select exists (select 1 from destination) as found, (select id from file) as id`);
+    const [row] = rowsOf<{ found: boolean; id: string | number | null }>(rows);
+    if (!row?.found) return 'no destination';
+    return row.id === null ? 'taken' : Number(row.id);
   },
   async findLive(destination, target, uniqueName) {
     const [row] = await db

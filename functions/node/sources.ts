@@ -25,16 +25,13 @@ export function nodeSourceProber(options: { roots: readonly string[]; hosts: rea
       }
       const allowed = (await roots).filter((r): r is string => r !== null);
       if (allowed.length === 0) throw invalid(`Source ${source} not allowed: no local source roots are configured`);
-      let real: string;
-      try {
-        real = await fs.realpath(local);
-      } catch {
+      // Both at once (each waits for a worker thread); stat follows the same links realpath resolves.
+      const [real, stat] = await Promise.all([fs.realpath(local), fs.stat(local)]).catch(() => {
         throw invalid(`Source ${source} not found`);
-      }
+      });
       if (!allowed.some((root) => real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
         throw invalid(`Source ${source} not allowed: outside the configured source roots`);
       }
-      const stat = await fs.stat(real);
       if (!stat.isFile()) throw invalid(`Source ${source} not allowed: not a regular file`);
       return { size: stat.size };
     },
