@@ -299,28 +299,6 @@ function safeDecode(s: string): string {
 // Unhandled exceptions are inside the contract (a 500 JSON error) but are bugs all the same.
 const INTERNAL = /^Internal error/;
 
-/**
- * Findings of this fuzzer that are not fixed yet, with where the fix belongs; each is counted
- * and reported instead of failing the run. Anything else fails. Remove an entry once fixed.
- */
-const KNOWN_ISSUES: Array<{ id: string; fix: string; matches: (problem: string, r: Reply) => boolean }> = [
-  {
-    id: 'integer out of range reaches the database',
-    fix: 'bound integers to the 32-bit columns they go into, in query parameters (core/params.ts int: type, hostid, step, id) and backups (core/model/backup-schema.ts), and answer 400',
-    matches: (problem) => problem.startsWith('unhandled exception') && /out of range for type (?:integer|smallint)/.test(problem),
-  },
-  {
-    id: 'instant out of range reaches the database',
-    fix: "bound datafile/put's lifetime and at (core/model/schedule.ts) so the expiry stays a storable timestamp, and answer 400",
-    matches: (problem) => problem.startsWith('unhandled exception') && /(?:time zone displacement|date\/time field value|timestamp) out of range/.test(problem),
-  },
-  {
-    id: 'JSON parse error quotes control characters',
-    fix: 'functions/http/body.ts parseJsonBody: the message quotes part of the body; replace control characters as params.ts does',
-    matches: (problem, r) => problem === '400 body is more than one line' && r.text.startsWith('Invalid JSON body: '),
-  },
-];
-const known = new Map<string, { count: number; example: string }>();
 // ECPDS_FUZZ_STATS=1 prints how often each operation answered each status: whether inputs get deep enough.
 const statuses = new Map<string, Map<number, number>>();
 const samples = new Map<string, string[]>();
@@ -330,18 +308,11 @@ async function check(req: Sent): Promise<Reply> {
   const tally = statuses.get(req.label) ?? new Map<number, number>();
   statuses.set(req.label, tally.set(r.status, (tally.get(r.status) ?? 0) + 1));
   if (r.status !== 200 && r.status !== 405) samples.set(req.label, [...(samples.get(req.label) ?? []), `${r.status} ${r.text.slice(0, 150)}`]);
-  let problems = contractProblems(r, req.echoed, req.method);
+  const problems = contractProblems(r, req.echoed, req.method);
   if (r.status === 500 && INTERNAL.test(r.json?.message ?? '')) {
     const reason = h.logLines.filter((l) => l.includes(r.headers.get('x-request-id') ?? '?') && l.includes('internal error')).join(' ');
     problems.push(`unhandled exception: ${reason}`);
   }
-  problems = problems.filter((problem) => {
-    const issue = KNOWN_ISSUES.find((k) => k.matches(problem, r));
-    if (!issue) return true;
-    const seen = known.get(issue.id) ?? { count: 0, example: `${req.method} ${req.path.slice(0, 160)}` };
-    known.set(issue.id, { ...seen, count: seen.count + 1 });
-    return false;
-  });
   if (problems.length) throw new Error(`${req.method} ${req.path.slice(0, 300)} → ${r.status}\n${problems.join('\n')}`);
   return r;
 }
@@ -349,10 +320,6 @@ async function check(req: Sent): Promise<Reply> {
 afterAll(() => {
   if (process.env.ECPDS_FUZZ_STATS) for (const [label, t] of statuses) console.log(label, JSON.stringify(Object.fromEntries(t)));
   if (process.env.ECPDS_FUZZ_STATS) for (const [label, t] of samples) console.log(label, t.slice(0, 6).join('\n  '));
-  for (const [id, { count, example }] of known) {
-    const { fix } = KNOWN_ISSUES.find((k) => k.id === id)!;
-    console.warn(`known fuzz finding (${count}×): ${id}; e.g. ${JSON.stringify(example)}; fix: ${fix}`);
-  }
 });
 
 const assertProperty = (arb: fc.Arbitrary<Sent>, runs = RUNS) =>

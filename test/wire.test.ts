@@ -115,6 +115,25 @@ describe('HTTP-level answers', () => {
     expect(r.text).toMatch(/^Invalid JSON body: /);
   });
 
+  it('400 for invalid JSON stays one printable line when the body holds line breaks', async () => {
+    for (const body of ['["a\r\nb" x]', '{"a":\u0001\n}', '["\u2028" oops]']) {
+      const r = await h.call('POST', '/v1/incoming/category/add?id=u', { auth: admin, body });
+      expect(r.status).toBe(400);
+      expect(r.text).toMatch(/^Invalid JSON body: [^\r\n\u2028\u2029\u0000-\u001f]+$/);
+    }
+  });
+
+  it('an integer beyond a 32-bit column matches nothing instead of failing in the database', async () => {
+    for (const type of ['2147483648', '-2147483649', '9007199254740991']) {
+      const r = await h.call('GET', `/v1/destination/list?type=${type}`, { auth: admin });
+      expect([r.status, r.json]).toEqual([500, { status: 'error', message: `Type ${type} not found` }]);
+    }
+    const steps = await h.call('GET', '/v1/monitoring/summary?step=2147483648', { auth: admin });
+    expect([steps.status, steps.json.stepStatusList]).toEqual([200, []]);
+    const big = await h.call('GET', '/v1/datafile/size?id=9007199254740991', { auth: admin });
+    expect([big.status, big.json]).toEqual([500, { status: 'error', message: 'DataFile 9007199254740991 not found' }]);
+  });
+
   it('413 for a body over the limit', async () => {
     const r = await h.call('POST', '/v1/incoming/category/add?id=u', { auth: admin, body: JSON.stringify(['x'.repeat(2 * 1024 * 1024)]) });
     expect(r.status).toBe(413);

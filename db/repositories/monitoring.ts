@@ -4,10 +4,9 @@ import type { MonitoringRepo } from '../../core/ports.ts';
 import type { StepFilter } from '../../core/model/monitoring.ts';
 import type { Database } from '../client.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
+import { isInt32 } from './int32.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
-
-const isInt32 = (n: number) => Number.isInteger(n) && n >= -2_147_483_648 && n <= 2_147_483_647;
 
 /** Filters are exact and case-insensitive (spec §4.8), matching the lower() indexes. */
 function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {

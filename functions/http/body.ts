@@ -1,3 +1,4 @@
+import { strictUtf8 } from '../../core/encoding.ts';
 import { badRequest, ServiceError } from '../../core/errors.ts';
 
 const tooLarge = (limit: number) => new ServiceError('tooLarge', `Request body larger than ${limit} bytes`);
@@ -26,11 +27,9 @@ export async function readBodyText(request: Request, limit: number): Promise<str
     all.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(all);
-  } catch {
-    throw badRequest('Invalid request body: UTF-8 text expected');
-  }
+  const text = strictUtf8(all);
+  if (text === null) throw badRequest('Invalid request body: UTF-8 text expected');
+  return text;
 }
 
 export function parseJsonBody(text: string): unknown {
@@ -40,7 +39,9 @@ export function parseJsonBody(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw badRequest(`Invalid JSON body: ${e instanceof Error ? e.message.split('\n')[0] : 'unreadable'}`);
+    // The parser's message quotes part of the body: kept to one line of printable text.
+    const reason = e instanceof Error ? e.message.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, '?') : 'unreadable';
+    throw badRequest(`Invalid JSON body: ${reason}`);
   }
 }
 
