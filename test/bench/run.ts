@@ -30,23 +30,60 @@ const SMALL: Scale = { destinations: 1_000, cycles: 25, metadataFields: 10 };
 interface Row { flavour: string; scenario: string; data: string; connections: number; rps: number; p50: number; p99: number; errors: number; rssMiB: number }
 const rows: Row[] = [];
 let port = 19500;
+/** BENCH_WARMUP_SECONDS: unrecorded load before each row, so compiled code and caches are warm. */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/** BENCH_ROUNDS: how often each throughput scenario and its baseline are measured, alternately. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-async function load(flavour: string, scenario: string, data: string, base: string, pid: number, opts: { path: string; method?: string; body?: string; connections: number; vary?: (n: number) => string }) {
-  if (ONLY && !scenario.includes(ONLY)) return;
-  let n = 0;
+interface Target { flavour: string; scenario: string; data: string; base: string; pid: number }
+interface Load { path: string; method?: string; body?: string; connections: number; vary?: (n: number) => string }
+let varied = 0;
+
+async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
   const result = await autocannon({
-    url: base,
+    url: t.base,
     connections: opts.connections,
-    duration: SECONDS,
+    duration: seconds,
     headers: { authorization: auth, ...(opts.body && { 'content-type': 'application/json' }) },
-    requests: [{ method: (opts.method ?? 'GET') as 'GET', path: opts.path, body: opts.body, ...(opts.vary && { setupRequest: (req: object) => ({ ...req, path: opts.vary!(++n) }) }) } as autocannon.Request],
+    requests: [{ method: (opts.method ?? 'GET') as 'GET', path: opts.path, body: opts.body, ...(opts.vary && { setupRequest: (req: object) => ({ ...req, path: opts.vary!(++varied) }) }) } as autocannon.Request],
   });
-  const row = {
-    flavour, scenario, data, connections: opts.connections, rps: Math.round(result.requests.average),
-    p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, rssMiB: Math.round(memoryOf(pid)),
+  return {
+    flavour: t.flavour, scenario: t.scenario, data: t.data, connections: opts.connections, rps: Math.round(result.requests.average),
+    p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, rssMiB: Math.round(memoryOf(t.pid)),
   };
+}
+
+function record(row: Row) {
   rows.push(row);
-  log(`${flavour} ${scenario} ${data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}`);
+  log(`${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}`);
+}
+
+const wanted = (scenario: string) => !ONLY || scenario.includes(ONLY);
+
+async function load(t: Target, opts: Load) {
+  if (!wanted(t.scenario)) return;
+  if (WARMUP_SECONDS > 0) await measure(t, opts, WARMUP_SECONDS);
+  record(await measure(t, opts, SECONDS));
+}
+
+/**
+ * A throughput scenario against its baseline, measured in turns (after a warm-up of each),
+ * so that the drift of a shared machine falls on both alike; each keeps its median run.
+ */
+async function paired(a: Target, aLoad: Load, b: Target, bLoad: Load) {
+  if (!wanted(a.scenario) && !wanted(b.scenario)) return;
+  const runs: [Row[], Row[]] = [[], []];
+  if (WARMUP_SECONDS > 0) {
+    await measure(a, aLoad, WARMUP_SECONDS);
+    await measure(b, bLoad, WARMUP_SECONDS);
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    runs[0].push(await measure(a, aLoad, SECONDS));
+    runs[1].push(await measure(b, bLoad, SECONDS));
+  }
+  const median = (list: Row[]) => [...list].sort((x, y) => x.rps - y.rps)[Math.floor(list.length / 2)]!;
+  record(median(runs[0]));
+  record(median(runs[1]));
 }
 
 /** Runs `work` while a separate connection updates one destination over and over. */
@@ -65,25 +102,49 @@ async function churning(url: string, work: () => Promise<void>) {
   }
 }
 
-async function appScenarios(flavour: string, label: string, scale: Scale, env: Record<string, string>, withThroughput: boolean) {
+function startApp(env: Record<string, string>) {
   const p = port++;
-  const child = startService(tmp, p, env);
-  const base = `https://127.0.0.1:${p}`;
+  return { child: startService(tmp, p, env), base: `https://127.0.0.1:${p}` };
+}
+
+function startBaseline(databaseUrl: string) {
+  const p = port++;
+  const child = start(['--import', 'tsx', 'test/bench/baseline-server.ts', String(p), path.join(tmp, 'tls/cert.pem'), path.join(tmp, 'tls/key.pem'), databaseUrl], {});
+  return { child, base: `https://127.0.0.1:${p}` };
+}
+
+const TYPE_LIST: Load = { path: '/v1/destination/type/list', connections: 50 };
+const BARE: Load = { path: '/bare', connections: 50 };
+const INSERT: Load = { path: '/insert?n=x', connections: 10 };
+const putLoad = (label: string): Load => ({
+  path: '/', connections: 10,
+  vary: (n) => `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`,
+});
+
+/** The service's throughput scenarios in turns with the baselines, then its latency scenarios. */
+async function appScenarios(flavour: string, label: string, scale: Scale, env: Record<string, string>, baseline: { base: string; pid: number } | null) {
+  const { child, base } = startApp(env);
   await waitFor(`${base}/v1/version`);
-  const pid = child.pid!;
+  const app = (scenario: string, data = '-') => ({ flavour, scenario, data, base, pid: child.pid! });
   const dests = `${scale.destinations.toLocaleString('en')} destinations`;
-  if (withThroughput) {
-    await load(flavour, 'GET destination/type/list (authenticated)', '-', base, pid, { path: '/v1/destination/type/list', connections: 50 });
-    await load(flavour, 'GET datafile/put', '-', base, pid, { path: '/', connections: 10, vary: (n) => `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}` });
+  if (baseline) {
+    const bare = (scenario: string) => ({ flavour: 'baseline', scenario, data: '-', ...baseline });
+    await paired(bare('bare Hono JSON route'), BARE, app('GET destination/type/list (authenticated)'), TYPE_LIST);
+    await paired(bare('raw postgres.js INSERT'), INSERT, app('GET datafile/put'), putLoad(label));
+    await load(bare('raw postgres.js SELECT'), { path: '/select', connections: 10 });
+    await load({ ...bare('static body of destination/list size'), data: '10,000 destinations' }, { path: '/static-list', connections: 1 });
+  } else if (label === 'large') {
+    await load(app('GET destination/type/list (authenticated)'), TYPE_LIST);
+    await load(app('GET datafile/put'), putLoad(label));
   }
   // Latency targets are read at one connection: the time one request takes, without queueing.
   // Large data is also loaded at four connections to show how the cost behaves under contention.
-  for (const connections of withThroughput ? [1, 4] : [1]) {
-    await load(flavour, 'GET destination/list', dests, base, pid, { path: '/v1/destination/list', connections });
+  for (const connections of label === 'large' ? [1, 4] : [1]) {
+    await load(app('GET destination/list', dests), { path: '/v1/destination/list', connections });
     // The same list while another connection keeps changing a destination: rendered every time.
-    if (env.DATABASE_URL) await churning(env.DATABASE_URL, () => load(flavour, 'GET destination/list, changed before each request', dests, base, pid, { path: '/v1/destination/list', connections }));
-    await load(flavour, 'GET monitoring/summary', `${notificationsOf(scale).toLocaleString('en')} notifications`, base, pid, { path: '/v1/monitoring/summary', connections });
-    await load(flavour, 'PUT destination/{name}/metadata', `${scale.metadataFields} fields`, base, pid, { path: '/v1/destination/BENCH_META/metadata', method: 'PUT', body: metadataBody(scale.metadataFields), connections });
+    if (env.DATABASE_URL) await churning(env.DATABASE_URL, () => load(app('GET destination/list, changed before each request', dests), { path: '/v1/destination/list', connections }));
+    await load(app('GET monitoring/summary', `${notificationsOf(scale).toLocaleString('en')} notifications`), { path: '/v1/monitoring/summary', connections });
+    await load(app('PUT destination/{name}/metadata', `${scale.metadataFields} fields`), { path: '/v1/destination/BENCH_META/metadata', method: 'PUT', body: metadataBody(scale.metadataFields), connections });
   }
   await stop(child);
 }
@@ -103,25 +164,23 @@ async function main() {
       url.pathname = `/${name}`;
       log(`seeding Postgres ${label}`);
       await prepare(openPostgres(url.toString(), { max: 2 }), scale);
-      if (label === 'large') {
-        const p = port++;
-        const baseline = start(['--import', 'tsx', 'test/bench/baseline-server.ts', String(p), path.join(tmp, 'tls/cert.pem'), path.join(tmp, 'tls/key.pem'), url.toString()], {});
-        const base = `https://127.0.0.1:${p}`;
-        await waitFor(`${base}/bare`);
-        await load('baseline', 'bare Hono JSON route', '-', base, baseline.pid!, { path: '/bare', connections: 50 });
-        await load('baseline', 'raw postgres.js INSERT', '-', base, baseline.pid!, { path: '/insert?n=x', connections: 10 });
-        await load('baseline', 'raw postgres.js SELECT', '-', base, baseline.pid!, { path: '/select', connections: 10 });
-        await load('baseline', 'static body of destination/list size', '10,000 destinations', base, baseline.pid!, { path: '/static-list', connections: 1 });
-        await stop(baseline);
+      if (DATABASES.includes('Postgres')) {
+        // The baselines run next to the service on the large data, so that they can be measured in turns.
+        const baseline = label === 'large' ? startBaseline(url.toString()) : null;
+        if (baseline) await waitFor(`${baseline.base}/bare`);
+        try {
+          await appScenarios('Postgres', label, scale, { DATABASE_URL: url.toString() }, baseline && { base: baseline.base, pid: baseline.child.pid! });
+        } finally {
+          if (baseline) await stop(baseline.child);
+        }
       }
-      if (DATABASES.includes('Postgres')) await appScenarios('Postgres', label, scale, { DATABASE_URL: url.toString() }, label === 'large');
       if (!DATABASES.includes('PGlite')) continue;
 
       log(`seeding PGlite ${label}`);
       const dir = path.join(tmp, `pglite-${label}`);
       fs.mkdirSync(dir, { recursive: true });
       await prepare(await openPglite(path.join(dir, 'pgdata')), scale);
-      await appScenarios('PGlite', label, scale, { ECPDS_DATA_DIR: dir }, label === 'large');
+      await appScenarios('PGlite', label, scale, { ECPDS_DATA_DIR: dir }, null);
     }
   } finally {
     for (const name of databases) await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);
@@ -143,7 +202,8 @@ function report(): string {
     '# Benchmarks',
     '',
     `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.`,
-    `Load from autocannon in a separate process over HTTPS on loopback, ${SECONDS} s per row; server and load generator share the machine's cores. RSS is the server's peak resident memory.`,
+    `Load from autocannon in a separate process over HTTPS on loopback, ${SECONDS} s per row after ${WARMUP_SECONDS} s of unrecorded warm-up; server and load generator share the machine's cores. RSS is the server's peak resident memory.`,
+    `The two throughput scenarios ran ${ROUNDS} times in turns with their baselines (both servers up at once); each row is the run with the median req/s.`,
     '',
     '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB |',
     '|---|---|---|---|---|---|---|---|---|',

@@ -33,8 +33,10 @@ export function start(cmd: string[], env: Record<string, string>): ChildProcess 
 /** `ecpds-edge serve` on this port with the bench's key, TLS files and source root under `tmp`. */
 export function startService(tmp: string, port: number, env: Record<string, string>) {
   // BENCH_SERVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the service only.
-  return start(['functions/bin/ecpds-edge.mjs', 'serve'], {
-    ...env, NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS ?? '', HOST: '127.0.0.1', PORT: String(port), ECPDS_SECRET_KEY: secretKey,
+  // Given as node arguments: NODE_OPTIONS refuses --cpu-prof.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+  return start([...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'serve'], {
+    ...env, HOST: '127.0.0.1', PORT: String(port), ECPDS_SECRET_KEY: secretKey,
     ECPDS_DEMO: '0', ECPDS_SWEEP_SECONDS: '0', ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
     TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'), TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
   });
