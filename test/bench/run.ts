@@ -115,7 +115,8 @@ function startBaseline(databaseUrl: string) {
 
 const TYPE_LIST: Load = { path: '/v1/destination/type/list', connections: 50 };
 const BARE: Load = { path: '/bare', connections: 50 };
-const INSERT: Load = { path: '/insert?n=x', connections: 10 };
+// A new value per request, like datafile/put's unique names: the load generator then does the same work for both.
+const INSERT: Load = { path: '/', connections: 10, vary: (n) => `/insert?n=row-${n}-${Date.now()}` };
 const putLoad = (label: string): Load => ({
   path: '/', connections: 10,
   vary: (n) => `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`,
