@@ -1,23 +1,72 @@
+import { utf8 } from './encoding.ts';
+
+const decoder = new TextDecoder();
+
+// From this size a text is kept as UTF-8: below it, joining text costs less than copying bytes.
+const LARGE = 64 * 1024;
+
 /**
  * A JSON value already serialized, which the transport writes into the answer as it is. The
  * database renders some large lists itself (see `DestinationRepo.listView`); decoding them
- * into objects only to serialize them again would cost more than the query.
+ * into objects only to serialize them again would cost more than the query. A large one is
+ * kept as UTF-8, encoded once: a kept list is sent many times, and measuring and encoding
+ * 2.4 MB of text cost more than the rest of the request.
  */
 export class JsonText {
-  constructor(readonly text: string) {}
+  private readonly small: string | null;
+  private readonly encoded: Uint8Array | null;
+  constructor(text: string) {
+    this.small = text.length < LARGE ? text : null;
+    this.encoded = this.small === null ? utf8(text) : null;
+  }
+  get large(): boolean {
+    return this.encoded !== null;
+  }
+  get text(): string {
+    return this.small ?? decoder.decode(this.encoded!);
+  }
+  get bytes(): Uint8Array {
+    return this.encoded ?? utf8(this.small!);
+  }
+  /** What it holds in memory, in bytes or characters. */
+  get size(): number {
+    return this.encoded?.length ?? this.small!.length;
+  }
 }
 
-/** JSON.stringify of a flat object whose values may be JsonText, keeping key order. */
-export function stringifyWithJsonText(value: Record<string, unknown>): string {
-  if (!Object.values(value).some((v) => v instanceof JsonText)) return JSON.stringify(value);
-  const members: string[] = [];
-  for (const [key, member] of Object.entries(value)) {
-    if (member instanceof JsonText) members.push(`${JSON.stringify(key)}:${member.text}`);
-    else {
-      const text = JSON.stringify(member);
-      // JSON.stringify leaves out members it cannot represent (undefined, functions).
-      if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
+/**
+ * The JSON of a flat object whose values may be JsonText, keys in order, each JsonText
+ * copied in as it is: UTF-8 bytes when one of them is large, otherwise text.
+ */
+export function answerBody(value: Record<string, unknown>): string | Uint8Array {
+  let withJsonText = false;
+  let withLarge = false;
+  for (const key in value) {
+    const member = value[key];
+    if (member instanceof JsonText) {
+      withJsonText = true;
+      withLarge ||= member.large;
     }
   }
-  return `{${members.join(',')}}`;
+  if (!withJsonText) return JSON.stringify(value);
+  const parts: Array<string | JsonText> = [];
+  let separator = '{';
+  for (const [key, member] of Object.entries(value)) {
+    const text = member instanceof JsonText ? '' : JSON.stringify(member);
+    // JSON.stringify leaves out members it cannot represent (undefined, functions).
+    if (text === undefined) continue;
+    parts.push(`${separator}${JSON.stringify(key)}:${text}`);
+    if (member instanceof JsonText) parts.push(member);
+    separator = ',';
+  }
+  parts.push(separator === '{' ? '{}' : '}');
+  if (!withLarge) return parts.map((p) => (typeof p === 'string' ? p : p.text)).join('');
+  const encoded = parts.map((p) => (typeof p === 'string' ? utf8(p) : p.bytes));
+  const body = new Uint8Array(encoded.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of encoded) {
+    body.set(part, offset);
+    offset += part.length;
+  }
+  return body;
 }

@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringifyWithJsonText, JsonText } from '../core/json-text.ts';
+import { answerBody, JsonText } from '../core/json-text.ts';
 import { destinationView } from '../core/model/destination.ts';
 import { createViewCache } from '../core/view-cache.ts';
 import { destinations, listVersions } from '../db/schema.ts';
@@ -81,11 +81,21 @@ describe('the list entry of a destination', () => {
   });
 });
 
-describe('stringifyWithJsonText', () => {
-  it('writes JSON text in place, keeps key order and leaves out what JSON.stringify leaves out', () => {
-    const text = stringifyWithJsonText({ status: 'ok', list: new JsonText('[{"a":1}]'), gone: undefined, after: 'x' });
-    expect(text).toBe('{"status":"ok","list":[{"a":1}],"after":"x"}');
-    expect(stringifyWithJsonText({ status: 'ok', n: 1 })).toBe(JSON.stringify({ status: 'ok', n: 1 }));
+describe('answerBody', () => {
+  const text = (body: string | Uint8Array) => (typeof body === 'string' ? body : new TextDecoder().decode(body));
+  it('copies JSON text in place, keeps key order and leaves out what JSON.stringify leaves out', () => {
+    const body = answerBody({ status: 'ok', list: new JsonText('[{"a":"é ✓"}]'), gone: undefined, after: 'x' });
+    expect(body).toBe('{"status":"ok","list":[{"a":"é ✓"}],"after":"x"}');
+    expect(answerBody({ list: new JsonText('[]') })).toBe('{"list":[]}');
+    expect(answerBody({ status: 'ok', n: 1 })).toBe(JSON.stringify({ status: 'ok', n: 1 }));
+  });
+  it('gives UTF-8 bytes, encoded once, when a JsonText is large', () => {
+    const large = `[${Array.from({ length: 20_000 }, (_, i) => `"é${i}"`).join(',')}]`;
+    const list = new JsonText(large);
+    expect([list.large, list.bytes === list.bytes, list.text === large]).toEqual([true, true, true]);
+    const body = answerBody({ status: 'ok', list, after: null });
+    expect(body).toBeInstanceOf(Uint8Array);
+    expect(text(body)).toBe(`{"status":"ok","list":${large},"after":null}`);
   });
 });
 

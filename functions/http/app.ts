@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import { authenticate, parseBasicAuthorization } from '../../core/auth.ts';
 import type { Operation, OperationId } from '../../core/catalogue.ts';
 import { handlers } from '../../core/handlers.ts';
-import { stringifyWithJsonText } from '../../core/json-text.ts';
+import { answerBody } from '../../core/json-text.ts';
 import type { Handler } from '../../core/handler.ts';
 import { parseInput } from '../../core/params.ts';
 import { contextOf, type Caller, type Logger, type Ports } from '../../core/ports.ts';
@@ -134,5 +134,5 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   const answer: Record<string, unknown> = op.envelope === 'success' ? { success: 'yes' } : { status: 'ok' };
   for (const key in result) answer[key] = result[key];
   c.set('ownHeaders', true);
-  return new Response(stringifyWithJsonText(answer), { status: 200, headers: answerHeaders(requestId, 'application/json') });
+  return new Response(answerBody(answer), { status: 200, headers: answerHeaders(requestId, 'application/json') });
 }
