@@ -23,6 +23,17 @@ const strictDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }
 
 export const utf8 = (text: string) => encoder.encode(text);
 
+/** The parts one after another in one array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let offset = 0;
+  for (const part of parts) {
+    all.set(part, offset);
+    offset += part.byteLength;
+  }
+  return all;
+}
+
 /** UTF-8 bytes as text; null when they are not valid UTF-8. */
 export function strictUtf8(bytes: Uint8Array): string | null {
   try {

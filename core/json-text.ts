@@ -1,4 +1,4 @@
-import { utf8 } from './encoding.ts';
+import { concatBytes, utf8 } from './encoding.ts';
 
 const decoder = new TextDecoder();
 
@@ -61,12 +61,5 @@ export function answerBody(value: Record<string, unknown>): string | Uint8Array 
   }
   parts.push(separator === '{' ? '{}' : '}');
   if (!withLarge) return parts.map((p) => (typeof p === 'string' ? p : p.text)).join('');
-  const encoded = parts.map((p) => (typeof p === 'string' ? utf8(p) : p.bytes));
-  const body = new Uint8Array(encoded.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of encoded) {
-    body.set(part, offset);
-    offset += part.length;
-  }
-  return body;
+  return concatBytes(parts.map((p) => (typeof p === 'string' ? utf8(p) : p.bytes)));
 }

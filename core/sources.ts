@@ -3,6 +3,9 @@ import type { SourceProber } from './ports.ts';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/** A source on another host, reached over http(s); anything else is a local path or file URL. */
+export const isRemoteSource = (source: string) => /^https?:\/\//i.test(source);
+
 /** A source as it may appear in messages (and so in logs): any user:password in a URL is masked. */
 export const shownSource = (source: string) => source.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1***@');
 const MAX_REDIRECTS = 5;
@@ -72,7 +75,7 @@ async function request(fetchImpl: typeof fetch, url: URL, method: string, timeou
 export function remoteOnlyProber(http: SourceProber): SourceProber {
   return {
     probe(source) {
-      if (/^https?:\/\//i.test(source)) return http.probe(source);
+      if (isRemoteSource(source)) return http.probe(source);
       throw invalid(`Source ${source} not allowed: only http(s) sources are supported here`);
     },
   };

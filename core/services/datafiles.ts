@@ -3,6 +3,7 @@ import { badRequest, conflict, invalid, notFound } from '../errors.ts';
 import type { Args } from '../handler.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from '../model/schedule.ts';
 import type { NewTransfer, Ports } from '../ports.ts';
+import { isRemoteSource } from '../sources.ts';
 import { requireDestination } from './lookups.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
@@ -33,9 +34,6 @@ function decodeURIComponentSafe(text: string) {
   }
 }
 
-// A source on another host: probing it sends that host a request.
-const REMOTE_SOURCE = /^https?:\/\//i;
-
 /**
  * wire-decisions §10: an unknown destination is reported before any other failure, and
  * nothing is stored unless everything holds. A remote source is asked only for a destination
@@ -43,7 +41,8 @@ const REMOTE_SOURCE = /^https?:\/\//i;
  * the file (one round trip), or, if something else fails first, before that failure is told.
  */
 export async function put({ ctx, input }: Args<'datafilePut'>) {
-  const remote = REMOTE_SOURCE.test(input.source);
+  // Probing a remote source sends that host a request.
+  const remote = isRemoteSource(input.source);
   if (remote) await requireDestination(ctx, input.destination);
   let transfer: NewTransfer;
   let file: { source: string; size: number; registeredBy: string };

@@ -1,4 +1,4 @@
-import { strictUtf8 } from '../../core/encoding.ts';
+import { concatBytes, strictUtf8 } from '../../core/encoding.ts';
 import { badRequest, ServiceError } from '../../core/errors.ts';
 
 const tooLarge = (limit: number) => new ServiceError('tooLarge', `Request body larger than ${limit} bytes`);
@@ -21,13 +21,7 @@ export async function readBodyText(request: Request, limit: number): Promise<str
     }
     chunks.push(value);
   }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  const text = strictUtf8(all);
+  const text = strictUtf8(concatBytes(chunks));
   if (text === null) throw badRequest('Invalid request body: UTF-8 text expected');
   return text;
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { invalid } from '../../core/errors.ts';
 import type { SourceProber } from '../../core/ports.ts';
-import { httpSourceProber, shownSource } from '../../core/sources.ts';
+import { httpSourceProber, isRemoteSource, shownSource } from '../../core/sources.ts';
 
 /**
  * Local sources must resolve (symlinks followed) to a regular file inside one of the roots;
@@ -14,7 +14,7 @@ export function nodeSourceProber(options: { roots: readonly string[]; hosts: rea
   const roots = Promise.all(options.roots.map((r) => fs.realpath(r).catch(() => null)));
   return {
     async probe(raw) {
-      if (/^https?:\/\//i.test(raw)) return http.probe(raw);
+      if (isRemoteSource(raw)) return http.probe(raw);
       const source = shownSource(raw);
       if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !source.startsWith('file:')) {
         throw invalid(`Source ${source} not allowed: unsupported scheme`);
