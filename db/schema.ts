@@ -297,7 +297,10 @@ export const dataTransfers = pgTable(
   'data_transfers',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull().references(() => dataFiles.id, { onDelete: 'cascade' }),
+    // No foreign key: the statement that registers a file writes its transfer with it, and files are
+    // never deleted (only marked). A key's check would run per put with a plan Postgres caches per
+    // connection; cached while data_files was nearly empty, it stays a sequential scan as the table grows.
+    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull(),
     destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
     target: text('target').notNull(),
     uniqueName: text('unique_name').notNull().default(''),
