@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import { int32 } from './int32.ts';
 import { DESTINATION_KEYS, HOST_KEYS, type FieldKind } from './destination.ts';
 
 const kinds = {
   text: z.string().nullable().optional(),
   bool: z.boolean().optional(),
-  int: z.number().int().min(-2_147_483_648).max(2_147_483_647).nullable().optional(),
+  int: int32().nullable().optional(),
   long: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
 };
 
@@ -17,7 +18,7 @@ const destination = z.object({
   ...fromKeys(DESTINATION_KEYS),
   name: nonEmpty,
   countryIso: z.string().regex(/^[A-Za-z]{2}$/).transform((s) => s.toLowerCase()),
-  type: z.number().int().min(-2_147_483_648).max(2_147_483_647),
+  type: int32(),
 });
 
 const host = z.object({
@@ -33,7 +34,7 @@ const ectransModule = z.object({
 export const backupSchema = z.object({
   destinations: z.array(z.object({
     destination,
-    associations: z.array(z.object({ priority: z.number().int().min(-2_147_483_648).max(2_147_483_647).optional(), host })).default([]),
+    associations: z.array(z.object({ priority: int32().optional(), host })).default([]),
   })).default([]),
   aliases: z.array(z.object({ aliasFrom: nonEmpty, aliasTo: nonEmpty })).default([]),
   methods: z.array(z.object({

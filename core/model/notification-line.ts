@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { int32 } from './int32.ts';
 import type { StepNotification } from './monitoring.ts';
 
 const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'ISO 8601 time expected').transform((s) => new Date(s));
@@ -6,7 +7,7 @@ const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'ISO 8601
 const lineSchema = z.object({
   product: z.string().trim().min(1),
   time: z.string().trim().min(1),
-  step: z.number().int().min(-2_147_483_648).max(2_147_483_647), // stored as a 32-bit integer
+  step: int32(),
   type: z.string().trim().min(1),
   buffer: z.number().int().min(0).default(0),
   code: z.string().trim().min(1).transform((c) => c.toUpperCase()),

@@ -4,7 +4,7 @@ import type { DestinationFilter } from '../../core/model/destination.ts';
 import type { DestinationRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations, listVersions } from '../schema.ts';
-import { isInt32 } from './int32.ts';
+import { isInt32 } from '../../core/model/int32.ts';
 
 // The list entry is a rendering of the other columns, not part of the record.
 const { listEntry, ...recordColumns } = getTableColumns(destinations);
@@ -54,6 +54,7 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
     return db.select().from(destinationTypes).orderBy(asc(destinationTypes.position), asc(destinationTypes.id));
   },
   async typeExists(id) {
+    // A 32-bit integer column: a larger id names no type (instead of a database error).
     if (!isInt32(id)) return false;
     const [row] = await db.select({ n: count() }).from(destinationTypes).where(eq(destinationTypes.id, id));
     return (row?.n ?? 0) > 0;

@@ -4,7 +4,7 @@ import type { MonitoringRepo } from '../../core/ports.ts';
 import type { StepFilter } from '../../core/model/monitoring.ts';
 import type { Database } from '../client.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
-import { isInt32 } from './int32.ts';
+import { isInt32 } from '../../core/model/int32.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
 
