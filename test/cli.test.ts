@@ -93,6 +93,22 @@ describe('ecpds-edge client', () => {
     expect(noName.stderr).toContain('client show needs a <username>');
   });
 
+  it('checks the command before it opens the database', () => {
+    // A database that cannot be reached: the usage error must come first, at once.
+    const unreachable = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') };
+    for (const [args, message] of [
+      [['client', 'update', 'alice'], 'client update needs at least one --permission'],
+      [['client', 'delete'], 'client delete needs a <username>'],
+      [['client', 'rename', 'alice'], "unknown client command 'rename'"],
+      [['client'], "unknown client command ''"],
+    ] as const) {
+      const r = runCli([...args], unreachable);
+      expect(r.status, fail(r)).not.toBe(0);
+      expect(r.stderr).toContain(message);
+      expect(r.stderr).not.toMatch(/ECONNREFUSED|connect/i);
+    }
+  });
+
   it('refuses an invalid username', () => {
     const r = cli('client', 'create', 'has space');
     expect(r.status).not.toBe(0);

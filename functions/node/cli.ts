@@ -55,37 +55,37 @@ async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>): Promise<T
   }
 }
 
+const CLIENT_ACTIONS = new Set(['create', 'list', 'show', 'update', 'reset-secret', 'delete']);
+
 async function client(args: string[]) {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { permission: { type: 'string', multiple: true } } });
-  const [action, username] = positionals;
-  const needName = () => {
-    if (!username) throw new ConfigError(`client ${action} needs a <username>`);
-    return username;
-  };
+  const [action, name] = positionals;
+  // Checked before the database is opened: a mistyped command should not wait for it, or fail on it.
+  if (!action || !CLIENT_ACTIONS.has(action)) throw new ConfigError(`unknown client command '${action ?? ''}'\n\n${USAGE}`);
+  if (action !== 'list' && !name) throw new ConfigError(`client ${action} needs a <username>`);
+  if (action === 'update' && !values.permission) throw new ConfigError('client update needs at least one --permission');
+  const username = name ?? '';
   await withRuntime(async ({ ports }) => {
     switch (action) {
       case 'create': {
-        const created = await apiClients.create(ports, { username: needName(), permissions: values.permission ?? [], origin: 'cli' });
+        const created = await apiClients.create(ports, { username, permissions: values.permission ?? [], origin: 'cli' });
         out(`Client '${created.username}' created. Its secret is shown this once:\n${created.secret}`);
         return;
       }
       case 'list':
         return out(await apiClients.list(ports));
       case 'show':
-        return out(await apiClients.show(ports, needName()));
+        return out(await apiClients.show(ports, username));
       case 'update':
-        if (!values.permission) throw new ConfigError('client update needs at least one --permission');
-        return out(await apiClients.setPermissions(ports, needName(), values.permission));
+        return out(await apiClients.setPermissions(ports, username, values.permission!));
       case 'reset-secret': {
-        const reset = await apiClients.resetSecret(ports, needName());
+        const reset = await apiClients.resetSecret(ports, username);
         out(`New secret of '${reset.username}' (the old one no longer works), shown this once:\n${reset.secret}`);
         return;
       }
       case 'delete':
-        await apiClients.remove(ports, needName());
-        return out(`Client '${needName()}' deleted.`);
-      default:
-        throw new ConfigError(`unknown client command '${action ?? ''}'\n\n${USAGE}`);
+        await apiClients.remove(ports, username);
+        return out(`Client '${username}' deleted.`);
     }
   });
 }
