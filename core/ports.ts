@@ -326,8 +326,8 @@ export interface ConsoleRepo {
   session(tokenHash: string): Promise<ConsoleSession | null>;
   touchSession(tokenHash: string, at: Date): Promise<void>;
   deleteSession(tokenHash: string): Promise<void>;
-  /** Failed logins of a key (user or address) within the window that started at `since`. */
-  failures(key: string, since: Date): Promise<number>;
+  /** Failed logins of a key (user or address) in its current window, if that started after `since`. */
+  failures(key: string, since: Date): Promise<{ count: number; windowStart: Date } | null>;
   recordFailure(key: string, at: Date, windowStartsAfter: Date): Promise<void>;
   clearFailures(key: string): Promise<void>;
   audit(entry: AuditEntry): Promise<void>;

@@ -30,11 +30,13 @@ export async function login(ports: Ports, input: { username: string; password: s
   const now = ports.clock();
   const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
   const keys = throttleKeys(input.username, input.address);
+  let waitMs = 0;
   for (const key of keys) {
-    if ((await ports.repos.console.failures(key, since)) >= MAX_FAILURES) {
-      throw throttled('Too many failed logins; try again later', THROTTLE_WINDOW_MS / 1000);
-    }
+    const counted = await ports.repos.console.failures(key, since);
+    // Refused until the window of these failures ends.
+    if (counted && counted.count >= MAX_FAILURES) waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
   }
+  if (waitMs > 0) throw throttled('Too many failed logins; try again later', Math.max(1, Math.ceil(waitMs / 1000)));
   const user = await ports.repos.webUsers.find(input.username);
   const matches = await verifySecretHash(user?.passwordHash ?? (await DUMMY_HASH), input.password);
   if (!user || !user.active || !matches) {

@@ -41,10 +41,10 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
   },
   async failures(key, since) {
     const [row] = await db
-      .select({ failures: loginFailures.failures })
+      .select({ count: loginFailures.failures, windowStart: loginFailures.windowStart })
       .from(loginFailures)
       .where(and(eq(loginFailures.key, key), gt(loginFailures.windowStart, since)));
-    return row?.failures ?? 0;
+    return row ?? null;
   },
   async recordFailure(key, at, windowStartsAfter) {
     // A window older than the throttle period starts over at this failure.

@@ -45,7 +45,7 @@ export function authPages(app: Hono<ConsoleEnv>, options: ConsoleOptions) {
       return c.redirect('/console/clients', 303);
     } catch (e) {
       if (isServiceError(e) && e.kind === 'throttled') {
-        c.header('Retry-After', String(e.retryAfterSeconds ?? 900));
+        c.header('Retry-After', String(e.retryAfterSeconds ?? 1));
         return c.html(<Page title="Log in"><ErrorNote message={e.message} /></Page>, 429);
       }
       if (isServiceError(e)) return loginPage(c, e.message);
