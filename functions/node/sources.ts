@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { invalid } from '../../core/errors.ts';
 import type { SourceProber } from '../../core/ports.ts';
 import { httpSourceProber, isRemoteSource, shownSource } from '../../core/sources.ts';
@@ -38,10 +39,10 @@ export function nodeSourceProber(options: { roots: readonly string[]; hosts: rea
   };
 }
 
-// Node's callback API wrapped by hand: a call through fs/promises cost about half as much again
-// (about 38 against 26 µs of CPU for both calls, measured in a loop).
-const realpathOf = (p: string) => new Promise<string>((resolve, reject) => fs.realpath.native(p, (e, real) => (e ? reject(e) : resolve(real))));
-const statOf = (p: string) => new Promise<fs.Stats>((resolve, reject) => fs.stat(p, (e, stats) => (e ? reject(e) : resolve(stats))));
+// Node's callback API, promisified: through fs/promises the two calls cost more CPU (about 42–61
+// against 34 µs for both, measured in a loop, ten at a time).
+const realpathOf = promisify(fs.realpath.native);
+const statOf = promisify(fs.stat);
 
 function safeFileUrl(source: string) {
   try {
