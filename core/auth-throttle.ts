@@ -1,3 +1,4 @@
+import { retryAfterSeconds } from './errors.ts';
 import type { AuthThrottle } from './ports.ts';
 
 export interface AuthThrottleOptions {
@@ -59,7 +60,7 @@ export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrot
         // Allowed again once enough of the failures have left the window.
         if (times.length >= limit) waitMs = Math.max(waitMs, times[times.length - limit]! + windowMs - now);
       }
-      return waitMs > 0 ? Math.max(1, Math.ceil(waitMs / 1000)) : 0;
+      return waitMs > 0 ? retryAfterSeconds(waitMs) : 0;
     },
     fail(username, address, now) {
       for (const [key, limit] of keys(username, address)) {

@@ -34,6 +34,8 @@ export const missingParameter = (name: string) =>
 export const badRequest = (message: string) => new ServiceError('badRequest', message);
 export const throttled = (message: string, retryAfterSeconds: number) =>
   new ServiceError('throttled', message, retryAfterSeconds);
+/** A wait as Retry-After seconds: whole, rounded up, at least 1. */
+export const retryAfterSeconds = (waitMs: number) => Math.max(1, Math.ceil(waitMs / 1000));
 export const unavailable = (reason: string) =>
   new ServiceError('unavailable', `Service unavailable: ${reason}`);
 

@@ -1,7 +1,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { generatePassword, generateSecret, hashPassword, verifySecretHash } from '../crypto.ts';
 import { bytesToBase64Url, utf8 } from '../encoding.ts';
-import { invalid, throttled } from '../errors.ts';
+import { invalid, retryAfterSeconds, throttled } from '../errors.ts';
 import type { Ports } from '../ports.ts';
 import { recordAudit } from './audit.ts';
 
@@ -36,7 +36,7 @@ export async function login(ports: Ports, input: { username: string; password: s
     // Refused until the window of these failures ends.
     if (counted && counted.count >= MAX_FAILURES) waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
   }
-  if (waitMs > 0) throw throttled('Too many failed logins; try again later', Math.max(1, Math.ceil(waitMs / 1000)));
+  if (waitMs > 0) throw throttled('Too many failed logins; try again later', retryAfterSeconds(waitMs));
   const user = await ports.repos.webUsers.find(input.username);
   const matches = await verifySecretHash(user?.passwordHash ?? (await DUMMY_HASH), input.password);
   if (!user || !user.active || !matches) {
