@@ -1,4 +1,4 @@
-import { hashGeneratedSecret, isSlowHash, keyedHash, verifySecretHash } from './crypto.ts';
+import { hashGeneratedSecret, isSlowHash, keyedHash, sha256Base64, verifySecretHash, type Sha256Base64 } from './crypto.ts';
 import { decodeStrictBase64 } from './encoding.ts';
 import { throttled, unauthorized } from './errors.ts';
 import { SHOW_SENSITIVE_INFO } from './catalogue.ts';
@@ -32,12 +32,14 @@ export const CLIENT_RECORD_TTL_MS = 1000;
 // Last-used times are written at most this often per client, never on every call.
 const TOUCH_EVERY_MS = 60_000;
 
-export function createCredentialCache(hashKey: Uint8Array): CredentialCache {
+/** `digest`: the shell's fastest SHA-256 (Node's native one); the pure one otherwise. */
+export function createCredentialCache(hashKey: Uint8Array, digest: Sha256Base64 = sha256Base64): CredentialCache {
   const expiries = new Map<string, number>();
   const touched = new Map<string, number>();
   const records = new Map<string, { client: ApiClient; until: number }>();
   return {
     hashKey,
+    digest,
     client(username, now) {
       const entry = records.get(username);
       if (entry && entry.until > now) return entry.client;
@@ -88,7 +90,7 @@ const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
  * presented credential and the stored hash, so a change of secret drops the entry.
  */
 async function secretMatches(cache: CredentialCache, client: ApiClient, secret: string, now: number) {
-  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret);
+  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret, cache.digest);
   const key = keyedHash(cache.hashKey, `${client.username}\u0000${secret}\u0000${client.secretHash}`);
   if (cache.has(key, now)) return true;
   const ok = await verifySecretHash(client.secretHash, secret);
@@ -109,7 +111,7 @@ export async function authenticate(ports: Ports, credentials: Credentials, servi
   // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
   const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
   if (!client) {
-    await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
+    await verifySecretHash(NO_CLIENT_HASH, credentials.secret, ports.credentialCache.digest);
     ports.authThrottle.fail(credentials.username, address, now);
     throw unauthorized();
   }

@@ -27,9 +27,17 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
+/** Two texts compared in constant time for their length (UTF-16 code units, as JavaScript holds them). */
+export function constantTimeEqualText(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) diff |= (i < a.length ? a.charCodeAt(i) : 0) ^ (i < b.length ? b.charCodeAt(i) : 0);
+  return diff === 0;
+}
+
 /** A presented token (any form value) against the expected one, in constant time. */
 export const tokenMatches = (presented: unknown, expected: string) =>
-  typeof presented === 'string' && constantTimeEqual(utf8(presented), utf8(expected));
+  typeof presented === 'string' && constantTimeEqualText(presented, expected);
 
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
 
@@ -37,8 +45,17 @@ const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
  * Stored secret hashes carry their scheme: `sha256$<hash>` for generated (high-entropy)
  * secrets, `scrypt$N$r$p$<salt>$<hash>` for passwords a person chose.
  */
-export const hashGeneratedSecret = (secret: string) =>
-  `sha256$${bytesToBase64(sha256(utf8(secret)))}`;
+export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256Base64(secret)}`;
+
+const SHA256_PREFIX = 'sha256$';
+
+/**
+ * SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored. Every
+ * authenticated request computes one, so a shell with a native implementation passes it in
+ * (see CredentialCache.digest); this pure one runs anywhere.
+ */
+export type Sha256Base64 = (text: string) => string;
+export const sha256Base64: Sha256Base64 = (text) => bytesToBase64(sha256(utf8(text)));
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
@@ -48,11 +65,10 @@ export async function hashPassword(password: string): Promise<string> {
 
 export const isSlowHash = (stored: string) => stored.startsWith('scrypt$');
 
-export async function verifySecretHash(stored: string, presented: string): Promise<boolean> {
+export async function verifySecretHash(stored: string, presented: string, digest: Sha256Base64 = sha256Base64): Promise<boolean> {
+  // Base64 has no '$', so a stored value with more parts can never equal a digest.
+  if (stored.startsWith(SHA256_PREFIX)) return constantTimeEqualText(digest(presented), stored.slice(SHA256_PREFIX.length));
   const parts = stored.split('$');
-  if (parts[0] === 'sha256' && parts.length === 2) {
-    return constantTimeEqual(sha256(utf8(presented)), base64ToBytes(parts[1]!));
-  }
   if (parts[0] === 'scrypt' && parts.length === 6) {
     const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
     const expected = base64ToBytes(hash);

@@ -1,5 +1,5 @@
 import type { PortalService } from './catalogue.ts';
-import type { SecretBox } from './crypto.ts';
+import type { SecretBox, Sha256Base64 } from './crypto.ts';
 import type { JsonText } from './json-text.ts';
 import type {
   Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
@@ -91,6 +91,8 @@ export interface CredentialCache {
   shouldTouch(username: string, now: number): boolean;
   /** The key for keyed hashes of presented credentials; never leaves the process. */
   readonly hashKey: Uint8Array;
+  /** SHA-256 in base64 for checking presented secrets against stored hashes (core/crypto.ts). */
+  readonly digest: Sha256Base64;
 }
 
 export interface AuthThrottle {

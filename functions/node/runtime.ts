@@ -15,6 +15,7 @@ import { acquire, assertNotHeld } from './lock.ts';
 import { loadSecretBox } from './secrets.ts';
 import { eventSink } from './events.ts';
 import { nodeSourceProber } from './sources.ts';
+import { nativeSha256Base64 } from './digest.ts';
 
 export interface Runtime {
   config: NodeConfig;
@@ -50,7 +51,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     clock: () => new Date(),
     secrets,
     logger,
-    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32)), nativeSha256Base64),
     memo: createMemo(),
     views: createViewCache(),
     authThrottle: createAuthThrottle(),

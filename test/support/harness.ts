@@ -10,6 +10,7 @@ import { createRepositories } from '../../db/repositories/index.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
+import { nativeSha256Base64 } from '../../functions/node/digest.ts';
 import { freshDatabase } from './database.ts';
 import { readReply, type Reply } from './reply.ts';
 
@@ -53,7 +54,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     clock: () => new Date(),
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
-    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32))),
+    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32)), nativeSha256Base64),
     memo: createMemo(),
     views: createViewCache(),
     authThrottle: createAuthThrottle(options.authThrottle),

@@ -1,0 +1,63 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { constantTimeEqualText, generateSecret, hashGeneratedSecret, sha256Base64, tokenMatches, verifySecretHash } from '../core/crypto.ts';
+import { nativeSha256Base64 } from '../functions/node/digest.ts';
+
+describe('SHA-256 of generated secrets', () => {
+  it('is the same through Node and through the pure implementation, for any text', () => {
+    // Full unicode and lone surrogates: both encode text as UTF-8 the same way (U+FFFD for a lone one).
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => {
+      expect(nativeSha256Base64(text)).toBe(sha256Base64(text));
+    }), { numRuns: 500 });
+    expect(nativeSha256Base64('')).toBe('47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=');
+  });
+
+  it('verifies a generated secret with either digest and refuses anything else', async () => {
+    const secret = generateSecret();
+    const stored = hashGeneratedSecret(secret);
+    for (const digest of [sha256Base64, nativeSha256Base64]) {
+      expect(await verifySecretHash(stored, secret, digest)).toBe(true);
+      expect(await verifySecretHash(stored, `${secret}x`, digest)).toBe(false);
+      expect(await verifySecretHash(stored, '', digest)).toBe(false);
+      expect(await verifySecretHash(`${stored}$extra`, secret, digest)).toBe(false);
+      expect(await verifySecretHash(`sha256$`, secret, digest)).toBe(false);
+      expect(await verifySecretHash(`plain$${secret}`, secret, digest)).toBe(false);
+    }
+  });
+});
+
+describe('constantTimeEqualText', () => {
+  it('is equality of texts', () => {
+    fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
+      expect(constantTimeEqualText(a, b)).toBe(a === b);
+      expect(constantTimeEqualText(a, a)).toBe(true);
+    }));
+    expect(constantTimeEqualText('abc', 'abc\u0000')).toBe(false);
+    expect(constantTimeEqualText('', '')).toBe(true);
+    // Two different lone surrogates are different texts, though UTF-8 would encode both as U+FFFD.
+    expect(constantTimeEqualText('\ud800', '\udc00')).toBe(false);
+  });
+
+  it('reads every character instead of stopping at the first difference', () => {
+    let reads = 0;
+    const counting = (text: string) => Object.assign(new String(text), {
+      charCodeAt(i: number) {
+        reads++;
+        return String.prototype.charCodeAt.call(this, i);
+      },
+    }) as unknown as string;
+    constantTimeEqualText(counting('Xbcdefgh'), counting('abcdefgh'));
+    const firstDiffers = reads;
+    reads = 0;
+    constantTimeEqualText(counting('abcdefgh'), counting('abcdefgh'));
+    expect(firstDiffers).toBe(16);
+    expect(reads).toBe(16);
+  });
+
+  it('serves form tokens, which must be text', () => {
+    expect(tokenMatches('t0ken', 't0ken')).toBe(true);
+    expect(tokenMatches('t0ken', 't0kem')).toBe(false);
+    expect(tokenMatches(['t0ken'], 't0ken')).toBe(false);
+    expect(tokenMatches(undefined, 't0ken')).toBe(false);
+  });
+});
