@@ -192,6 +192,62 @@ describe('sources that must be refused, with nothing stored', () => {
   });
 });
 
+describe('local sources under directories seen before', () => {
+  const mutable = () => {
+    const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-swap-')));
+    fs.mkdirSync(path.join(base, 'root'));
+    fs.mkdirSync(path.join(base, 'root', 'incoming'));
+    fs.writeFileSync(path.join(base, 'root', 'incoming', 'f.bin'), Buffer.alloc(10));
+    fs.writeFileSync(path.join(base, 'secret.bin'), Buffer.alloc(20));
+    return base;
+  };
+
+  it('a file that is a link is resolved every time, also in a directory probed a moment ago', async () => {
+    const base = mutable();
+    try {
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => 0 });
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
+      fs.symlinkSync(path.join(base, 'secret.bin'), path.join(base, 'root', 'incoming', 'out.bin'));
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'out.bin'))).rejects.toThrow('outside the configured source roots');
+      fs.symlinkSync(path.join(base, 'root', 'incoming', 'f.bin'), path.join(base, 'root', 'incoming', 'in.bin'));
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'in.bin'))).toEqual({ size: 10 });
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('a directory replaced by a link that leaves the roots is refused once its real path is a second old', async () => {
+    const base = mutable();
+    let now = 0;
+    try {
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => now });
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
+      fs.mkdirSync(path.join(base, 'elsewhere'));
+      fs.writeFileSync(path.join(base, 'elsewhere', 'f.bin'), Buffer.alloc(30));
+      fs.rmSync(path.join(base, 'root', 'incoming'), { recursive: true });
+      fs.symlinkSync(path.join(base, 'elsewhere'), path.join(base, 'root', 'incoming'));
+      now = 1000;
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).rejects.toThrow('outside the configured source roots');
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('a missing file or a directory in a known directory is refused', async () => {
+    const base = mutable();
+    try {
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => 0 });
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'gone.bin'))).rejects.toThrow('not found');
+      fs.mkdirSync(path.join(base, 'root', 'incoming', 'd'));
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'd'))).rejects.toThrow('not a regular file');
+      await expect(prober.probe(`${path.join(base, 'root', 'incoming', 'f.bin')}/`)).rejects.toThrow('not found');
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('http(s) sources on the allow-list', () => {
   it('takes the size from HEAD content-length', async () => {
     const id = await idOf({ source: `http://127.0.0.1:${port}/file.grib?x=1` });
