@@ -12,7 +12,7 @@ import { openPostgres } from '../../db/client.ts';
 import { openPglite } from '../../db/pglite.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { metadataBody, notificationsOf, type Scale } from './seed.ts';
-import { auth, log, machine, memoryOf, prepare, start, startService, stop, waitFor, writeBenchFile } from './support.ts';
+import { auth, cpuOf, log, machine, memoryOf, postgresCpu, prepare, start, startService, stop, waitFor, writeBenchFile } from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -27,7 +27,9 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-'));
 const LARGE: Scale = { destinations: 10_000, cycles: 250, metadataFields: 100 };
 const SMALL: Scale = { destinations: 1_000, cycles: 25, metadataFields: 10 };
 
-interface Row { flavour: string; scenario: string; data: string; connections: number; rps: number; p50: number; p99: number; errors: number; rssMiB: number }
+/** CPU per request in µs: the server process, every Postgres process, and this process (the load generator). */
+interface Cpu { server: number; postgres: number; load: number }
+interface Row { flavour: string; scenario: string; data: string; connections: number; rps: number; p50: number; p99: number; errors: number; rssMiB: number; cpu: Cpu }
 const rows: Row[] = [];
 let port = 19500;
 /** BENCH_WARMUP_SECONDS: unrecorded load before each row, so compiled code and caches are warm. */
@@ -40,6 +42,7 @@ interface Load { path: string; method?: string; body?: string; connections: numb
 let varied = 0;
 
 async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
+  const before = { server: cpuOf(t.pid), postgres: postgresCpu(), load: process.cpuUsage() };
   const result = await autocannon({
     url: t.base,
     connections: opts.connections,
@@ -47,15 +50,18 @@ async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
     headers: { authorization: auth, ...(opts.body && { 'content-type': 'application/json' }) },
     requests: [{ method: (opts.method ?? 'GET') as 'GET', path: opts.path, body: opts.body, ...(opts.vary && { setupRequest: (req: object) => ({ ...req, path: opts.vary!(++varied) }) }) } as autocannon.Request],
   });
+  const load = process.cpuUsage(before.load);
+  const perRequest = (us: number) => Math.round(us / Math.max(1, result.requests.total));
   return {
     flavour: t.flavour, scenario: t.scenario, data: t.data, connections: opts.connections, rps: Math.round(result.requests.average),
     p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, rssMiB: Math.round(memoryOf(t.pid)),
+    cpu: { server: perRequest(cpuOf(t.pid) - before.server), postgres: perRequest(postgresCpu() - before.postgres), load: perRequest(load.user + load.system) },
   };
 }
 
 function record(row: Row) {
   rows.push(row);
-  log(`${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}`);
+  log(`${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}, CPU µs/request server ${row.cpu.server} Postgres ${row.cpu.postgres} load ${row.cpu.load}`);
 }
 
 const wanted = (scenario: string) => !ONLY || scenario.includes(ONLY);
@@ -206,9 +212,11 @@ function report(): string {
     `Load from autocannon in a separate process over HTTPS on loopback, ${SECONDS} s per row after ${WARMUP_SECONDS} s of unrecorded warm-up; server and load generator share the machine's cores. RSS is the server's peak resident memory.`,
     `The two throughput scenarios ran ${ROUNDS} times in turns with their baselines (both servers up at once); each row is the run with the median req/s.`,
     '',
-    '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.rssMiB} |`),
+    'CPU µs/req: CPU time per request of the server process, of all Postgres processes (PGlite runs inside the server) and of the load generator.',
+    '',
+    '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB | CPU µs/req: server | Postgres | load |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.rssMiB} | ${r.cpu.server} | ${r.flavour === 'PGlite' ? '-' : r.cpu.postgres} | ${r.cpu.load} |`),
     '',
     '## Targets',
     '',

@@ -66,6 +66,27 @@ export function memoryOf(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmHWM') {
   return Number(new RegExp(`${which}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
 }
 
+const TICK_US = 1e6 / 100; // USER_HZ: clock ticks of /proc/<pid>/stat, 100 per second on Linux
+
+/** CPU time (user + system) a process has used, in µs. */
+export function cpuOf(pid: number): number {
+  // The command name may hold spaces; the fields after it are fixed: utime and stime are 12th and 13th.
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+/** CPU time of every Postgres process of this machine (the local server's backends and workers), in µs. */
+export function postgresCpu(): number {
+  let total = 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuOf(Number(entry));
+    } catch { /* the process ended meanwhile */ }
+  }
+  return total;
+}
+
 export const machine = () =>
   `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 
