@@ -54,6 +54,8 @@ export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrot
 
   return {
     retryAfter(username, address, now) {
+      // The usual case, asked on every authenticated request: no failure is remembered at all.
+      if (failures.size === 0) return 0;
       let waitMs = 0;
       for (const [key, limit] of keys(username, address)) {
         const times = recent(key, now);

@@ -31,30 +31,43 @@ export type InputSchema = z.ZodObject<Record<string, z.ZodType>>;
 
 const isBlank = (v: unknown) => v === undefined || v === null || (typeof v === 'string' && v.trim() === '');
 
+interface Field {
+  name: string;
+  schema: z.ZodType;
+  /** Whether the schema accepts no value: asked once per schema, not on every request. */
+  optional: boolean;
+}
+
+const fieldsOfSchema = new WeakMap<InputSchema, readonly Field[]>();
+
+function fieldsOf(schema: InputSchema): readonly Field[] {
+  let fields = fieldsOfSchema.get(schema);
+  if (!fields) {
+    fields = Object.entries(schema.shape).map(([name, field]) => ({ name, schema: field, optional: field.safeParse(undefined).success }));
+    fieldsOfSchema.set(schema, fields);
+  }
+  return fields;
+}
+
 /**
  * Checks raw input against a catalogue schema in the order the wire requires: every
  * required parameter first (412), then the type of each value given (400).
  */
 export function parseInput<S extends InputSchema>(schema: S, raw: Record<string, unknown>): z.output<S> {
-  const shape = schema.shape;
-  const present: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(shape)) {
-    const value = raw[name];
-    if (isBlank(value)) {
-      if (!field.safeParse(undefined).success) throw missingParameter(name);
-    } else {
-      present[name] = value;
-    }
+  const fields = fieldsOf(schema);
+  for (const field of fields) {
+    if (!field.optional && isBlank(raw[field.name])) throw missingParameter(field.name);
   }
   const out: Record<string, unknown> = {};
-  for (const [name, field] of Object.entries(shape)) {
-    if (!(name in present)) continue;
+  for (const { name, schema: fieldSchema } of fields) {
+    const value = raw[name];
+    if (isBlank(value)) continue;
     // No database text can hold NUL: refuse it here rather than fail in storage.
-    if (typeof present[name] === 'string' && (present[name] as string).includes('\u0000')) {
+    if (typeof value === 'string' && value.includes('\u0000')) {
       throw badRequest(`Invalid value for parameter ${name}: text without NUL characters expected`);
     }
-    const result = field.safeParse(present[name]);
-    if (!result.success) throw badRequest(describeIssue(name, present[name], result.error));
+    const result = fieldSchema.safeParse(value);
+    if (!result.success) throw badRequest(describeIssue(name, value, result.error));
     out[name] = result.data;
   }
   return out as z.output<S>;

@@ -57,7 +57,9 @@ export function createApp(options: AppOptions) {
     c.set('requestId', requestId);
     c.set('caller', null);
     try {
-      await next();
+      // Checked here rather than in a middleware of its own: each layer costs every request.
+      if (isSecure(c, options.trustProxy)) await next();
+      else c.res = plain(403, 'Operation only available through a secure connection (https)');
     } finally {
       answered(c.get('service') ?? otherLabel(c.req.path), c.res.status, (performance.now() - started) / 1000);
     }
@@ -74,14 +76,6 @@ export function createApp(options: AppOptions) {
       requestId,
       client: c.get('caller')?.username ?? null,
     });
-  });
-
-  app.use(async (c, next) => {
-    const secure = options.trustProxy
-      ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
-      : c.req.url.startsWith('https:');
-    if (!secure) return plain(403, 'Operation only available through a secure connection (https)');
-    await next();
   });
 
   const allowed = new Map<string, Set<string>>();
@@ -104,6 +98,12 @@ export function createApp(options: AppOptions) {
   app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', logger));
   return app;
 }
+
+/** Behind a trusted proxy only `X-Forwarded-Proto: https` makes a request secure; otherwise the URL's scheme. */
+const isSecure = (c: Context, trustProxy: boolean) =>
+  trustProxy
+    ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
+    : c.req.url.startsWith('https:');
 
 const UNAUTHENTICATED = {
   'WWW-Authenticate': `Basic realm="${PRODUCT}"`,

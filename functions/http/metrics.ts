@@ -29,9 +29,7 @@ export function createMetrics(): Metrics {
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
     requests.set(service, byStatus);
     const h = durations.get(service) ?? { counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
-    BUCKETS.forEach((le, i) => {
-      if (seconds <= le) h.counts[i]!++;
-    });
+    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) h.counts[i]!++;
     h.sum += seconds;
     h.count++;
     durations.set(service, h);
