@@ -73,23 +73,18 @@ async function load(t: Target, opts: Load) {
 }
 
 /**
- * A throughput scenario against its baseline, measured in turns (after a warm-up of each),
- * so that the drift of a shared machine falls on both alike; each keeps its median run.
+ * A throughput scenario with its baselines, measured in turns (after a warm-up of each), so
+ * that the drift of a shared machine falls on all alike; each keeps its median run.
  */
-async function paired(a: Target, aLoad: Load, b: Target, bLoad: Load) {
-  if (!wanted(a.scenario) && !wanted(b.scenario)) return;
-  const runs: [Row[], Row[]] = [[], []];
-  if (WARMUP_SECONDS > 0) {
-    await measure(a, aLoad, WARMUP_SECONDS);
-    await measure(b, bLoad, WARMUP_SECONDS);
-  }
+async function inTurns(...loads: Array<[Target, Load]>) {
+  if (!loads.some(([t]) => wanted(t.scenario))) return;
+  const runs: Row[][] = loads.map(() => []);
+  if (WARMUP_SECONDS > 0) for (const [t, l] of loads) await measure(t, l, WARMUP_SECONDS);
   for (let round = 0; round < ROUNDS; round++) {
-    runs[0].push(await measure(a, aLoad, SECONDS));
-    runs[1].push(await measure(b, bLoad, SECONDS));
+    for (const [i, [t, l]] of loads.entries()) runs[i]!.push(await measure(t, l, SECONDS));
   }
   const median = (list: Row[]) => [...list].sort((x, y) => x.rps - y.rps)[Math.floor(list.length / 2)]!;
-  record(median(runs[0]));
-  record(median(runs[1]));
+  for (const list of runs) record(median(list));
 }
 
 /** Runs `work` while a separate connection updates one destination over and over. */
@@ -123,10 +118,13 @@ const TYPE_LIST: Load = { path: '/v1/destination/type/list', connections: 50 };
 const BARE: Load = { path: '/bare', connections: 50 };
 // A new value per request, like datafile/put's unique names: the load generator then does the same work for both.
 const INSERT: Load = { path: '/', connections: 10, vary: (n) => `/insert?n=row-${n}-${Date.now()}` };
-const putLoad = (label: string): Load => ({
-  path: '/', connections: 10,
-  vary: (n) => `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`,
-});
+const putQuery = (label: string, n: number) =>
+  `destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`;
+const putLoad = (label: string): Load => ({ path: '/', connections: 10, vary: (n) => `/v1/datafile/put?${putQuery(label, n)}` });
+const floorPutLoad = (label: string): Load => ({ path: '/', connections: 10, vary: (n) => `/floor/put?${putQuery(`floor-${label}`, n)}` });
+// The least each of the two requests must do, written by hand without the service's layers (baseline-server.ts).
+const FLOOR_TYPE_LIST = 'floor: type list by hand (Basic check, log line)';
+const FLOOR_PUT = 'floor: datafile/put by hand (Basic check, lstat, the same statement, log line)';
 
 /** The service's throughput scenarios in turns with the baselines, then its latency scenarios. */
 async function appScenarios(flavour: string, label: string, scale: Scale, env: Record<string, string>, baseline: { base: string; pid: number } | null) {
@@ -136,8 +134,8 @@ async function appScenarios(flavour: string, label: string, scale: Scale, env: R
   const dests = `${scale.destinations.toLocaleString('en')} destinations`;
   if (baseline) {
     const bare = (scenario: string) => ({ flavour: 'baseline', scenario, data: '-', ...baseline });
-    await paired(bare('bare Hono JSON route'), BARE, app('GET destination/type/list (authenticated)'), TYPE_LIST);
-    await paired(bare('raw postgres.js INSERT'), INSERT, app('GET datafile/put'), putLoad(label));
+    await inTurns([bare('bare Hono JSON route'), BARE], [bare(FLOOR_TYPE_LIST), { ...TYPE_LIST, path: '/floor/type-list' }], [app('GET destination/type/list (authenticated)'), TYPE_LIST]);
+    await inTurns([bare('raw postgres.js INSERT'), INSERT], [bare(FLOOR_PUT), floorPutLoad(label)], [app('GET datafile/put'), putLoad(label)]);
     await load(bare('raw postgres.js SELECT'), { path: '/select', connections: 10 });
     await load({ ...bare('static body of destination/list size'), data: '10,000 destinations' }, { path: '/static-list', connections: 1 });
   } else if (label === 'large') {
@@ -238,6 +236,23 @@ function report(): string {
     if (meta) lines.push(`| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) | ${meta.p50} ms | ${target(meta.p50 < 20)} |`);
   }
   lines.push('', 'The targets are stated for Postgres; PGlite (one query at a time, in process) is reported for comparison.', '');
+  const floorTypeList = find('baseline', FLOOR_TYPE_LIST);
+  const floorPut = find('baseline', FLOOR_PUT);
+  if (floorTypeList && floorPut && typeList && put) {
+    const share = (a: Row, b: Row) => `${Math.round((100 * a.rps) / b.rps)}%`;
+    const cpu = (r: Row) => r.cpu.server + r.cpu.postgres + r.cpu.load;
+    lines.push(
+      '## Floors',
+      '',
+      'What each request must do at the least, written by hand in the baseline server without the service\'s layers, measured in the same turns: the Basic credentials checked against the stored hash (native SHA-256, compared in constant time) and the permission, one access log line, and for the put the lstat of the source and the service\'s registering statement.',
+      '',
+      '| Request | Baseline req/s | Floor req/s (share of baseline) | Service req/s (share of baseline, of floor) | CPU µs/req: baseline, floor, service (server + Postgres + load) |',
+      '|---|---|---|---|---|',
+      `| authenticated type list | ${bare.rps} | ${floorTypeList.rps} (${share(floorTypeList, bare)}) | ${typeList.rps} (${share(typeList, bare)}, ${share(typeList, floorTypeList)}) | ${cpu(bare)}, ${cpu(floorTypeList)}, ${cpu(typeList)} |`,
+      `| datafile/put | ${insert.rps} | ${floorPut.rps} (${share(floorPut, insert)}) | ${put.rps} (${share(put, insert)}, ${share(put, floorPut)}) | ${cpu(insert)}, ${cpu(floorPut)}, ${cpu(put)} |`,
+      '',
+    );
+  }
   return lines.join('\n');
 }
 
