@@ -45,9 +45,9 @@ const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
  * Stored secret hashes carry their scheme: `sha256$<hash>` for generated (high-entropy)
  * secrets, `scrypt$N$r$p$<salt>$<hash>` for passwords a person chose.
  */
-export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256Base64(secret)}`;
-
 const SHA256_PREFIX = 'sha256$';
+
+export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256Base64(secret)}`;
 
 /**
  * SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored. Every
