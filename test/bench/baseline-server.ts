@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto';
 import { lstat } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
@@ -6,6 +5,8 @@ import { promisify } from 'node:util';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import postgres from 'postgres';
+import { constantTimeEqualText } from '../../core/crypto.ts';
+import { nativeSha256Base64 } from '../../functions/node/digest.ts';
 import { batchedStdout, jsonLogger } from '../../functions/node/logger.ts';
 
 /**
@@ -48,10 +49,7 @@ function authorized(c: Context, service: string | null): boolean {
   const decoded = token ? Buffer.from(token, 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
   if (colon <= 0) return false;
-  const digest = hash('sha256', decoded.slice(colon + 1), 'base64');
-  let diff = digest.length ^ storedDigest.length;
-  for (let i = 0; i < digest.length; i++) diff |= digest.charCodeAt(i) ^ storedDigest.charCodeAt(i);
-  return diff === 0 && (service === null || permission.test(service));
+  return constantTimeEqualText(nativeSha256Base64(decoded.slice(colon + 1)), storedDigest) && (service === null || permission.test(service));
 }
 
 function answered(c: Context, started: number, status: number) {

@@ -70,8 +70,9 @@ const TICK_US = 1e6 / 100; // USER_HZ: clock ticks of /proc/<pid>/stat, 100 per 
 
 /** CPU time (user + system) a process has used, in µs. */
 export function cpuOf(pid: number): number {
-  // The command name may hold spaces; the fields after it are fixed: utime and stime are 12th and 13th.
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // The command name may hold spaces and parentheses; the fields after its last ')' are fixed: utime and stime are 12th and 13th.
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
