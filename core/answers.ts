@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { OperationId } from './catalogue.ts';
-import { backupSchema } from './model/backup-schema.ts';
-import { DESTINATION_KEYS, HOST_KEYS, type FieldKind } from './model/destination.ts';
-import { FIELD_TYPES } from './model/metadata.ts';
+import { backupSchema } from './backups/schema.ts';
+import { DESTINATION_KEYS, HOST_KEYS, type FieldKind } from './destinations/model.ts';
+import { FIELD_TYPES } from './metadata/model.ts';
 
 /**
  * What each operation answers beside its envelope (wire-decisions §4), and the JSON bodies

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from './model/schedule.ts';
-import { EMAIL, ISO_CODE, param, type InputSchema } from './params.ts';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from './data-files/schedule.ts';
+import { EMAIL, ISO_CODE, param, type InputSchema } from './common/params.ts';
 
 /**
  * The service catalogue: every operation of the API once. Routing, permission checks,

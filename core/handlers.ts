@@ -1,14 +1,14 @@
 import type { OperationId } from './catalogue.ts';
-import type { Handler } from './handler.ts';
-import * as backups from './services/backups.ts';
-import * as datafiles from './services/datafiles.ts';
-import * as destinations from './services/destinations.ts';
-import * as hosts from './services/hosts.ts';
-import * as metadata from './services/metadata.ts';
-import * as monitoring from './services/monitoring.ts';
-import * as incomingUsers from './services/incoming-users.ts';
-import * as system from './services/system.ts';
-import * as webUsers from './services/web-users.ts';
+import type { Handler } from './common/handler.ts';
+import * as backups from './backups/handlers.ts';
+import * as datafiles from './data-files/handlers.ts';
+import * as destinations from './destinations/handlers.ts';
+import * as hosts from './hosts/handlers.ts';
+import * as metadata from './metadata/handlers.ts';
+import * as monitoring from './monitoring/handlers.ts';
+import * as incomingUsers from './incoming-users/handlers.ts';
+import * as system from './system/handlers.ts';
+import * as webUsers from './web-users/handlers.ts';
 
 /** The handler of each catalogue operation. */
 export const handlers: { [K in OperationId]: Handler<K> } = {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { answers, documentedBodies, envelopes, errorBody, sharedShapes } from './answers.ts';
 import { catalogue, type Operation, type OperationId } from './catalogue.ts';
-import { param } from './params.ts';
-import { PRODUCT, VERSION } from './version.ts';
+import { param } from './common/params.ts';
+import { PRODUCT, VERSION } from './system/version.ts';
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the catalogue and its zod schemas so

@@ -1,11 +1,11 @@
 import type { PortalService } from './catalogue.ts';
-import type { SecretBox, Sha256Base64 } from './crypto.ts';
-import type { JsonText } from './json-text.ts';
+import type { SecretBox, Sha256Base64 } from './common/crypto.ts';
+import type { JsonText } from './destinations/json-text.ts';
 import type {
   Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
-} from './model/destination.ts';
-import type { FieldDefinition, MetadataField, StoredValue } from './model/metadata.ts';
-import type { StepFilter, StepNotification, StepState } from './model/monitoring.ts';
+} from './destinations/model.ts';
+import type { FieldDefinition, MetadataField, StoredValue } from './metadata/model.ts';
+import type { StepFilter, StepNotification, StepState } from './monitoring/model.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
 export interface Ports {

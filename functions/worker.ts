@@ -1,5 +1,5 @@
-import { SecretBox } from '../core/crypto.ts';
-import { sweepExpired } from '../core/services/datafiles.ts';
+import { SecretBox } from '../core/common/crypto.ts';
+import { sweepExpired } from '../core/data-files/handlers.ts';
 import { createApp } from './http/app.ts';
 import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from './workers/runtime.ts';
 

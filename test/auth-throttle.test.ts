@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_THROTTLE_DEFAULTS, createAuthThrottle } from '../core/auth-throttle.ts';
-import { constantTimeEqual, tokenMatches } from '../core/crypto.ts';
+import { AUTH_THROTTLE_DEFAULTS, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
+import { constantTimeEqual, tokenMatches } from '../core/common/crypto.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
 const WINDOW_MS = 60_000;
@@ -71,7 +71,7 @@ describe('failed-authentication limit over the API', () => {
     h = await createHarness({ authThrottle: { windowMs: WINDOW_MS, maxPerUsername: 3, maxPerAddress: 5 } });
     // The clock of the app's ports, moved by the tests instead of waiting.
     h.ports.clock = () => new Date(now);
-    const { create } = await import('../core/services/api-clients.ts');
+    const { create } = await import('../core/api-clients/clients.ts');
     const { secret } = await create(h.ports, { username: 'reader', permissions: ['incomingUserList'], origin: 'cli' });
     reader = { auth: basic('reader', secret), secret };
     await h.client('other', ['incomingUserList']);

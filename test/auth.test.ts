@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/auth.ts';
-import { hashPassword, isSlowHash } from '../core/crypto.ts';
+import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/api-clients/auth.ts';
+import { hashPassword, isSlowHash } from '../core/common/crypto.ts';
 import type { CredentialCache, Ports } from '../core/ports.ts';
-import * as apiClients from '../core/services/api-clients.ts';
+import * as apiClients from '../core/api-clients/clients.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');

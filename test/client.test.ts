@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadDemoData } from '../core/services/demo.ts';
-import { VERSION } from '../core/version.ts';
+import { loadDemoData } from '../core/system/demo.ts';
+import { VERSION } from '../core/system/version.ts';
 import { ApiError, createClient, type Client } from '../functions/client/index.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 

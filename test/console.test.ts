@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapWebAdmin } from '../core/services/console-auth.ts';
+import { bootstrapWebAdmin } from '../core/console/sign-in.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
 /** The console's page handlers through `app.request()`, with a cookie jar of our own. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { constantTimeEqualText, generateSecret, hashGeneratedSecret, sha256Base64, tokenMatches, verifySecretHash } from '../core/crypto.ts';
+import { constantTimeEqualText, generateSecret, hashGeneratedSecret, sha256Base64, tokenMatches, verifySecretHash } from '../core/common/crypto.ts';
 import { nativeSha256Base64 } from '../functions/node/digest.ts';
 
 describe('SHA-256 of generated secrets', () => {

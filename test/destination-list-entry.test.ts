@@ -1,9 +1,9 @@
 import { eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerBody, JsonText } from '../core/json-text.ts';
-import { destinationView } from '../core/model/destination.ts';
-import { createViewCache } from '../core/view-cache.ts';
+import { answerBody, JsonText } from '../core/destinations/json-text.ts';
+import { destinationView } from '../core/destinations/model.ts';
+import { createViewCache } from '../core/destinations/view-cache.ts';
 import { destinations, listVersions } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadDemoData } from '../core/services/demo.ts';
+import { loadDemoData } from '../core/system/demo.ts';
 import { parseConfig } from '../functions/node/config.ts';
 import { openRuntime } from '../functions/node/runtime.ts';
 

@@ -4,8 +4,8 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, type Operation } from '../core/catalogue.ts';
-import { DESTINATION_KEYS, HOST_KEYS } from '../core/model/destination.ts';
-import { loadDemoData } from '../core/services/demo.ts';
+import { DESTINATION_KEYS, HOST_KEYS } from '../core/destinations/model.ts';
+import { loadDemoData } from '../core/system/demo.ts';
 import { contractProblems } from './support/contract.ts';
 import { basic, createHarness, readReply, type Harness, type Reply } from './support/harness.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isServiceError } from '../core/errors.ts';
-import { END_OF_PROPERTIES, setOption, splitOptionName } from '../core/host-options.ts';
+import { isServiceError } from '../core/common/errors.ts';
+import { END_OF_PROPERTIES, setOption, splitOptionName } from '../core/hosts/options.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const MARKER = '###### END-OF-PROPERTIES ######';

@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { escapeHtml, renderMarkdown } from '../core/markdown.ts';
-import type { MetadataField } from '../core/model/metadata.ts';
-import { buildNoteHtml } from '../core/notes.ts';
-import { importFields } from '../core/services/fields.ts';
-import { httpNotePublisher, noteOf } from '../core/services/notes.ts';
+import { escapeHtml, renderMarkdown } from '../core/metadata/markdown.ts';
+import type { MetadataField } from '../core/metadata/model.ts';
+import { buildNoteHtml } from '../core/metadata/note-html.ts';
+import { importFields } from '../core/metadata/fields.ts';
+import { httpNotePublisher, noteOf } from '../core/metadata/notes.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const SAFE_TAGS = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'strong', 'em', 'ul', 'ol', 'li', 'a', 'code', 'pre', 'table',

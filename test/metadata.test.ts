@@ -1,7 +1,7 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Repositories } from '../core/ports.ts';
-import { importFields, type FieldDefinitionInput } from '../core/services/fields.ts';
+import { importFields, type FieldDefinitionInput } from '../core/metadata/fields.ts';
 import { destinations, metadataFields, metadataValues } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { count } from 'drizzle-orm';
-import { rejection, statusLevel, stepEntry, type StepNotification, type StepState } from '../core/model/monitoring.ts';
-import { ingest } from '../core/services/monitoring.ts';
+import { rejection, statusLevel, stepEntry, type StepNotification, type StepState } from '../core/monitoring/model.ts';
+import { ingest } from '../core/monitoring/handlers.ts';
 import { stepNotifications, stepStatus } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, SERVICE_NAMES, SHOW_SENSITIVE_INFO, type OperationId } from '../core/catalogue.ts';
-import { hashPassword } from '../core/crypto.ts';
-import { importFields } from '../core/services/fields.ts';
+import { hashPassword } from '../core/common/crypto.ts';
+import { importFields } from '../core/metadata/fields.ts';
 import { basic, createHarness, type CallOptions, type Harness, type Reply } from './support/harness.ts';
 
 /**
@@ -92,10 +92,10 @@ function* leaves(value: unknown, at = ''): Generator<[string, string]> {
 
 beforeAll(async () => {
   h = await createHarness({ sourceRoots: [SOURCES] });
-  const adminClient = await import('../core/services/api-clients.ts').then((m) => m.create(h.ports, { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }));
+  const adminClient = await import('../core/api-clients/clients.ts').then((m) => m.create(h.ports, { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }));
   admin = basic('leak-admin', adminClient.secret);
   // Every permission by name except showSensitiveInfo (`.*` would grant it).
-  const plainClient = await import('../core/services/api-clients.ts').then((m) =>
+  const plainClient = await import('../core/api-clients/clients.ts').then((m) =>
     m.create(h.ports, { username: 'leak-plain', permissions: SERVICE_NAMES.filter((s) => s !== SHOW_SENSITIVE_INFO), origin: 'cli' }),
   );
   plain = basic('leak-plain', plainClient.secret);

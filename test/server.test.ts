@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { VERSION } from '../core/version.ts';
+import { VERSION } from '../core/system/version.ts';
 import {
   basic, freePort, killAll, removeTempDirs, request, runCli, startServer, tempDir, type ServerProcess,
 } from './support/processes.ts';

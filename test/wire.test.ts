@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, SERVICE_NAMES } from '../core/catalogue.ts';
-import { VERSION } from '../core/version.ts';
+import { VERSION } from '../core/system/version.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 import pkg from '../package.json' with { type: 'json' };
 
@@ -70,7 +70,7 @@ describe('HTTP-level answers', () => {
   });
 
   it('accepts the Basic scheme in any case and a secret containing colons', async () => {
-    const { secret } = await import('../core/services/api-clients.ts').then((m) =>
+    const { secret } = await import('../core/api-clients/clients.ts').then((m) =>
       m.create(h.ports, { username: 'colon', permissions: ['incomingUserList'], origin: 'cli' }),
     );
     const token = Buffer.from(`colon:${secret}`).toString('base64');

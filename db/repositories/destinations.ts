@@ -1,10 +1,10 @@
 import { and, asc, count, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
-import { JsonText } from '../../core/json-text.ts';
-import type { DestinationFilter } from '../../core/model/destination.ts';
+import { JsonText } from '../../core/destinations/json-text.ts';
+import type { DestinationFilter } from '../../core/destinations/model.ts';
 import type { DestinationRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations, listVersions } from '../schema.ts';
-import { isInt32 } from '../../core/model/int32.ts';
+import { isInt32 } from '../../core/common/int32.ts';
 
 // The list entry is a rendering of the other columns, not part of the record.
 const { listEntry, ...recordColumns } = getTableColumns(destinations);

@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { MonitoringRepo } from '../../core/ports.ts';
-import type { StepFilter } from '../../core/model/monitoring.ts';
+import type { StepFilter } from '../../core/monitoring/model.ts';
 import type { Database } from '../client.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
-import { isInt32 } from '../../core/model/int32.ts';
+import { isInt32 } from '../../core/common/int32.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
 

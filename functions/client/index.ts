@@ -1,6 +1,6 @@
 import type { AnswerOf, DocumentedBodyOf, documentedBodies, SUCCESS_ENVELOPE } from '../../core/answers.ts';
 import { catalogue, type InputOf, type Operation, type OperationId } from '../../core/catalogue.ts';
-import { bytesToBase64, utf8 } from '../../core/encoding.ts';
+import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
 
 /**
  * A typed client of the API, built from the same catalogue as the server: one method per

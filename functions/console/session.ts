@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
-import { tokenMatches } from '../../core/crypto.ts';
+import { tokenMatches } from '../../core/common/crypto.ts';
 import type { Ports } from '../../core/ports.ts';
-import { currentUser, IDLE_MS, type ConsoleUser } from '../../core/services/console-auth.ts';
+import { currentUser, IDLE_MS, type ConsoleUser } from '../../core/console/sign-in.ts';
 
 export const SESSION_COOKIE = 'ecpds_console';
 

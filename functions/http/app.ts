@@ -1,12 +1,12 @@
 import { Hono, type Context } from 'hono';
-import { authenticate, parseBasicAuthorization } from '../../core/auth.ts';
+import { authenticate, parseBasicAuthorization } from '../../core/api-clients/auth.ts';
 import type { Operation, OperationId } from '../../core/catalogue.ts';
 import { handlers } from '../../core/handlers.ts';
-import { answerBody } from '../../core/json-text.ts';
-import type { Handler } from '../../core/handler.ts';
-import { parseInput } from '../../core/params.ts';
+import { answerBody } from '../../core/destinations/json-text.ts';
+import type { Handler } from '../../core/common/handler.ts';
+import { parseInput } from '../../core/common/params.ts';
 import { contextOf, type Caller, type Logger, type Ports } from '../../core/ports.ts';
-import { PRODUCT } from '../../core/version.ts';
+import { PRODUCT } from '../../core/system/version.ts';
 import { consoleApp, type ConsoleOptions } from '../console/index.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { docsRoutes } from './docs.ts';

@@ -1,5 +1,5 @@
-import { concatBytes, strictUtf8 } from '../../core/encoding.ts';
-import { badRequest, ServiceError } from '../../core/errors.ts';
+import { concatBytes, strictUtf8 } from '../../core/common/encoding.ts';
+import { badRequest, ServiceError } from '../../core/common/errors.ts';
 
 const tooLarge = (limit: number) => new ServiceError('tooLarge', `Request body larger than ${limit} bytes`);
 

@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
-import { bytesToBase64, utf8 } from '../../core/encoding.ts';
+import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
 import { openApiDocument } from '../../core/openapi.ts';
-import { PRODUCT } from '../../core/version.ts';
+import { PRODUCT } from '../../core/system/version.ts';
 import type { Env } from './app.ts';
 import { DOCS_SCRIPT, DOCS_STYLE, docsHtml } from './docs-page.ts';
 import { opsPaths } from './ops.ts';

@@ -1,4 +1,4 @@
-import { isServiceError } from '../../core/errors.ts';
+import { isServiceError } from '../../core/common/errors.ts';
 import type { Logger } from '../../core/ports.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 

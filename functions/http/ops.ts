@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
-import { authenticate, parseBasicAuthorization } from '../../core/auth.ts';
-import { PRODUCT } from '../../core/version.ts';
+import { authenticate, parseBasicAuthorization } from '../../core/api-clients/auth.ts';
+import { PRODUCT } from '../../core/system/version.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
 import type { Metrics } from './metrics.ts';

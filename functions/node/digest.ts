@@ -1,5 +1,5 @@
 import * as nodeCrypto from 'node:crypto';
-import type { Sha256Base64 } from '../../core/crypto.ts';
+import type { Sha256Base64 } from '../../core/common/crypto.ts';
 
 /**
  * Node's native SHA-256 for the secret check of every authenticated request: about 0.3 µs

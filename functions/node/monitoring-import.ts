@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
-import { parseNotificationLine } from '../../core/model/notification-line.ts';
+import { parseNotificationLine } from '../../core/monitoring/notification-line.ts';
 import type { Ports } from '../../core/ports.ts';
-import { ingest } from '../../core/services/monitoring.ts';
+import { ingest } from '../../core/monitoring/handlers.ts';
 
 const PROGRESS_EVERY = 10_000;
 

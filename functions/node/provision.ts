@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import * as apiClients from '../../core/services/api-clients.ts';
+import * as apiClients from '../../core/api-clients/clients.ts';
 import type { Ports } from '../../core/ports.ts';
 
 /** `[API]` lines of the properties file become clients; existing usernames are never touched. */

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createCredentialCache } from '../../core/auth.ts';
-import { createMemo } from '../../core/memo.ts';
-import { createViewCache } from '../../core/view-cache.ts';
-import { createAuthThrottle } from '../../core/auth-throttle.ts';
+import { createCredentialCache } from '../../core/api-clients/auth.ts';
+import { createMemo } from '../../core/common/memo.ts';
+import { createViewCache } from '../../core/destinations/view-cache.ts';
+import { createAuthThrottle } from '../../core/api-clients/auth-throttle.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
-import { httpNotePublisher } from '../../core/services/notes.ts';
+import { httpNotePublisher } from '../../core/metadata/notes.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
 import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { SecretBox } from '../../core/crypto.ts';
+import { SecretBox } from '../../core/common/crypto.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 
 /**

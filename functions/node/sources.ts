@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { invalid } from '../../core/errors.ts';
+import { invalid } from '../../core/common/errors.ts';
 import type { SourceProber } from '../../core/ports.ts';
-import { httpSourceProber, isRemoteSource, shownSource } from '../../core/sources.ts';
+import { httpSourceProber, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
 
 /**
  * Local sources must resolve (symlinks followed) to a regular file inside one of the roots;

@@ -1,11 +1,11 @@
-import { createCredentialCache } from '../../core/auth.ts';
-import { createMemo } from '../../core/memo.ts';
-import { createViewCache } from '../../core/view-cache.ts';
-import { createAuthThrottle } from '../../core/auth-throttle.ts';
-import { SecretBox } from '../../core/crypto.ts';
+import { createCredentialCache } from '../../core/api-clients/auth.ts';
+import { createMemo } from '../../core/common/memo.ts';
+import { createViewCache } from '../../core/destinations/view-cache.ts';
+import { createAuthThrottle } from '../../core/api-clients/auth-throttle.ts';
+import { SecretBox } from '../../core/common/crypto.ts';
 import type { AuthThrottle, CredentialCache, Memo, ViewCache, Logger, Ports } from '../../core/ports.ts';
-import { httpNotePublisher } from '../../core/services/notes.ts';
-import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
+import { httpNotePublisher } from '../../core/metadata/notes.ts';
+import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
 

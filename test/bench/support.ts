@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateSecret, hashGeneratedSecret } from '../../core/crypto.ts';
+import { generateSecret, hashGeneratedSecret } from '../../core/common/crypto.ts';
 import type { DbHandle } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { sql } from 'drizzle-orm';

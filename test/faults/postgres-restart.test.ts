@@ -1,7 +1,7 @@
 import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importFields } from '../../core/services/fields.ts';
+import { importFields } from '../../core/metadata/fields.ts';
 import { contractProblems } from '../support/contract.ts';
 import { createHarness, type Harness, type Reply } from '../support/harness.ts';
 import { startCluster, type Cluster } from '../support/pg-cluster.ts';

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createCredentialCache } from '../../core/auth.ts';
-import { createMemo } from '../../core/memo.ts';
-import { createViewCache } from '../../core/view-cache.ts';
-import { createAuthThrottle, type AuthThrottleOptions } from '../../core/auth-throttle.ts';
-import { SecretBox } from '../../core/crypto.ts';
+import { createCredentialCache } from '../../core/api-clients/auth.ts';
+import { createMemo } from '../../core/common/memo.ts';
+import { createViewCache } from '../../core/destinations/view-cache.ts';
+import { createAuthThrottle, type AuthThrottleOptions } from '../../core/api-clients/auth-throttle.ts';
+import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
-import * as apiClients from '../../core/services/api-clients.ts';
+import * as apiClients from '../../core/api-clients/clients.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';

@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { importFields } from '../../core/services/fields.ts';
+import { importFields } from '../../core/metadata/fields.ts';
 import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
 
 const stamp = Date.now().toString(36);

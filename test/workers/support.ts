@@ -1,7 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import type { Ports } from '../../core/ports.ts';
-import * as apiClients from '../../core/services/api-clients.ts';
+import * as apiClients from '../../core/api-clients/clients.ts';
 import worker from '../../functions/worker.ts';
 import { readReply, type Reply } from '../support/reply.ts';
 import { requestPorts, type WorkerEnv } from '../../functions/workers/runtime.ts';

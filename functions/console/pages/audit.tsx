@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import { auditTrail } from '../../../core/services/audit.ts';
+import { auditTrail } from '../../../core/console/audit.ts';
 import { Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 

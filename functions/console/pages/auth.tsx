@@ -1,8 +1,8 @@
 import type { Context, Hono } from 'hono';
 import { getSignedCookie, setSignedCookie } from 'hono/cookie';
-import { generateSecret, tokenMatches } from '../../../core/crypto.ts';
-import { isServiceError } from '../../../core/errors.ts';
-import { login, logout } from '../../../core/services/console-auth.ts';
+import { generateSecret, tokenMatches } from '../../../core/common/crypto.ts';
+import { isServiceError } from '../../../core/common/errors.ts';
+import { login, logout } from '../../../core/console/sign-in.ts';
 import { ErrorNote, Page } from '../layout.tsx';
 import { clearSession, setSession, type ConsoleEnv, type ConsoleOptions } from '../session.ts';
 

@@ -1,9 +1,9 @@
 import type { Context, Hono } from 'hono';
 import { raw } from 'hono/html';
 import { SERVICE_NAMES } from '../../../core/catalogue.ts';
-import { isServiceError } from '../../../core/errors.ts';
-import * as apiClients from '../../../core/services/api-clients.ts';
-import { recordAudit } from '../../../core/services/audit.ts';
+import { isServiceError } from '../../../core/common/errors.ts';
+import * as apiClients from '../../../core/api-clients/clients.ts';
+import { recordAudit } from '../../../core/console/audit.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 

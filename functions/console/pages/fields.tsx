@@ -1,8 +1,8 @@
 import type { Context, Hono } from 'hono';
-import { isServiceError } from '../../../core/errors.ts';
-import { FIELD_TYPES, type MetadataField } from '../../../core/model/metadata.ts';
-import { recordAudit } from '../../../core/services/audit.ts';
-import { importFields } from '../../../core/services/fields.ts';
+import { isServiceError } from '../../../core/common/errors.ts';
+import { FIELD_TYPES, type MetadataField } from '../../../core/metadata/model.ts';
+import { recordAudit } from '../../../core/console/audit.ts';
+import { importFields } from '../../../core/metadata/fields.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
-import { isServiceError } from '../../../core/errors.ts';
-import { invalid } from '../../../core/errors.ts';
-import { keepsConsoleAccess, setActive, setCategory } from '../../../core/services/console-auth.ts';
+import { isServiceError } from '../../../core/common/errors.ts';
+import { invalid } from '../../../core/common/errors.ts';
+import { keepsConsoleAccess, setActive, setCategory } from '../../../core/console/sign-in.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 

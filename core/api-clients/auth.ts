@@ -1,0 +1,129 @@
+import { hashGeneratedSecret, isSlowHash, keyedHash, sha256Base64, verifySecretHash, type Sha256Base64 } from '../common/crypto.ts';
+import { decodeStrictBase64 } from '../common/encoding.ts';
+import { throttled, unauthorized } from '../common/errors.ts';
+import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
+import { grants } from './permissions.ts';
+import type { ApiClient, Caller, CredentialCache, Ports } from '../ports.ts';
+
+export interface Credentials {
+  username: string;
+  secret: string;
+}
+
+/** `Basic <base64(username:secret)>`, scheme case-insensitive, split at the first colon. */
+export function parseBasicAuthorization(header: string | undefined | null): Credentials | null {
+  const match = /^basic +(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return null;
+  const decoded = decodeStrictBase64(match[1]!);
+  if (decoded === null) return null;
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  return { username: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+const CACHE_TTL_MS = 5 * 60_000;
+const CACHE_LIMIT = 10_000;
+/**
+ * How long a client record read for one request serves the next ones. Changes made in this
+ * process take effect at once (forgetClient); changes made elsewhere (the CLI, another server)
+ * within this time. Without it every request would start with a query.
+ */
+export const CLIENT_RECORD_TTL_MS = 1000;
+// Last-used times are written at most this often per client, never on every call.
+const TOUCH_EVERY_MS = 60_000;
+
+/** `digest`: the shell's fastest SHA-256 (Node's native one); the pure one otherwise. */
+export function createCredentialCache(hashKey: Uint8Array, digest: Sha256Base64 = sha256Base64): CredentialCache {
+  const expiries = new Map<string, number>();
+  const touched = new Map<string, number>();
+  const records = new Map<string, { client: ApiClient; until: number }>();
+  return {
+    hashKey,
+    digest,
+    client(username, now) {
+      const entry = records.get(username);
+      if (entry && entry.until > now) return entry.client;
+      if (entry) records.delete(username);
+      return null;
+    },
+    rememberClient(client, now) {
+      if (records.size >= CACHE_LIMIT) records.clear();
+      records.set(client.username, { client, until: now + CLIENT_RECORD_TTL_MS });
+    },
+    forgetClient(username) {
+      records.delete(username);
+    },
+    shouldTouch(username, now) {
+      if ((touched.get(username) ?? -Infinity) + TOUCH_EVERY_MS > now) return false;
+      if (touched.size >= CACHE_LIMIT) touched.clear();
+      touched.set(username, now);
+      return true;
+    },
+    has(key, now) {
+      const until = expiries.get(key);
+      if (until === undefined) return false;
+      if (until > now) return true;
+      expiries.delete(key);
+      return false;
+    },
+    add(key, now) {
+      if (expiries.size >= CACHE_LIMIT) expiries.clear();
+      expiries.set(key, now + CACHE_TTL_MS);
+    },
+  };
+}
+
+/** Unknown usernames are not remembered, so a client created elsewhere works at once. */
+async function clientRecord(ports: Ports, username: string, now: number): Promise<ApiClient | null> {
+  const cached = ports.credentialCache.client(username, now);
+  if (cached) return cached;
+  const client = await ports.repos.clients.find(username);
+  if (client) ports.credentialCache.rememberClient(client, now);
+  return client;
+}
+
+// A hash to compare against when the username is unknown, so the answer takes as long.
+const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
+
+/**
+ * Slow (scrypt) hashes are verified once, then remembered under a keyed hash of the
+ * presented credential and the stored hash, so a change of secret drops the entry.
+ */
+async function secretMatches(cache: CredentialCache, client: ApiClient, secret: string, now: number) {
+  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret, cache.digest);
+  const key = keyedHash(cache.hashKey, `${client.username}\u0000${secret}\u0000${client.secretHash}`);
+  if (cache.has(key, now)) return true;
+  const ok = await verifySecretHash(client.secretHash, secret);
+  if (ok) cache.add(key, now);
+  return ok;
+}
+
+/**
+ * Checks credentials and, when `service` is given, that one permission expression matches it.
+ * Every failure gives the same answer, so the caller learns nothing about which check failed.
+ * `address` is the client's address as the shell sees it, for the failed-authentication limit.
+ */
+export async function authenticate(ports: Ports, credentials: Credentials, service: string | null, address?: string): Promise<Caller> {
+  const now = ports.clock().getTime();
+  // Checked before the database is asked, so a guessing caller costs nothing once refused.
+  const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
+  if (wait > 0) throw throttled('Too many failed authentications; try again later', wait);
+  // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
+  const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
+  if (!client) {
+    await verifySecretHash(NO_CLIENT_HASH, credentials.secret, ports.credentialCache.digest);
+    ports.authThrottle.fail(credentials.username, address, now);
+    throw unauthorized();
+  }
+  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) {
+    ports.authThrottle.fail(credentials.username, address, now);
+    throw unauthorized();
+  }
+  // A missing permission is not counted: the secret was right, so nothing is being guessed,
+  // and a Basic-only endpoint would tell a right guess apart anyway.
+  if (service !== null && !grants(client.permissions, service)) throw unauthorized();
+  if (ports.credentialCache.shouldTouch(client.username, now)) {
+    ports.waitUntil(ports.repos.clients.touch(client.username, new Date(now)).catch(() => undefined));
+  }
+  return { username: client.username, showSensitiveInfo: grants(client.permissions, SHOW_SENSITIVE_INFO) };
+}

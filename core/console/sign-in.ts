@@ -1,0 +1,112 @@
+import { sha256 } from '@noble/hashes/sha2.js';
+import { generatePassword, generateSecret, hashPassword, verifySecretHash } from '../common/crypto.ts';
+import { bytesToBase64Url, utf8 } from '../common/encoding.ts';
+import { invalid, retryAfterSeconds, throttled } from '../common/errors.ts';
+import type { Ports } from '../ports.ts';
+import { recordAudit } from './audit.ts';
+
+export const IDLE_MS = 30 * 60_000;
+const THROTTLE_WINDOW_MS = 15 * 60_000;
+const MAX_FAILURES = 5;
+const TOUCH_AFTER_MS = 60_000;
+
+const tokenHash = (token: string) => bytesToBase64Url(sha256(utf8(token)));
+const throttleKeys = (username: string, address: string) => [`user:${username.toLowerCase()}`, `addr:${address}`];
+// Compared against when the username is unknown, so a miss costs as much as a wrong password.
+const DUMMY_HASH = hashPassword('no such user');
+
+export interface ConsoleUser {
+  userId: string;
+  csrf: string;
+  /** Holds at least one category with console access. */
+  canAdminister: boolean;
+}
+
+/**
+ * Checks a web user's password against its slow hash and opens a session. Failures are
+ * counted per username and per address; past the limit every attempt is refused for a while.
+ */
+export async function login(ports: Ports, input: { username: string; password: string; address: string }) {
+  const now = ports.clock();
+  const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
+  const keys = throttleKeys(input.username, input.address);
+  let waitMs = 0;
+  for (const key of keys) {
+    const counted = await ports.repos.console.failures(key, since);
+    // Refused until the window of these failures ends.
+    if (counted && counted.count >= MAX_FAILURES) waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
+  }
+  if (waitMs > 0) throw throttled('Too many failed logins; try again later', retryAfterSeconds(waitMs));
+  const user = await ports.repos.webUsers.find(input.username);
+  const matches = await verifySecretHash(user?.passwordHash ?? (await DUMMY_HASH), input.password);
+  if (!user || !user.active || !matches) {
+    for (const key of keys) await ports.repos.console.recordFailure(key, now, since);
+    throw invalid('Invalid username or password');
+  }
+  await ports.repos.console.clearFailures(keys[0]!);
+  const token = generateSecret();
+  const csrf = generateSecret();
+  await ports.repos.console.createSession(tokenHash(token), { userId: user.id, csrf, lastSeenAt: now });
+  await recordAudit(ports, user.id, 'login', 'web user', user.id);
+  return { token, userId: user.id };
+}
+
+/** The session of a cookie token, or null when unknown, idle too long, or its user is inactive. */
+export async function currentUser(ports: Ports, token: string): Promise<ConsoleUser | null> {
+  const hash = tokenHash(token);
+  const session = await ports.repos.console.session(hash);
+  if (!session) return null;
+  const now = ports.clock();
+  const idle = now.getTime() - session.lastSeenAt.getTime();
+  if (idle > IDLE_MS) {
+    await ports.repos.console.deleteSession(hash);
+    return null;
+  }
+  const user = await ports.repos.webUsers.find(session.userId);
+  if (!user?.active) return null;
+  if (idle > TOUCH_AFTER_MS) await ports.repos.console.touchSession(hash, now);
+  const [granted, categories] = await Promise.all([
+    ports.repos.console.categoriesOf(user.id),
+    ports.repos.console.categories(),
+  ]);
+  const withAccess = new Set(categories.filter((c) => c.consoleAccess).map((c) => c.id));
+  return { userId: user.id, csrf: session.csrf, canAdminister: granted.some((c) => withAccess.has(c)) };
+}
+
+export async function logout(ports: Ports, token: string) {
+  await ports.repos.console.deleteSession(tokenHash(token));
+}
+
+/** First start: a console administrator whose generated password is printed once. */
+export async function bootstrapWebAdmin(ports: Ports): Promise<string | null> {
+  if ((await ports.repos.console.webUsers()).length > 0) return null;
+  const password = generatePassword();
+  const inserted = await ports.repos.webUsers.insert(
+    { id: 'admin', name: 'Administrator', active: true, passwordSealed: await ports.secrets.encrypt(password), passwordHash: await hashPassword(password) },
+    ports.clock(),
+  );
+  if (!inserted) return null;
+  await ports.repos.console.grant('admin', 'administrator');
+  return password;
+}
+
+/** Assigns or removes an ACL category (console and `ecpds-edge webuser grant|revoke`). */
+export async function setCategory(ports: Ports, actor: string, userId: string, category: string, granted: boolean) {
+  if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
+  if (!(await ports.repos.console.categories()).some((c) => c.id === category)) throw invalid(`Category ${category} not found`);
+  if (granted) await ports.repos.console.grant(userId, category);
+  else if (!(await ports.repos.console.revoke(userId, category))) throw invalid(`User ${userId} does not hold category ${category}`);
+  await recordAudit(ports, actor, granted ? 'grant category' : 'revoke category', 'web user', userId, category);
+}
+
+/** Whether the user still holds a category with console access once `without` is removed. */
+export async function keepsConsoleAccess(ports: Ports, userId: string, without: string) {
+  const withAccess = new Set((await ports.repos.console.categories()).filter((c) => c.consoleAccess).map((c) => c.id));
+  return !withAccess.has(without) || (await ports.repos.console.categoriesOf(userId)).some((c) => c !== without && withAccess.has(c));
+}
+
+export async function setActive(ports: Ports, actor: string, userId: string, active: boolean) {
+  if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
+  await ports.repos.webUsers.update(userId, { active }, ports.clock());
+  await recordAudit(ports, actor, active ? 'activate' : 'deactivate', 'web user', userId);
+}

@@ -1,0 +1,124 @@
+import { errEvent } from '../common/events.ts';
+import { badRequest, conflict, invalid, notFound } from '../common/errors.ts';
+import type { Args } from '../common/handler.ts';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
+import type { NewTransfer, Ports } from '../ports.ts';
+import { isRemoteSource } from './sources.ts';
+import { requireDestination } from '../destinations/lookups.ts';
+
+const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
+const DEFAULT_PRIORITY = 99;
+export const EXPIRED_MESSAGE = 'File not transferred before expiration';
+
+/** `k=v,k2=v2` into ordered pairs. */
+export function parseTransferMetadata(text: string | undefined): Array<[string, string]> {
+  if (text === undefined) return [];
+  return text.split(',').filter((item) => item.trim() !== '').map((item) => {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw invalid(`Malformed metadata: '${item}' (k=v expected)`);
+    return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
+  });
+}
+
+/** The last path segment of a path or URL, without query or fragment. */
+export function defaultTarget(source: string): string {
+  const path = source.replace(/[?#].*$/, '').replace(/\/+$/, '');
+  return decodeURIComponentSafe(path.slice(path.lastIndexOf('/') + 1));
+}
+
+function decodeURIComponentSafe(text: string) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * wire-decisions §10: an unknown destination is reported before any other failure, and
+ * nothing is stored unless everything holds. A remote source is asked only for a destination
+ * that exists. For a local one the destination is checked by the statement that registers
+ * the file (one round trip), or, if something else fails first, before that failure is told.
+ */
+export async function put({ ctx, input }: Args<'datafilePut'>) {
+  // Probing a remote source sends that host a request.
+  const remote = isRemoteSource(input.source);
+  if (remote) await requireDestination(ctx, input.destination);
+  let transfer: NewTransfer;
+  let file: { source: string; size: number; registeredBy: string };
+  try {
+    transfer = newTransfer(ctx.clock(), input);
+    // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
+    const { size } = await ctx.sources.probe(input.source);
+    file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
+  } catch (e) {
+    if (!remote) await requireDestination(ctx, input.destination);
+    throw e;
+  }
+
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const outcome = await ctx.repos.dataFiles.register(file, transfer);
+    if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
+    if (outcome !== 'taken') return { id: outcome };
+    const live = await ctx.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
+    if (!live) continue; // the holder was deleted meanwhile: try again
+    if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
+    await ctx.repos.dataFiles.requeue(live.transferId, file, transfer);
+    return { id: live.dataFileId };
+  }
+  throw conflict('DataFile could not be registered: the unique key kept changing, try again');
+}
+
+function newTransfer(now: Date, input: Args<'datafilePut'>['input']): NewTransfer {
+  // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.
+  const scheduledAt = input.at === undefined ? now : parseStart(input.at, now);
+  if (scheduledAt === null || !storable(scheduledAt)) throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
+  const lifetime = input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime);
+  const expiresAt = new Date(scheduledAt.getTime() + (lifetime ?? Number.NaN));
+  if (Number.isNaN(expiresAt.getTime()) || !storable(expiresAt)) {
+    throw badRequest(input.lifetime === undefined
+      ? `Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`
+      : `Invalid value for parameter lifetime: '${input.lifetime}' (${DURATION_EXPECTED})`);
+  }
+  if (expiresAt.getTime() <= now.getTime()) throw invalid(`Expiry time already passed: ${expiresAt.toISOString()}`);
+  const target = input.target ?? defaultTarget(input.source);
+  if (target === '') throw invalid(`No target name can be derived from source ${input.source}; give target`);
+  return {
+    destination: input.destination,
+    target,
+    uniqueName: input.uniquename ?? '',
+    priority: input.priority ?? DEFAULT_PRIORITY,
+    status: input.standby ? 'HOLD' : 'WAIT',
+    standby: input.standby ?? false,
+    scheduledAt,
+    expiresAt,
+    metadata: parseTransferMetadata(input.metadata),
+  };
+}
+
+export async function size({ ctx, input }: Args<'datafileSize'>) {
+  const file = await ctx.repos.dataFiles.find(input.id);
+  if (!file) throw notFound(`DataFile ${input.id} not found`);
+  return { size: file.size };
+}
+
+export async function del({ ctx, input }: Args<'datafileDel'>) {
+  const file = await ctx.repos.dataFiles.find(input.id);
+  if (!file) throw notFound(`DataFile ${input.id} not found`);
+  if (file.deletedAt) throw invalid('Already deleted');
+  await ctx.repos.dataFiles.markDeleted(input.id, ctx.clock());
+  return {};
+}
+
+/** Fails transfers not done before their expiry, with an ERR event entry each. */
+export async function sweepExpired(ports: Ports): Promise<number> {
+  const now = ports.clock();
+  const expired = await ports.repos.dataFiles.expire(now, EXPIRED_MESSAGE);
+  for (const e of expired) {
+    ports.events.write(errEvent({
+      at: now, transferId: e.transferId, destination: e.destination, destinationType: e.destinationType, fileName: e.target,
+      fileSize: e.size, scheduledTime: e.scheduledAt, networkCode: e.networkCode, message: EXPIRED_MESSAGE,
+    }));
+  }
+  return expired.length;
+}

@@ -1,0 +1,82 @@
+import { invalid } from '../common/errors.ts';
+import type { SourceProber } from '../ports.ts';
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** A source on another host, reached over http(s); anything else is a local path or file URL. */
+export const isRemoteSource = (source: string) => /^https?:\/\//i.test(source);
+
+/** A source as it may appear in messages (and so in logs): any user:password in a URL is masked. */
+export const shownSource = (source: string) => source.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@?#]*@/i, '$1***@');
+const MAX_REDIRECTS = 5;
+
+/** `host` allows that host on any port; `host:port` only that port. */
+export function hostAllowed(allowList: readonly string[], url: URL): boolean {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  const host = url.hostname.toLowerCase();
+  const withPort = url.port ? `${host}:${url.port}` : host;
+  return allowList.some((entry) => {
+    const e = entry.trim().toLowerCase();
+    return e !== '' && (e === host || e === withPort);
+  });
+}
+
+/**
+ * Probes an http(s) source: only allow-listed hosts, redirects followed only while they stay
+ * on the list, a timeout on every hop; the size from HEAD, else from a one-byte ranged GET.
+ */
+export function httpSourceProber(allowList: readonly string[], timeoutMs: number, fetchImpl: typeof fetch = fetch): SourceProber {
+  return {
+    async probe(raw) {
+      const source = shownSource(raw);
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        throw invalid(`Source ${source} is not a valid URL`);
+      }
+      for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+        if (!hostAllowed(allowList, url)) throw invalid(`Source ${source} not allowed: ${url.host} is not an allowed source host`);
+        const head = await request(fetchImpl, url, 'HEAD', timeoutMs, source);
+        if (REDIRECTS.has(head.status)) {
+          const location = head.headers.get('location');
+          if (!location) throw invalid(`Source ${source} not reachable: redirect without a location`);
+          url = new URL(location, url);
+          continue;
+        }
+        const length = head.ok ? lengthOf(head.headers.get('content-length')) : null;
+        if (length !== null) return { size: length };
+        if (!head.ok && head.status !== 405 && head.status !== 501) throw invalid(`Source ${source} not reachable: HTTP ${head.status}`);
+        const ranged = await request(fetchImpl, url, 'GET', timeoutMs, source, { range: 'bytes=0-0' });
+        await ranged.body?.cancel();
+        const total = /\/(\d+)\s*$/.exec(ranged.headers.get('content-range') ?? '')?.[1];
+        if (ranged.status === 206 && total !== undefined) return { size: Number(total) };
+        const whole = ranged.ok ? lengthOf(ranged.headers.get('content-length')) : null;
+        if (whole !== null && ranged.status === 200) return { size: whole };
+        throw invalid(`Source ${source} not reachable: ${ranged.ok ? 'size unknown' : `HTTP ${ranged.status}`}`);
+      }
+      throw invalid(`Source ${source} not reachable: too many redirects`);
+    },
+  };
+}
+
+const lengthOf = (value: string | null) => (value !== null && /^\d+$/.test(value) ? Number(value) : null);
+
+async function request(fetchImpl: typeof fetch, url: URL, method: string, timeoutMs: number, source: string, headers: Record<string, string> = {}) {
+  try {
+    return await fetchImpl(url, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+  } catch (e) {
+    const reason = e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'connection failed';
+    throw invalid(`Source ${source} not reachable: ${reason}`);
+  }
+}
+
+/** Sources of a runtime without a file system (Workers): http(s) only. */
+export function remoteOnlyProber(http: SourceProber): SourceProber {
+  return {
+    probe(source) {
+      if (isRemoteSource(source)) return http.probe(source);
+      throw invalid(`Source ${source} not allowed: only http(s) sources are supported here`);
+    },
+  };
+}

@@ -1,3 +1,0 @@
-import { VERSION } from '../version.ts';
-
-export const version = async () => ({ version: VERSION });

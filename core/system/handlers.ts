@@ -1,0 +1,3 @@
+import { VERSION } from './version.ts';
+
+export const version = async () => ({ version: VERSION });
