@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { answers, documentedBodies, envelopes, errorBody, sharedShapes } from './answers.ts';
-import { catalogue, type Operation, type OperationId } from './catalogue.ts';
+import { catalogue, namedShapes, type OperationId } from './catalogue.ts';
+import { envelopes, errorBody, type Operation } from './common/operation.ts';
 import { param } from './common/params.ts';
 import { PRODUCT, VERSION } from './system/version.ts';
 
@@ -83,7 +83,7 @@ function operationObject(id: OperationId, op: Operation): Json {
     }));
   const formFields = asForm ? wire.filter((p) => !inPath.has(p.name)) : [];
   const bodyField = op.input.shape.body;
-  const documented = (documentedBodies as Partial<Record<OperationId, z.ZodType>>)[id];
+  const documented = op.documentedBody;
 
   const requestBody = op.body === 'json' && bodyField
     ? {
@@ -143,14 +143,13 @@ const jsonError = (description: string, example: string) => ({
 /** The shapes of components.schemas: named shapes, each operation's answer and documented bodies. */
 function componentSchemas(): Json {
   const outputs = z.registry<{ id: string }>();
-  for (const [name, shape] of Object.entries(sharedShapes)) outputs.add(shape, { id: name });
+  for (const [name, shape] of Object.entries(namedShapes)) outputs.add(shape, { id: name });
   outputs.add(errorBody, { id: 'Error' });
-  for (const [id, op] of Object.entries(catalogue) as Array<[OperationId, Operation]>) {
-    const answer = z.strictObject({ ...envelopes[op.envelope].shape, ...answers[id].shape });
-    outputs.add(answer, { id: `${id}Answer` });
-  }
   const inputs = z.registry<{ id: string }>();
-  for (const [id, body] of Object.entries(documentedBodies)) inputs.add(body, { id: `${id}Body` });
+  for (const [id, op] of Object.entries(catalogue) as Array<[OperationId, Operation]>) {
+    outputs.add(z.strictObject({ ...envelopes[op.envelope].shape, ...op.answer.shape }), { id: `${id}Answer` });
+    if (op.documentedBody) inputs.add(op.documentedBody, { id: `${id}Body` });
+  }
   const uri = (id: string) => `#/components/schemas/${id}`;
   const out = z.toJSONSchema(outputs, { ...JSON_SCHEMA, io: 'output', uri }).schemas as Record<string, Json>;
   const ins = z.toJSONSchema(inputs, { ...JSON_SCHEMA, io: 'input', uri }).schemas as Record<string, Json>;

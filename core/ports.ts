@@ -1,6 +1,6 @@
-import type { PortalService } from './catalogue.ts';
+import type { PortalService } from './incoming-users/operations.ts';
 import type { SecretBox, Sha256Base64 } from './common/crypto.ts';
-import type { JsonText } from './destinations/json-text.ts';
+import type { SerializedAnswer } from './common/operation.ts';
 import type {
   Destination, DestinationFilter, DestinationInput, DestinationType, Ecuser, EctransModule, Host, HostInput, TransferMethod,
 } from './destinations/model.ts';
@@ -13,7 +13,7 @@ export interface Ports {
   clock: () => Date;
   secrets: SecretBox;
   logger: Logger;
-  /** Work that must finish after the response (Workers' ctx.waitUntil; a tracked promise on Node). */
+  /** Work that must finish after the response (Workers' ctx.ports.waitUntil; a tracked promise on Node). */
   waitUntil: (work: Promise<unknown>) => void;
   credentialCache: CredentialCache;
   /** Reference data that only a migration changes (destination types), loaded once per process. */
@@ -30,9 +30,10 @@ export interface Ports {
   sources: SourceProber;
 }
 
+/** Answers serialized ahead, each with the version of the data it shows. */
 export interface ViewCache {
-  get(key: string): { version: number; view: JsonText } | undefined;
-  set(key: string, entry: { version: number; view: JsonText }): void;
+  get(key: string): { version: number; answer: SerializedAnswer } | undefined;
+  set(key: string, entry: { version: number; answer: SerializedAnswer }): void;
 }
 
 export interface Memo {
@@ -55,22 +56,11 @@ export interface Caller {
   showSensitiveInfo: boolean;
 }
 
-export interface Ctx extends Ports {
+/** What a handler gets besides its input: the ports, and who is asking in which request. */
+export interface Ctx {
+  ports: Ports;
   requestId: string;
   caller: Caller | null;
-}
-
-/**
- * The context of one request. Each field is copied by name: spreading the ports object
- * ({ ...ports }) took V8's slow path and cost more than the rest of a cached request.
- * The Ctx type makes a new port a compile error here until it is added.
- */
-export function contextOf(p: Ports, requestId: string, caller: Caller | null): Ctx {
-  return {
-    repos: p.repos, clock: p.clock, secrets: p.secrets, logger: p.logger, waitUntil: p.waitUntil,
-    credentialCache: p.credentialCache, memo: p.memo, views: p.views, authThrottle: p.authThrottle,
-    notes: p.notes, events: p.events, sources: p.sources, requestId, caller,
-  };
 }
 
 export interface Logger {
@@ -201,7 +191,7 @@ export interface DestinationRepo {
    * and the version of the list it shows; when `knownVersion` is still current nothing is
    * rendered (view is null).
    */
-  listView(filter: DestinationFilter, knownVersion: number | null): Promise<{ version: number; view: JsonText | null }>;
+  listView(filter: DestinationFilter, knownVersion: number | null): Promise<{ version: number; view: string | null }>;
   names(): Promise<string[]>;
   types(): Promise<DestinationType[]>;
   typeExists(id: number): Promise<boolean>;

@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerBody, JsonText } from '../core/destinations/json-text.ts';
+import { SerializedAnswer } from '../core/common/operation.ts';
 import { destinationView } from '../core/destinations/model.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
 import { destinations, listVersions } from '../db/schema.ts';
@@ -81,24 +81,6 @@ describe('the list entry of a destination', () => {
   });
 });
 
-describe('answerBody', () => {
-  const text = (body: string | Uint8Array) => (typeof body === 'string' ? body : new TextDecoder().decode(body));
-  it('copies JSON text in place, keeps key order and leaves out what JSON.stringify leaves out', () => {
-    const body = answerBody({ status: 'ok', list: new JsonText('[{"a":"é ✓"}]'), gone: undefined, after: 'x' });
-    expect(body).toBe('{"status":"ok","list":[{"a":"é ✓"}],"after":"x"}');
-    expect(answerBody({ list: new JsonText('[]') })).toBe('{"list":[]}');
-    expect(answerBody({ status: 'ok', n: 1 })).toBe(JSON.stringify({ status: 'ok', n: 1 }));
-  });
-  it('gives UTF-8 bytes, encoded once, when a JsonText is large', () => {
-    const large = `[${Array.from({ length: 20_000 }, (_, i) => `"é${i}"`).join(',')}]`;
-    const list = new JsonText(large);
-    expect([list.large, list.bytes === list.bytes, list.text === large]).toEqual([true, true, true]);
-    const body = answerBody({ status: 'ok', list, after: null });
-    expect(body).toBeInstanceOf(Uint8Array);
-    expect(text(body)).toBe(`{"status":"ok","list":${large},"after":null}`);
-  });
-});
-
 describe('the rendered list kept with its version', () => {
   const names = async (path = '/v1/destination/list') =>
     ((await h.call('GET', path, { auth: admin })).json as { destinationList: Array<{ name: string }> }).destinationList.map((d) => d.name);
@@ -164,7 +146,7 @@ describe('the rendered list kept with its version', () => {
 });
 
 describe('createViewCache', () => {
-  const view = (n: number) => ({ version: 1, view: new JsonText('x'.repeat(n)) });
+  const view = (n: number) => ({ version: 1, answer: new SerializedAnswer(new Uint8Array(n)) });
 
   it('keeps entries within its bound, dropping the oldest first, and never one larger than the bound', () => {
     const cache = createViewCache(10);
@@ -172,10 +154,10 @@ describe('createViewCache', () => {
     cache.set('b', view(4));
     cache.set('c', view(4));
     expect(cache.get('a')).toBeUndefined();
-    expect(cache.get('b')?.view.text).toHaveLength(4);
+    expect(cache.get('b')?.answer.body).toHaveLength(4);
     cache.set('b', view(6)); // replacing frees the old size first
     expect(cache.get('c')).toBeDefined();
-    expect(cache.get('b')?.view.text).toHaveLength(6);
+    expect(cache.get('b')?.answer.body).toHaveLength(6);
     cache.set('huge', view(11));
     expect(cache.get('huge')).toBeUndefined();
   });

@@ -337,7 +337,7 @@ describe('fuzzing every operation with bad input', () => {
 
 describe('fuzzing around the operations', () => {
   it('a body over the limit is 413 on every operation that reads one', async () => {
-    const readers = Object.values(catalogue).filter((op) => op.body);
+    const readers = (Object.values(catalogue) as Operation[]).filter((op) => op.body);
     await assertProperty(
       fc.tuple(fc.constantFrom(...readers), fc.integer({ min: MAX_BODY + 1, max: MAX_BODY * 3 })).map(([op, size]) => ({
         method: op.method,

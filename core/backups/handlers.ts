@@ -1,10 +1,11 @@
 import { badRequest, invalid, notFound } from '../common/errors.ts';
-import type { Args } from '../common/handler.ts';
+import type { Args, Handlers } from '../common/operation.ts';
 import { parseBackupBody, type Backup } from './schema.ts';
 import { DESTINATION_KEYS, HOST_KEYS, type Destination, type Host } from '../destinations/model.ts';
 import type { Ctx, Repositories } from '../ports.ts';
 import { checkedFilter } from '../destinations/handlers.ts';
 import { seedDefaultsFor } from '../metadata/seeding.ts';
+import type { backupOperations } from './operations.ts';
 
 const pick = <T extends object>(record: T, keys: object) =>
   Object.fromEntries(Object.keys(keys).map((k) => [k, (record as Record<string, unknown>)[k] ?? null]));
@@ -13,10 +14,10 @@ const pick = <T extends object>(record: T, keys: object) =>
 async function backupOf(ctx: Ctx, destinations: Destination[]) {
   const names = destinations.map((d) => d.name);
   const reveal = ctx.caller?.showSensitiveInfo === true;
-  const associations = await ctx.repos.hosts.ofDestinations(names);
+  const associations = await ctx.ports.repos.hosts.ofDestinations(names);
   const hostView = async (h: Host) => {
     const { passwd: _omit, ...rest } = pick(h, HOST_KEYS);
-    return reveal ? { ...rest, passwd: h.passwdSealed === null ? null : await ctx.secrets.decrypt(h.passwdSealed) } : rest;
+    return reveal ? { ...rest, passwd: h.passwdSealed === null ? null : await ctx.ports.secrets.decrypt(h.passwdSealed) } : rest;
   };
   const byDestination = new Map<string, Array<{ priority: number; host: unknown }>>();
   for (const a of associations) {
@@ -33,19 +34,19 @@ async function backupOf(ctx: Ctx, destinations: Destination[]) {
   }
   return {
     destinations: destinations.map((d) => ({ destination: pick(d, DESTINATION_KEYS), associations: byDestination.get(d.name) ?? [] })),
-    aliases: await ctx.repos.destinations.aliasesFrom(names),
-    methods: await ctx.repos.references.methods([...methodNames]),
-    ecusers: await ctx.repos.references.ecusers([...ecuserNames]),
+    aliases: await ctx.ports.repos.destinations.aliasesFrom(names),
+    methods: await ctx.ports.repos.references.methods([...methodNames]),
+    ecusers: await ctx.ports.repos.references.ecusers([...ecuserNames]),
   };
 }
 
 export async function list({ ctx, input }: Args<'backupList'>) {
-  const destinations = await ctx.repos.destinations.list(await checkedFilter(ctx, input));
+  const destinations = await ctx.ports.repos.destinations.list(await checkedFilter(ctx, input));
   return { backup: await backupOf(ctx, destinations) };
 }
 
 export async function get({ ctx, input }: Args<'backupGet'>) {
-  const destination = await ctx.repos.destinations.get(input.name);
+  const destination = await ctx.ports.repos.destinations.get(input.name);
   if (!destination) throw notFound(`Destination ${input.name} not found`);
   return { backup: await backupOf(ctx, [destination]) };
 }
@@ -54,7 +55,7 @@ export async function put({ ctx, input }: Args<'backupPut'>) {
   if (input.body === undefined) throw badRequest('Invalid request body: {"backup": {...}} expected');
   const parsed = parseBackupBody(input.body);
   if (!parsed.ok) throw badRequest(`Invalid request body: ${parsed.problem}`);
-  const created = await ctx.repos.transaction((repos) => restore(ctx, repos, parsed.backup, input.copySharedHost ?? false));
+  const created = await ctx.ports.repos.transaction((repos) => restore(ctx, repos, parsed.backup, input.copySharedHost ?? false));
   return { message: `Number of Destination(s) created: ${created}` };
 }
 
@@ -102,7 +103,7 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
   for (const { aliasFrom, aliasTo } of backup.aliases) {
     if (!createdNames.has(aliasFrom)) continue;
     if (!(await repos.destinations.exists(aliasTo))) {
-      ctx.logger.warn('alias skipped: its target destination does not exist', { requestId: ctx.requestId, aliasFrom, aliasTo });
+      ctx.ports.logger.warn('alias skipped: its target destination does not exist', { requestId: ctx.requestId, aliasFrom, aliasTo });
       continue;
     }
     await repos.destinations.addAlias(aliasFrom, aliasTo);
@@ -131,7 +132,7 @@ async function placeHost(
   const id = await repos.hosts.insert({
     ...withoutUndefined(fields),
     data: fields.data ?? '',
-    passwdSealed: passwd ? await ctx.secrets.encrypt(passwd) : null,
+    passwdSealed: passwd ? await ctx.ports.secrets.encrypt(passwd) : null,
   });
   return remember(restoredHosts, original, id);
 }
@@ -143,3 +144,9 @@ function remember(map: Map<number, number>, original: number | null, id: number)
   if (original !== null) map.set(original, id);
   return id;
 }
+
+export const backupHandlers = {
+  backupList: list,
+  backupGet: get,
+  backupPut: put,
+} satisfies Handlers<typeof backupOperations>;

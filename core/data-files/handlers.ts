@@ -1,10 +1,11 @@
 import { errEvent } from '../common/events.ts';
 import { badRequest, conflict, invalid, notFound } from '../common/errors.ts';
-import type { Args } from '../common/handler.ts';
+import type { Args, Handlers } from '../common/operation.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
 import type { NewTransfer, Ports } from '../ports.ts';
 import { isRemoteSource } from './sources.ts';
 import { requireDestination } from '../destinations/lookups.ts';
+import type { dataFileOperations } from './operations.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -47,9 +48,9 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
   let transfer: NewTransfer;
   let file: { source: string; size: number; registeredBy: string };
   try {
-    transfer = newTransfer(ctx.clock(), input);
+    transfer = newTransfer(ctx.ports.clock(), input);
     // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
-    const { size } = await ctx.sources.probe(input.source);
+    const { size } = await ctx.ports.sources.probe(input.source);
     file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
   } catch (e) {
     if (!remote) await requireDestination(ctx, input.destination);
@@ -57,13 +58,13 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
   }
 
   for (let attempt = 0; attempt < 3; attempt++) {
-    const outcome = await ctx.repos.dataFiles.register(file, transfer);
+    const outcome = await ctx.ports.repos.dataFiles.register(file, transfer);
     if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
     if (outcome !== 'taken') return { id: outcome };
-    const live = await ctx.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
+    const live = await ctx.ports.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
     if (!live) continue; // the holder was deleted meanwhile: try again
     if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
-    await ctx.repos.dataFiles.requeue(live.transferId, file, transfer);
+    await ctx.ports.repos.dataFiles.requeue(live.transferId, file, transfer);
     return { id: live.dataFileId };
   }
   throw conflict('DataFile could not be registered: the unique key kept changing, try again');
@@ -97,16 +98,16 @@ function newTransfer(now: Date, input: Args<'datafilePut'>['input']): NewTransfe
 }
 
 export async function size({ ctx, input }: Args<'datafileSize'>) {
-  const file = await ctx.repos.dataFiles.find(input.id);
+  const file = await ctx.ports.repos.dataFiles.find(input.id);
   if (!file) throw notFound(`DataFile ${input.id} not found`);
   return { size: file.size };
 }
 
 export async function del({ ctx, input }: Args<'datafileDel'>) {
-  const file = await ctx.repos.dataFiles.find(input.id);
+  const file = await ctx.ports.repos.dataFiles.find(input.id);
   if (!file) throw notFound(`DataFile ${input.id} not found`);
   if (file.deletedAt) throw invalid('Already deleted');
-  await ctx.repos.dataFiles.markDeleted(input.id, ctx.clock());
+  await ctx.ports.repos.dataFiles.markDeleted(input.id, ctx.ports.clock());
   return {};
 }
 
@@ -122,3 +123,9 @@ export async function sweepExpired(ports: Ports): Promise<number> {
   }
   return expired.length;
 }
+
+export const dataFileHandlers = {
+  datafilePut: put,
+  datafileSize: size,
+  datafileDel: del,
+} satisfies Handlers<typeof dataFileOperations>;

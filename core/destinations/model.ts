@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Destination and host records with the reference server's key names (wire-decisions §7).
  * The kind of each key drives backup output, restore validation and storage alike.
@@ -58,8 +60,26 @@ export interface DestinationFilter {
   name?: string;
 }
 
-/** The list record of wire-decisions §4. */
-export const destinationView = (d: Destination) => ({
+/**
+ * The record of destination/list and destination/{name} (wire-decisions §4): its one definition.
+ * The database renders the same record for the list (migration 0007); a test holds the two equal.
+ */
+export const destinationRecord = z.strictObject({
+  name: z.string(),
+  type: z.int(),
+  country: z.string(),
+  countryIso: z.string(),
+  active: z.boolean(),
+  statusCode: z.string(),
+  backup: z.boolean(),
+  comment: z.string().nullable(),
+  monitor: z.boolean(),
+  acquisition: z.boolean(),
+  userMail: z.string().nullable(),
+  filterName: z.string().nullable(),
+});
+
+export const destinationView = (d: Destination): z.output<typeof destinationRecord> => ({
   name: d.name,
   type: d.type,
   country: d.countryIso,

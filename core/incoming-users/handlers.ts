@@ -1,17 +1,18 @@
 import type { InputOf } from '../catalogue.ts';
 import { notFound } from '../common/errors.ts';
-import type { Args } from '../common/handler.ts';
+import type { Args, Handlers } from '../common/operation.ts';
 import type { Ctx, IncomingUser } from '../ports.ts';
 import { PRODUCT } from '../system/version.ts';
 import { requireCountry, requireDestination } from '../destinations/lookups.ts';
+import type { incomingUserOperations } from './operations.ts';
 
 
 /** Shared by add and add2: creation defaults differ, updates leave omitted values unchanged. */
 async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefault: boolean, password?: string) {
   await requireCountry(ctx, input.iso);
-  const now = ctx.clock();
-  const passwordSealed = password === undefined ? undefined : await ctx.secrets.encrypt(password);
-  const existing = await ctx.repos.incomingUsers.find(input.id);
+  const now = ctx.ports.clock();
+  const passwordSealed = password === undefined ? undefined : await ctx.ports.secrets.encrypt(password);
+  const existing = await ctx.ports.repos.incomingUsers.find(input.id);
   if (!existing) {
     const user: IncomingUser = {
       id: input.id,
@@ -24,9 +25,9 @@ async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefa
     };
     // Inserts nothing when a concurrent call created the id first; the update below then
     // applies this call as the update it now is (and repeats the same values otherwise).
-    await ctx.repos.incomingUsers.insert(user, now);
+    await ctx.ports.repos.incomingUsers.insert(user, now);
   }
-  await ctx.repos.incomingUsers.update(
+  await ctx.ports.repos.incomingUsers.update(
     input.id,
     {
       email: input.email,
@@ -46,7 +47,7 @@ export const add2 = ({ ctx, input }: Args<'incomingUserAdd2'>) => upsert(ctx, in
 
 export async function list({ ctx, input }: Args<'incomingUserList'>) {
   if (input.destination !== undefined) await requireDestination(ctx, input.destination);
-  const users = await ctx.repos.incomingUsers.list({ destination: input.destination });
+  const users = await ctx.ports.repos.incomingUsers.list({ destination: input.destination });
   const reveal = ctx.caller?.showSensitiveInfo === true;
   const userList = await Promise.all(
     users.map(async (u) => ({
@@ -57,21 +58,21 @@ export async function list({ ctx, input }: Args<'incomingUserList'>) {
       active: u.active,
       associations: u.associations,
       lastLoginDate: u.lastLoginDate?.getTime() ?? null,
-      ...(reveal && { password: u.passwordSealed === null ? null : await ctx.secrets.decrypt(u.passwordSealed) }),
+      ...(reveal && { password: u.passwordSealed === null ? null : await ctx.ports.secrets.decrypt(u.passwordSealed) }),
     })),
   );
   return { userList };
 }
 
 async function requireUser(ctx: Ctx, id: string) {
-  const user = await ctx.repos.incomingUsers.find(id);
+  const user = await ctx.ports.repos.incomingUsers.find(id);
   if (!user) throw notFound(`User ${id} not found`);
   return user;
 }
 
 export async function del({ ctx, input }: Args<'incomingUserDel'>) {
   await requireUser(ctx, input.id);
-  await ctx.repos.incomingUsers.update(input.id, { active: false }, ctx.clock());
+  await ctx.ports.repos.incomingUsers.update(input.id, { active: false }, ctx.ports.clock());
   return {};
 }
 
@@ -81,22 +82,22 @@ export const hasActivationMarker = (categories: readonly string[]) =>
 
 export async function addCategories({ ctx, input }: Args<'incomingCategoryAdd'>) {
   await requireUser(ctx, input.id);
-  await ctx.repos.incomingUsers.update(input.id, { active: hasActivationMarker(input.body) }, ctx.clock());
+  await ctx.ports.repos.incomingUsers.update(input.id, { active: hasActivationMarker(input.body) }, ctx.ports.clock());
   return {};
 }
 
 export async function addAssociation({ ctx, input }: Args<'incomingAssociationAdd'>) {
-  const user = await ctx.repos.incomingUsers.find(input.id);
+  const user = await ctx.ports.repos.incomingUsers.find(input.id);
   if (!user?.active) throw notFound(`User ${input.id} not found/active`);
   await requireDestination(ctx, input.destination);
-  await ctx.repos.incomingUsers.addAssociation(input.id, input.destination);
+  await ctx.ports.repos.incomingUsers.addAssociation(input.id, input.destination);
   return {};
 }
 
 export async function removeAssociation({ ctx, input }: Args<'incomingAssociationDel'>) {
   await requireUser(ctx, input.id);
   await requireDestination(ctx, input.destination);
-  if (!(await ctx.repos.incomingUsers.removeAssociation(input.id, input.destination))) {
+  if (!(await ctx.ports.repos.incomingUsers.removeAssociation(input.id, input.destination))) {
     throw notFound(`Association of user ${input.id} with destination ${input.destination} not found`);
   }
   return {};
@@ -104,5 +105,16 @@ export async function removeAssociation({ ctx, input }: Args<'incomingAssociatio
 
 export async function listAssociations({ ctx, input }: Args<'incomingAssociationList'>) {
   await requireUser(ctx, input.id);
-  return { associationList: await ctx.repos.incomingUsers.associations(input.id) };
+  return { associationList: await ctx.ports.repos.incomingUsers.associations(input.id) };
 }
+
+export const incomingUserHandlers = {
+  incomingUserAdd: add,
+  incomingUserAdd2: add2,
+  incomingUserList: list,
+  incomingUserDel: del,
+  incomingCategoryAdd: addCategories,
+  incomingAssociationAdd: addAssociation,
+  incomingAssociationDel: removeAssociation,
+  incomingAssociationList: listAssociations,
+} satisfies Handlers<typeof incomingUserOperations>;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { invalid } from '../common/errors.ts';
 import { FIELD_TYPES, type FieldDefinition, type MetadataField } from './model.ts';
 import { normalizeValue } from './values.ts';
-import { contextOf, type Ports } from '../ports.ts';
+import type { Ports } from '../ports.ts';
 import { scheduleNotePush } from './notes.ts';
 
 /** A field definition as imported and exported (the console uses the same checks). */
@@ -80,7 +80,7 @@ export async function importFields(ports: Ports, raw: unknown) {
     return old && !d.editable && old.defaultValue !== d.defaultValue;
   });
   if (lockedDefaultChanged && ports.notes) {
-    const ctx = contextOf(ports, 'fields-import', null);
+    const ctx = { ports, requestId: 'fields-import', caller: null };
     for (const name of await ports.repos.destinations.names()) scheduleNotePush(ctx, name);
   }
   return result;

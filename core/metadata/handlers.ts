@@ -1,10 +1,12 @@
 import { invalid } from '../common/errors.ts';
-import type { Args } from '../common/handler.ts';
+import type { Args, Handlers } from '../common/operation.ts';
 import { isMultiValue, type MetadataField, type StoredValue } from './model.ts';
-import { fieldDefaultStored, normalizeValue, presentValue } from './values.ts';
+import { normalizeValue } from './values.ts';
+import { currentValues } from './current-values.ts';
 import type { Ctx } from '../ports.ts';
 import { requireDestination } from '../destinations/lookups.ts';
 import { scheduleNotePush } from './notes.ts';
+import type { metadataOperations } from './operations.ts';
 
 const BODY_SHAPE = "Request body must contain a 'metadata' object grouped by category";
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -13,12 +15,12 @@ const canSeeSensitive = (ctx: Ctx) => ctx.caller?.showSensitiveInfo === true;
 
 /** Fields a caller may see: active ones, without password fields unless sensitive info is granted. */
 export async function visibleFields(ctx: Ctx, reveal = canSeeSensitive(ctx)) {
-  return (await ctx.repos.metadata.fields()).filter((f) => f.active && (reveal || f.type !== 'password'));
+  return (await ctx.ports.repos.metadata.fields()).filter((f) => f.active && (reveal || f.type !== 'password'));
 }
 
 export async function fields({ ctx }: Args<'metadataFields'>) {
   const reveal = canSeeSensitive(ctx);
-  const active = (await ctx.repos.metadata.fields()).filter((f) => f.active);
+  const active = (await ctx.ports.repos.metadata.fields()).filter((f) => f.active);
   return {
     fields: await Promise.all(
       active.map(async (f) => ({
@@ -28,7 +30,7 @@ export async function fields({ ctx }: Args<'metadataFields'>) {
         type: f.type,
         category: f.category,
         tooltip: f.tooltip,
-        defaultValue: f.type === 'password' ? (reveal && f.defaultValue !== null ? await ctx.secrets.decrypt(f.defaultValue) : null) : f.defaultValue,
+        defaultValue: f.type === 'password' ? (reveal && f.defaultValue !== null ? await ctx.ports.secrets.decrypt(f.defaultValue) : null) : f.defaultValue,
         editable: f.editable,
         maxOccurs: isMultiValue(f) ? -1 : 1,
         position: f.position,
@@ -38,27 +40,11 @@ export async function fields({ ctx }: Args<'metadataFields'>) {
   };
 }
 
-/** The destination's values in API form, grouped by category; locked fields show their default. */
-export async function currentValues(ctx: Ctx, destination: string, shown: MetadataField[]) {
-  const [stored, flags] = await Promise.all([ctx.repos.metadata.values(destination), ctx.repos.metadata.flags(destination)]);
-  const byField = new Map<number, string[]>();
-  for (const v of stored) byField.set(v.fieldId, [...(byField.get(v.fieldId) ?? []), v.value]);
-  const flagged = new Set(flags);
-  const metadata: Record<string, Record<string, unknown>> = {};
-  const includeInNotes: Record<string, Record<string, boolean>> = {};
-  for (const f of shown) {
-    const texts = f.editable ? (byField.get(f.id) ?? []) : fieldDefaultStored(f);
-    (metadata[f.category] ??= {})[f.name] = await presentValue(f, texts, ctx.secrets);
-    (includeInNotes[f.category] ??= {})[f.name] = flagged.has(f.id);
-  }
-  return { metadata, includeInNotes };
-}
-
 export async function get({ ctx, input }: Args<'metadataGet'>) {
   await requireDestination(ctx, input.name);
   const shown = await visibleFields(ctx);
-  const { metadata, includeInNotes } = await currentValues(ctx, input.name, shown);
-  return { destination: input.name, exportedAt: ctx.clock().toISOString(), metadata, includeInNotes };
+  const { metadata, includeInNotes } = await currentValues(ctx.ports, input.name, shown);
+  return { destination: input.name, exportedAt: ctx.ports.clock().toISOString(), metadata, includeInNotes };
 }
 
 function fieldLookup(all: MetadataField[]) {
@@ -83,7 +69,7 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
   const destination = input.name;
   await requireDestination(ctx, destination);
   const reveal = canSeeSensitive(ctx);
-  const all = await ctx.repos.metadata.fields();
+  const all = await ctx.ports.repos.metadata.fields();
   const lookup = fieldLookup(all);
 
   const values: StoredValue[] = [];
@@ -95,14 +81,14 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
     if (raw === null || raw === undefined) continue;
     // Spec §4.5 PUT rule 3: a locked field's value is ignored without error, whatever its shape.
     if (!field.editable) {
-      ctx.logger.info('value of a locked metadata field ignored', { requestId: ctx.requestId, destination, field: field.name });
+      ctx.ports.logger.info('value of a locked metadata field ignored', { requestId: ctx.requestId, destination, field: field.name });
       continue;
     }
     const texts = normalizeValue(field, raw);
     // Without showSensitiveInfo the caller never saw password values: they are kept as stored.
     if (field.type === 'password' && !reveal) continue;
     for (const [position, text] of texts.entries()) {
-      values.push({ fieldId: field.id, position, value: field.type === 'password' ? await ctx.secrets.encrypt(text) : text });
+      values.push({ fieldId: field.id, position, value: field.type === 'password' ? await ctx.ports.secrets.encrypt(text) : text });
     }
   }
 
@@ -117,7 +103,7 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
   }
   const hiddenPasswordIds = reveal ? [] : all.filter((f) => f.type === 'password').map((f) => f.id);
 
-  await ctx.repos.transaction(async (repos) => {
+  await ctx.ports.repos.transaction(async (repos) => {
     // Flags of password fields the caller could not see are kept, read in the same transaction.
     if (hiddenPasswordIds.length) {
       const kept = new Set(hiddenPasswordIds);
@@ -130,3 +116,9 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
   return { destination, count: values.length };
 }
 
+
+export const metadataHandlers = {
+  metadataFields: fields,
+  metadataGet: get,
+  metadataPut: put,
+} satisfies Handlers<typeof metadataOperations>;

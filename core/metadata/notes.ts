@@ -1,12 +1,11 @@
-import { contextOf, type Ctx, type Ports } from '../ports.ts';
+import type { Ctx, Ports } from '../ports.ts';
 import { buildNoteHtml } from './note-html.ts';
-import { currentValues } from './handlers.ts';
+import { currentValues } from './current-values.ts';
 
 /** The HTML note of a destination, from its flagged fields. */
 export async function noteOf(ports: Ports, destination: string): Promise<string> {
   const fields = (await ports.repos.metadata.fields()).filter((f) => f.active && f.type !== 'password');
-  const ctx = contextOf(ports, 'notes', null);
-  const { metadata, includeInNotes } = await currentValues(ctx, destination, fields);
+  const { metadata, includeInNotes } = await currentValues(ports, destination, fields);
   const entries = fields
     .filter((f) => includeInNotes[f.category]?.[f.name])
     .map((field) => ({ field, value: metadata[field.category]?.[field.name] }));
@@ -24,17 +23,17 @@ export async function exportNotes(ports: Ports, destination?: string) {
  * A failure is retried once and logged; it never fails the API call.
  */
 export function scheduleNotePush(ctx: Ctx, destination: string) {
-  const publish = ctx.notes;
+  const publish = ctx.ports.notes;
   if (!publish) return;
-  ctx.waitUntil(
+  ctx.ports.waitUntil(
     (async () => {
-      const html = await noteOf(ctx, destination);
+      const html = await noteOf(ctx.ports, destination);
       for (let attempt = 1; attempt <= 2; attempt++) {
         try {
           await publish(destination, html);
           return;
         } catch (e) {
-          ctx.logger.warn('note push failed', {
+          ctx.ports.logger.warn('note push failed', {
             requestId: ctx.requestId, destination, attempt, reason: e instanceof Error ? e.message : String(e),
           });
         }

@@ -1,7 +1,8 @@
 import { prsEvent } from '../common/events.ts';
-import type { Args } from '../common/handler.ts';
+import type { Args, Handlers } from '../common/operation.ts';
 import { rejection, stepEntry, type StepFilter, type StepNotification, type StepState } from './model.ts';
 import type { Ctx, Ports } from '../ports.ts';
+import type { monitoringOperations } from './operations.ts';
 
 export type IngestOutcome = { result: 'accepted' } | { result: 'ignored' | 'refused'; reason: string };
 
@@ -32,8 +33,8 @@ export async function ingest(ports: Ports, n: StepNotification): Promise<IngestO
 }
 
 async function summaryOf(ctx: Ctx, filter: StepFilter) {
-  const now = ctx.clock();
-  return { stepStatusList: (await ctx.repos.monitoring.summary(filter)).map((s) => stepEntry(s, now)) };
+  const now = ctx.ports.clock();
+  return { stepStatusList: (await ctx.ports.repos.monitoring.summary(filter)).map((s) => stepEntry(s, now)) };
 }
 
 export const summary = ({ ctx, input }: Args<'monitoringSummary'>) => summaryOf(ctx, input);
@@ -41,6 +42,13 @@ export const summaryProduct = ({ ctx, input }: Args<'monitoringSummaryProduct'>)
 export const summaryCycle = ({ ctx, input }: Args<'monitoringSummaryCycle'>) => summaryOf(ctx, input);
 
 export async function history({ ctx, input }: Args<'monitoringHistory'>) {
-  const now = ctx.clock();
-  return { stepStatusHistoryList: (await ctx.repos.monitoring.history(input)).map((s) => stepEntry(s, now)) };
+  const now = ctx.ports.clock();
+  return { stepStatusHistoryList: (await ctx.ports.repos.monitoring.history(input)).map((s) => stepEntry(s, now)) };
 }
+
+export const monitoringHandlers = {
+  monitoringSummary: summary,
+  monitoringSummaryProduct: summaryProduct,
+  monitoringSummaryCycle: summaryCycle,
+  monitoringHistory: history,
+} satisfies Handlers<typeof monitoringOperations>;

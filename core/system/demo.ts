@@ -1,5 +1,5 @@
 import type { Backup } from '../backups/schema.ts';
-import { contextOf, type Ports } from '../ports.ts';
+import type { Ports } from '../ports.ts';
 import { restore } from '../backups/handlers.ts';
 import { importFields } from '../metadata/fields.ts';
 import { put as putMetadata } from '../metadata/handlers.ts';
@@ -63,8 +63,8 @@ function demoBackup(): Backup {
 
 export async function loadDemoData(ports: Ports) {
   await importFields(ports, FIELDS);
-  await ports.repos.transaction((repos) => restore(contextOf(ports, 'demo', null), repos, demoBackup(), false));
-  const ctx = contextOf(ports, 'demo', { username: 'demo', showSensitiveInfo: true });
+  await ports.repos.transaction((repos) => restore({ ports, requestId: 'demo', caller: null }, repos, demoBackup(), false));
+  const ctx = { ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: true } };
   for (const [name, , , comment] of SITES) {
     const slug = name.toLowerCase().replace(/_/g, '-');
     await putMetadata({

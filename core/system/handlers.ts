@@ -1,3 +1,7 @@
+import type { Handlers } from '../common/operation.ts';
 import { VERSION } from './version.ts';
+import type { systemOperations } from './operations.ts';
 
 export const version = async () => ({ version: VERSION });
+
+export const systemHandlers = { version } satisfies Handlers<typeof systemOperations>;

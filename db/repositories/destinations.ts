@@ -1,5 +1,4 @@
 import { and, asc, count, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
-import { JsonText } from '../../core/destinations/json-text.ts';
 import type { DestinationFilter } from '../../core/destinations/model.ts';
 import type { DestinationRepo } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
@@ -45,7 +44,7 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
       .from(listVersions)
       .where(eq(listVersions.name, 'destinations'));
     if (!row) throw new Error('list_versions has no destinations row: migrations incomplete');
-    return { version: row.version, view: row.entries === null ? null : new JsonText(`[${row.entries}]`) };
+    return { version: row.version, view: row.entries === null ? null : `[${row.entries}]` };
   },
   async names() {
     return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map((r) => r.name);

@@ -1,5 +1,13 @@
-import type { AnswerOf, DocumentedBodyOf, documentedBodies, SUCCESS_ENVELOPE } from '../../core/answers.ts';
-import { catalogue, type InputOf, type Operation, type OperationId } from '../../core/catalogue.ts';
+import {
+  type AnswerOf,
+  catalogue,
+  type DocumentedBodyId,
+  type DocumentedBodyOf,
+  type InputOf,
+  type OperationId,
+  type SuccessEnvelopeId,
+} from '../../core/catalogue.ts';
+import type { Operation } from '../../core/common/operation.ts';
 import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
 
 /**
@@ -7,12 +15,13 @@ import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
  * operation, named as its catalogue key. It needs nothing but `fetch`, so it runs on Node,
  * Workers and in browsers alike.
  */
-export type Envelope<K extends OperationId> = K extends (typeof SUCCESS_ENVELOPE)[number] ? { success: 'yes' } : { status: 'ok' };
+export type Envelope<K extends OperationId> = K extends SuccessEnvelopeId ? { success: 'yes' } : { status: 'ok' };
 export type Result<K extends OperationId> = Envelope<K> & AnswerOf<K>;
 
-type Bodies = typeof documentedBodies;
 /** The catalogue's input types; the two JSON bodies the catalogue leaves open get their documented type. */
-export type Input<K extends OperationId> = K extends keyof Bodies ? Omit<InputOf<K>, 'body'> & { body: DocumentedBodyOf<K> } : InputOf<K>;
+export type Input<K extends OperationId> = K extends DocumentedBodyId
+  ? Omit<InputOf<K>, 'body'> & { body: DocumentedBodyOf<K> }
+  : InputOf<K>;
 type Args<K extends OperationId> = {} extends Input<K> ? [input?: Input<K>] : [input: Input<K>];
 
 export type Client = { readonly [K in OperationId]: (...args: Args<K>) => Promise<Result<K>> };

@@ -1,0 +1,63 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Logger } from '../../core/ports.ts';
+import type { Env } from './app.ts';
+import { plain } from './errors.ts';
+import { type Metrics, otherLabel } from './metrics.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Gives the request an id (a well-formed one offered by the caller, or a new one) echoed on every answer. */
+export const requestId = (): MiddlewareHandler<Env> => async (c, next) => {
+  const offered = c.req.header('x-request-id');
+  const id = offered && REQUEST_ID.test(offered) ? offered : crypto.randomUUID();
+  c.set('requestId', id);
+  c.set('caller', null);
+  await next();
+  c.header('x-request-id', id);
+  c.header('x-content-type-options', 'nosniff');
+};
+
+/** One JSON line per request; never the query string, credentials or a body. */
+export const accessLog =
+  (logger: Logger): MiddlewareHandler<Env> =>
+  async (c, next) => {
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      logger.info('request', {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        requestId: c.get('requestId'),
+        client: c.get('caller')?.username ?? null,
+      });
+    }
+  };
+
+/** Counts every answer by service label and status, with its duration. */
+export const requestMetrics =
+  (metrics: Metrics): MiddlewareHandler<Env> =>
+  async (c, next) => {
+    const started = performance.now();
+    const answered = metrics.begin();
+    try {
+      await next();
+    } finally {
+      answered(c.get('service') ?? otherLabel(c.req.path), c.res.status, (performance.now() - started) / 1000);
+    }
+  };
+
+/** Plain HTTP is refused (403); behind a trusted proxy only `X-Forwarded-Proto: https` counts as secure. */
+export const secureOnly =
+  (trustProxy: boolean): MiddlewareHandler<Env> =>
+  async (c, next) => {
+    if (isSecure(c, trustProxy)) return next();
+    c.res = plain(403, 'Operation only available through a secure connection (https)');
+  };
+
+const isSecure = (c: Context, trustProxy: boolean) =>
+  trustProxy
+    ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
+    : c.req.url.startsWith('https:');
