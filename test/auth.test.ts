@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/api-clients/auth.ts';
 import { hashPassword, isSlowHash } from '../core/common/crypto.ts';
-import type { CredentialCache, Ports } from '../core/ports.ts';
+import type { CredentialCache } from '../core/api-clients/ports.ts';
+import type { Ports } from '../core/ports.ts';
 import * as apiClients from '../core/api-clients/clients.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 

@@ -1,5 +1,5 @@
 import { retryAfterSeconds } from '../common/errors.ts';
-import type { AuthThrottle } from '../ports.ts';
+import type { AuthThrottle } from './ports.ts';
 
 export interface AuthThrottleOptions {
   /** How long a failed authentication counts. */

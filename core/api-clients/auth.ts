@@ -3,7 +3,8 @@ import { decodeStrictBase64 } from '../common/encoding.ts';
 import { throttled, unauthorized } from '../common/errors.ts';
 import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
 import { grants } from './permissions.ts';
-import type { ApiClient, Caller, CredentialCache, Ports } from '../ports.ts';
+import type { ApiClient, CredentialCache } from './ports.ts';
+import type { Caller, Ports } from '../ports.ts';
 
 export interface Credentials {
   username: string;

@@ -1,7 +1,8 @@
 import { generateSecret, hashGeneratedSecret, hashPassword } from '../common/crypto.ts';
 import { conflict, invalid, notFound } from '../common/errors.ts';
 import { checkPermissions } from './permissions.ts';
-import type { ApiClient, ClientOrigin, Ports } from '../ports.ts';
+import type { ApiClient, ClientOrigin } from './ports.ts';
+import type { Ports } from '../ports.ts';
 
 /** Client management used by the command line and the console (spec §5.1). */
 

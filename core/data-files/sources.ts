@@ -1,5 +1,5 @@
 import { invalid } from '../common/errors.ts';
-import type { SourceProber } from '../ports.ts';
+import type { SourceProber } from './ports.ts';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 

@@ -1,5 +1,5 @@
 import type { SerializedAnswer } from '../common/operation.ts';
-import type { ViewCache } from '../ports.ts';
+import type { ViewCache } from './ports.ts';
 
 // Rendered lists are large (10,000 destinations are 2.3 million bytes): bound the total size.
 const MAX_BYTES = 8_000_000;

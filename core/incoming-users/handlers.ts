@@ -1,7 +1,8 @@
 import type { InputOf } from '../catalogue.ts';
 import { notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import type { Ctx, IncomingUser } from '../ports.ts';
+import type { Ctx } from '../ports.ts';
+import type { IncomingUser } from './ports.ts';
 import { PRODUCT } from '../system/version.ts';
 import { requireCountry, requireDestination } from '../destinations/lookups.ts';
 import type { incomingUserOperations } from './operations.ts';

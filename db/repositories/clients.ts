@@ -1,5 +1,5 @@
 import { asc, count, eq } from 'drizzle-orm';
-import type { ApiClient, ClientOrigin, ClientRepo } from '../../core/ports.ts';
+import type { ApiClient, ClientOrigin, ClientRepo } from '../../core/api-clients/ports.ts';
 import type { Database } from '../client.ts';
 import { apiClients } from '../schema.ts';
 

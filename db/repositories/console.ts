@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
-import type { ConsoleRepo } from '../../core/ports.ts';
+import type { ConsoleRepo } from '../../core/console/ports.ts';
 import type { Database } from '../client.ts';
 import { webUsersWithCategories } from './web-users.ts';
 import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories } from '../schema.ts';

@@ -1,5 +1,5 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import type { DataFileRepo } from '../../core/ports.ts';
+import type { DataFileRepo } from '../../core/data-files/ports.ts';
 import { rowsOf, type Database } from '../client.ts';
 import { dataFiles, dataTransfers } from '../schema.ts';
 

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
 import type { DestinationFilter } from '../../core/destinations/model.ts';
-import type { DestinationRepo } from '../../core/ports.ts';
+import type { DestinationRepo } from '../../core/destinations/ports.ts';
 import type { Database } from '../client.ts';
 import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations, listVersions } from '../schema.ts';
 import { isInt32 } from '../../core/common/int32.ts';

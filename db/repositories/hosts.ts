@@ -1,5 +1,5 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
-import type { HostRepo, ReferenceRepo } from '../../core/ports.ts';
+import type { HostRepo, ReferenceRepo } from '../../core/hosts/ports.ts';
 import type { Database } from '../client.ts';
 import { destinationHosts, ecusers, ectransModules, hosts, transferMethods } from '../schema.ts';
 

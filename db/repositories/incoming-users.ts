@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { PortalService } from '../../core/incoming-users/operations.ts';
-import type { IncomingUser, IncomingUserRepo } from '../../core/ports.ts';
+import type { IncomingUser, IncomingUserRepo } from '../../core/incoming-users/ports.ts';
 import type { Database } from '../client.ts';
 import { incomingAssociations, incomingUsers } from '../schema.ts';
 

@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, notInArray, sql } from 'drizzle-orm';
-import type { MetadataRepo } from '../../core/ports.ts';
+import type { MetadataRepo } from '../../core/metadata/ports.ts';
 import type { FieldType } from '../../core/metadata/model.ts';
 import type { Database } from '../client.ts';
 import { destinations, metadataFields, metadataNoteFlags, metadataValues } from '../schema.ts';

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import type { MonitoringRepo } from '../../core/ports.ts';
+import type { MonitoringRepo } from '../../core/monitoring/ports.ts';
 import type { StepFilter } from '../../core/monitoring/model.ts';
 import type { Database } from '../client.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';

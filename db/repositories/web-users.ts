@@ -1,5 +1,5 @@
 import { asc, eq, sql, type SQL } from 'drizzle-orm';
-import type { WebUser, WebUserRepo } from '../../core/ports.ts';
+import type { WebUser, WebUserRepo } from '../../core/web-users/ports.ts';
 import type { Database } from '../client.ts';
 import { webUserCategories, webUsers } from '../schema.ts';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { invalid } from '../../core/common/errors.ts';
-import type { SourceProber } from '../../core/ports.ts';
+import type { SourceProber } from '../../core/data-files/ports.ts';
 import { httpSourceProber, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
 
 /**

@@ -1,0 +1,47 @@
+import type { Sha256Base64 } from '../common/crypto.ts';
+
+export interface CredentialCache {
+  /** A client record read within the last CLIENT_RECORD_TTL_MS, or null. */
+  client(username: string, now: number): ApiClient | null;
+  rememberClient(client: ApiClient, now: number): void;
+  /** Drops a client's record after a change, so this process sees the change at once. */
+  forgetClient(username: string): void;
+  has(key: string, now: number): boolean;
+  add(key: string, now: number): void;
+  /** True at most once a minute per client: when its last-used time is worth writing. */
+  shouldTouch(username: string, now: number): boolean;
+  /** The key for keyed hashes of presented credentials; never leaves the process. */
+  readonly hashKey: Uint8Array;
+  /** SHA-256 in base64 for checking presented secrets against stored hashes (core/crypto.ts). */
+  readonly digest: Sha256Base64;
+}
+
+export interface AuthThrottle {
+  /** Seconds until this username (and address, when known) may try again; 0 when it may now. */
+  retryAfter(username: string, address: string | undefined, now: number): number;
+  /** Records one failed authentication of this username from this address. */
+  fail(username: string, address: string | undefined, now: number): void;
+}
+
+export type ClientOrigin = 'console' | 'cli' | 'properties' | 'bootstrap';
+
+export interface ApiClient {
+  username: string;
+  secretHash: string;
+  permissions: string[];
+  origin: ClientOrigin;
+  createdAt: Date;
+  updatedAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export interface ClientRepo {
+  find(username: string): Promise<ApiClient | null>;
+  list(): Promise<ApiClient[]>;
+  count(): Promise<number>;
+  /** Inserts unless the username exists; says whether it inserted. */
+  insert(client: ApiClient): Promise<boolean>;
+  update(username: string, patch: { secretHash?: string; permissions?: string[]; updatedAt: Date }): Promise<boolean>;
+  delete(username: string): Promise<boolean>;
+  touch(username: string, at: Date): Promise<void>;
+}

@@ -1,0 +1,41 @@
+export interface SourceProber {
+  probe(source: string): Promise<{ size: number }>;
+}
+
+export interface NewTransfer {
+  destination: string;
+  target: string;
+  uniqueName: string;
+  priority: number;
+  status: 'WAIT' | 'HOLD';
+  standby: boolean;
+  scheduledAt: Date;
+  expiresAt: Date;
+  metadata: Array<[string, string]>;
+}
+
+export interface ExpiredTransfer {
+  transferId: number;
+  destination: string;
+  destinationType: number;
+  target: string;
+  size: number;
+  scheduledAt: Date;
+  networkCode: string | null;
+}
+
+export interface DataFileRepo {
+  /**
+   * Inserts file and transfer and gives the file's id; 'taken' when a live transfer already
+   * holds the unique key, 'no destination' when the destination does not exist.
+   */
+  register(file: { source: string; size: number; registeredBy: string }, transfer: NewTransfer): Promise<number | 'taken' | 'no destination'>;
+  /** The live transfer holding the key, if any. */
+  findLive(destination: string, target: string, uniqueName: string): Promise<{ transferId: number; dataFileId: number } | null>;
+  requeue(transferId: number, file: { source: string; size: number }, transfer: NewTransfer): Promise<void>;
+  find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;
+  /** Marks the file deleted and its transfers STOP. */
+  markDeleted(id: number, at: Date): Promise<void>;
+  /** Fails every transfer not done before its expiry; returns what it failed. */
+  expire(now: Date, message: string): Promise<ExpiredTransfer[]>;
+}
