@@ -72,7 +72,7 @@ describe('failed-authentication limit over the API', () => {
     // The clock of the app's ports, moved by the tests instead of waiting.
     h.ports.clock = () => new Date(now);
     const { create } = await import('../core/api-clients/clients.ts');
-    const { secret } = await create(h.ports, { username: 'reader', permissions: ['incomingUserList'], origin: 'cli' });
+    const { secret } = await create(h.ports, 'test', { username: 'reader', permissions: ['incomingUserList'], origin: 'cli' });
     reader = { auth: basic('reader', secret), secret };
     await h.client('other', ['incomingUserList']);
   });

@@ -132,13 +132,13 @@ describe('authenticate and the scrypt verification cache', () => {
     expect(counts).toEqual({ hits: before.hits + 1, misses: before.misses + 2, adds: before.adds + 1 });
 
     // A reset to a generated secret: the old password is refused, the new secret accepted.
-    const { secret } = await apiClients.resetSecret(ports, 'props');
+    const { secret } = await apiClients.resetSecret(ports, 'test', 'props');
     await expect(as('props', 'New-pass-3')).rejects.toMatchObject({ kind: 'unauthorized' });
     expect((await as('props', secret)).username).toBe('props');
   });
 
   it('generated secrets (sha256) do not use the cache', async () => {
-    const { secret } = await apiClients.create(ports, { username: 'gen', permissions: ['.*'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', { username: 'gen', permissions: ['.*'], origin: 'cli' });
     const before = { ...counts };
     expect(await as('gen', secret)).toEqual({ username: 'gen', showSensitiveInfo: true });
     await expect(as('gen', `${secret}x`)).rejects.toMatchObject({ kind: 'unauthorized' });
@@ -182,7 +182,7 @@ describe('provisionFromProperties', () => {
   afterAll(() => h.close());
 
   it('creates absent clients with an scrypt hash, skips bad entries, never overwrites', async () => {
-    const existing = await apiClients.create(h.ports, { username: 'taken', permissions: ['webUserList'], origin: 'cli' });
+    const existing = await apiClients.create(h.ports, 'test', { username: 'taken', permissions: ['webUserList'], origin: 'cli' });
     const takenBefore = await h.ports.repos.clients.find('taken');
     const outcomes = await apiClients.provisionFromProperties(h.ports, [
       '[API]',
@@ -242,7 +242,7 @@ describe('the client record cache', () => {
   afterAll(() => h.close());
 
   it('serves repeated requests of one client from one query', async () => {
-    const { secret } = await apiClients.create(ports, { username: 'busy', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', { username: 'busy', permissions: ['destinationList'], origin: 'cli' });
     finds = 0;
     for (let i = 0; i < 5; i++) expect((await as('busy', secret)).username).toBe('busy');
     expect(finds).toBe(1);
@@ -256,22 +256,22 @@ describe('the client record cache', () => {
   });
 
   it('sees changes made through this process at once', async () => {
-    const { secret } = await apiClients.create(ports, { username: 'edited', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', { username: 'edited', permissions: ['destinationList'], origin: 'cli' });
     await as('edited', secret);
-    await apiClients.setPermissions(ports, 'edited', ['webUserList']);
+    await apiClients.setPermissions(ports, 'test', 'edited', ['webUserList']);
     await expect(as('edited', secret)).rejects.toMatchObject({ kind: 'unauthorized' });
     expect((await as('edited', secret, 'webUserList')).username).toBe('edited');
 
-    const { secret: fresh } = await apiClients.resetSecret(ports, 'edited');
+    const { secret: fresh } = await apiClients.resetSecret(ports, 'test', 'edited');
     await expect(as('edited', secret, 'webUserList')).rejects.toMatchObject({ kind: 'unauthorized' });
     expect((await as('edited', fresh, 'webUserList')).username).toBe('edited');
 
-    await apiClients.remove(ports, 'edited');
+    await apiClients.remove(ports, 'test', 'edited');
     await expect(as('edited', fresh, 'webUserList')).rejects.toMatchObject({ kind: 'unauthorized' });
   });
 
   it('sees changes made by another process once the record is older than its lifetime', async () => {
-    const { secret } = await apiClients.create(ports, { username: 'remote', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', { username: 'remote', permissions: ['destinationList'], origin: 'cli' });
     await as('remote', secret);
     await h.ports.repos.clients.delete('remote'); // as `ecpds-edge client delete` would, from elsewhere
     expect((await as('remote', secret)).username).toBe('remote'); // within the lifetime

@@ -187,7 +187,7 @@ describe('notes of a destination', () => {
   beforeAll(async () => {
     h = await createHarness();
     admin = await h.client('admin', ['.*']);
-    await importFields(h.ports, FIELDS);
+    await importFields(h.ports, 'test', FIELDS);
     for (const name of ['NOTE_A', 'NOTE_PUSH', 'NOTE_FAIL', 'NOTE_FLAKY', 'NOTE_DOWN']) await h.addDestination(name);
   });
   afterAll(() => h.close());

@@ -35,7 +35,7 @@ beforeAll(async () => {
   sensitive = await h.client('sensitive', ['getDestinationMeta.*', 'showSensitiveInfo']);
   onlySensitive = await h.client('onlysensitive', ['showSensitiveInfo']);
   await h.addDestination('early'); // exists before the fields: seeded by the import
-  await importFields(h.ports, DEFINITIONS);
+  await importFields(h.ports, 'test', DEFINITIONS);
   ids = Object.fromEntries((await h.db.select().from(metadataFields)).map((f) => [f.name, f.id]));
 });
 afterAll(() => h.close());
@@ -123,11 +123,11 @@ describe('GET /v1/destination/{name}/metadata', () => {
     await putOk('g3', { metadata: { Security: { locked: 'mine' } } });
     expect((await get('g3')).metadata.Security.locked).toBe('fixed v1');
     try {
-      await importFields(h.ports, [{ ...LOCKED, defaultValue: 'fixed v2' }]);
+      await importFields(h.ports, 'test', [{ ...LOCKED, defaultValue: 'fixed v2' }]);
       expect((await get('g3')).metadata.Security.locked).toBe('fixed v2');
       expect((await get('early', reader)).metadata.Security.locked).toBe('fixed v2');
     } finally {
-      await importFields(h.ports, [LOCKED]);
+      await importFields(h.ports, 'test', [LOCKED]);
     }
     expect((await get('g3')).metadata.Security.locked).toBe('fixed v1');
   });
@@ -345,7 +345,7 @@ describe('defaults', () => {
   });
 
   it('a field added later seeds every destination without touching stored values', async () => {
-    await importFields(h.ports, [{ name: 'tier', label: 'Tier', type: 'text', category: 'General', defaultValue: 'gold', position: 9 }]);
+    await importFields(h.ports, 'test', [{ name: 'tier', label: 'Tier', type: 'text', category: 'General', defaultValue: 'gold', position: 9 }]);
     const [tier] = await h.db.select().from(metadataFields).where(eq(metadataFields.name, 'tier'));
     expect((await get('early')).metadata.General.tier).toBe('gold');
     expect((await get('p2')).metadata.General).toMatchObject({ notes: 'two', tier: 'gold' });
@@ -356,7 +356,7 @@ describe('defaults', () => {
   });
 
   it('a locked field never stores a value', async () => {
-    await importFields(h.ports, [{ name: 'frozen', label: 'Frozen', type: 'text', category: 'Security', defaultValue: 'ice', editable: false }]);
+    await importFields(h.ports, 'test', [{ name: 'frozen', label: 'Frozen', type: 'text', category: 'Security', defaultValue: 'ice', editable: false }]);
     const [frozen] = await h.db.select().from(metadataFields).where(eq(metadataFields.name, 'frozen'));
     await restore('last');
     await putOk('last', { metadata: { Security: { frozen: 'mine', locked: 'mine' } } });

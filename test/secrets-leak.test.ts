@@ -92,11 +92,11 @@ function* leaves(value: unknown, at = ''): Generator<[string, string]> {
 
 beforeAll(async () => {
   h = await createHarness({ sourceRoots: [SOURCES] });
-  const adminClient = await import('../core/api-clients/clients.ts').then((m) => m.create(h.ports, { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }));
+  const adminClient = await import('../core/api-clients/clients.ts').then((m) => m.create(h.ports, 'test', { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }));
   admin = basic('leak-admin', adminClient.secret);
   // Every permission by name except showSensitiveInfo (`.*` would grant it).
   const plainClient = await import('../core/api-clients/clients.ts').then((m) =>
-    m.create(h.ports, { username: 'leak-plain', permissions: SERVICE_NAMES.filter((s) => s !== SHOW_SENSITIVE_INFO), origin: 'cli' }),
+    m.create(h.ports, 'test', { username: 'leak-plain', permissions: SERVICE_NAMES.filter((s) => s !== SHOW_SENSITIVE_INFO), origin: 'cli' }),
   );
   plain = basic('leak-plain', plainClient.secret);
   generated.push(adminClient.secret, plainClient.secret, admin.slice(6), plain.slice(6));
@@ -107,7 +107,7 @@ beforeAll(async () => {
     origin: 'properties', createdAt: now, updatedAt: now, lastUsedAt: null,
   });
   generated.push(basic('leak-props', SECRET.propertiesClient).slice(6));
-  await importFields(h.ports, [
+  await importFields(h.ports, 'test', [
     { name: 'motto', label: 'Motto', type: 'text', category: 'General', position: 1 },
     { name: 'vault_key', label: 'Vault key', type: 'password', category: 'Access', position: 1, defaultValue: SECRET.fieldDefault },
     { name: 'locked_key', label: 'Locked key', type: 'password', category: 'Access', position: 2, defaultValue: SECRET.lockedDefault, editable: false },

@@ -71,7 +71,7 @@ describe('HTTP-level answers', () => {
 
   it('accepts the Basic scheme in any case and a secret containing colons', async () => {
     const { secret } = await import('../core/api-clients/clients.ts').then((m) =>
-      m.create(h.ports, { username: 'colon', permissions: ['incomingUserList'], origin: 'cli' }),
+      m.create(h.ports, 'test', { username: 'colon', permissions: ['incomingUserList'], origin: 'cli' }),
     );
     const token = Buffer.from(`colon:${secret}`).toString('base64');
     expect((await h.call('GET', '/v1/incoming/user/list', { auth: `bAsIc ${token}` })).status).toBe(200);

@@ -2,6 +2,7 @@ import { generateSecret, hashGeneratedSecret, hashPassword } from '../common/cry
 import { conflict, invalid, notFound } from '../common/errors.ts';
 import { checkPermissions } from './permissions.ts';
 import type { ApiClient, ClientOrigin } from './ports.ts';
+import { audited } from '../console/audit.ts';
 import type { Ports } from '../ports.ts';
 
 /** Client management used by the command line and the console (spec §5.1). */
@@ -33,21 +34,28 @@ export const view = (c: ApiClient): ClientView => ({
 });
 
 /** Creates a client with a generated secret, returned this once. */
-export async function create(ports: Ports, input: { username: string; permissions: string[]; origin: ClientOrigin }) {
+export async function create(
+  ports: Ports,
+  actor: string,
+  input: { username: string; permissions: string[]; origin: ClientOrigin },
+) {
   checkUsername(input.username);
   const permissions = checkPermissions(input.permissions);
   const secret = generateSecret();
   const now = ports.clock();
-  const inserted = await ports.repos.clients.insert({
-    username: input.username,
-    secretHash: hashGeneratedSecret(secret),
-    permissions,
-    origin: input.origin,
-    createdAt: now,
-    updatedAt: now,
-    lastUsedAt: null,
+  const change = { actor, action: 'create', targetKind: 'API client', target: input.username, detail: permissions.join(' ') };
+  await audited(ports, change, async (repos) => {
+    const inserted = await repos.clients.insert({
+      username: input.username,
+      secretHash: hashGeneratedSecret(secret),
+      permissions,
+      origin: input.origin,
+      createdAt: now,
+      updatedAt: now,
+      lastUsedAt: null,
+    });
+    if (!inserted) throw conflict(`Client ${input.username} already exists`);
   });
-  if (!inserted) throw conflict(`Client ${input.username} already exists`);
   return { username: input.username, secret };
 }
 
@@ -61,26 +69,36 @@ export async function show(ports: Ports, username: string) {
   return view(client);
 }
 
-export async function setPermissions(ports: Ports, username: string, permissions: string[]) {
+/** Changes a stored client and audits it in one transaction; this process forgets its cached record at once. */
+async function changeClient(ports: Ports, actor: string, username: string, action: string, detail: string | null,
+  work: (clients: Ports['repos']['clients']) => Promise<boolean>) {
+  try {
+    await audited(ports, { actor, action, targetKind: 'API client', target: username, detail }, async (repos) => {
+      if (!(await work(repos.clients))) throw notFound(`Client ${username} not found`);
+    });
+  } finally {
+    ports.credentialCache.forgetClient(username);
+  }
+}
+
+export async function setPermissions(ports: Ports, actor: string, username: string, permissions: string[]) {
   const checked = checkPermissions(permissions);
-  const updated = await ports.repos.clients.update(username, { permissions: checked, updatedAt: ports.clock() });
-  ports.credentialCache.forgetClient(username);
-  if (!updated) throw notFound(`Client ${username} not found`);
+  await changeClient(ports, actor, username, 'set permissions', checked.join(' '), (clients) =>
+    clients.update(username, { permissions: checked, updatedAt: ports.clock() }),
+  );
   return show(ports, username);
 }
 
-export async function resetSecret(ports: Ports, username: string) {
+export async function resetSecret(ports: Ports, actor: string, username: string) {
   const secret = generateSecret();
-  const updated = await ports.repos.clients.update(username, { secretHash: hashGeneratedSecret(secret), updatedAt: ports.clock() });
-  ports.credentialCache.forgetClient(username);
-  if (!updated) throw notFound(`Client ${username} not found`);
+  await changeClient(ports, actor, username, 'reset secret', null, (clients) =>
+    clients.update(username, { secretHash: hashGeneratedSecret(secret), updatedAt: ports.clock() }),
+  );
   return { username, secret };
 }
 
-export async function remove(ports: Ports, username: string) {
-  const deleted = await ports.repos.clients.delete(username);
-  ports.credentialCache.forgetClient(username);
-  if (!deleted) throw notFound(`Client ${username} not found`);
+export async function remove(ports: Ports, actor: string, username: string) {
+  await changeClient(ports, actor, username, 'delete', null, (clients) => clients.delete(username));
 }
 
 export interface PropertiesClient {

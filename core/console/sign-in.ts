@@ -3,7 +3,7 @@ import { generatePassword, generateSecret, hashPassword, verifySecretHash } from
 import { bytesToBase64Url, utf8 } from '../common/encoding.ts';
 import { invalid, retryAfterSeconds, throttled } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
-import { recordAudit } from './audit.ts';
+import { audited, recordIn } from './audit.ts';
 
 export const IDLE_MS = 30 * 60_000;
 const THROTTLE_WINDOW_MS = 15 * 60_000;
@@ -46,8 +46,10 @@ export async function login(ports: Ports, input: { username: string; password: s
   await ports.repos.console.clearFailures(keys[0]!);
   const token = generateSecret();
   const csrf = generateSecret();
-  await ports.repos.console.createSession(tokenHash(token), { userId: user.id, csrf, lastSeenAt: now });
-  await recordAudit(ports, user.id, 'login', 'web user', user.id);
+  await ports.repos.transaction(async (repos) => {
+    await repos.console.createSession(tokenHash(token), { userId: user.id, csrf, lastSeenAt: now });
+    await recordIn(repos, now, { actor: user.id, action: 'login', targetKind: 'web user', target: user.id });
+  });
   return { token, userId: user.id };
 }
 
@@ -94,9 +96,13 @@ export async function bootstrapWebAdmin(ports: Ports): Promise<string | null> {
 export async function setCategory(ports: Ports, actor: string, userId: string, category: string, granted: boolean) {
   if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
   if (!(await ports.repos.console.categories()).some((c) => c.id === category)) throw invalid(`Category ${category} not found`);
-  if (granted) await ports.repos.console.grant(userId, category);
-  else if (!(await ports.repos.console.revoke(userId, category))) throw invalid(`User ${userId} does not hold category ${category}`);
-  await recordAudit(ports, actor, granted ? 'grant category' : 'revoke category', 'web user', userId, category);
+  const action = granted ? 'grant category' : 'revoke category';
+  await audited(ports, { actor, action, targetKind: 'web user', target: userId, detail: category }, async (repos) => {
+    if (granted) await repos.console.grant(userId, category);
+    else if (!(await repos.console.revoke(userId, category))) {
+      throw invalid(`User ${userId} does not hold category ${category}`);
+    }
+  });
 }
 
 /** Whether the user still holds a category with console access once `without` is removed. */
@@ -107,6 +113,8 @@ export async function keepsConsoleAccess(ports: Ports, userId: string, without: 
 
 export async function setActive(ports: Ports, actor: string, userId: string, active: boolean) {
   if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
-  await ports.repos.webUsers.update(userId, { active }, ports.clock());
-  await recordAudit(ports, actor, active ? 'activate' : 'deactivate', 'web user', userId);
+  const action = active ? 'activate' : 'deactivate';
+  await audited(ports, { actor, action, targetKind: 'web user', target: userId }, (repos) =>
+    repos.webUsers.update(userId, { active }, ports.clock()),
+  );
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { invalid } from '../common/errors.ts';
 import { FIELD_TYPES, type FieldDefinition, type MetadataField } from './model.ts';
 import { normalizeValue } from './values.ts';
+import { recordIn } from '../console/audit.ts';
 import type { Ports } from '../ports.ts';
 import { scheduleNotePush } from './notes.ts';
 
@@ -52,7 +53,7 @@ function parseJson(text: string, where: string): unknown {
  * Upserts definitions by name (case-insensitive), all or nothing. A new field with a default
  * seeds that default into every destination; a locked field's new default reaches the notes.
  */
-export async function importFields(ports: Ports, raw: unknown) {
+export async function importFields(ports: Ports, actor: string, raw: unknown) {
   if (!Array.isArray(raw)) throw invalid('a JSON array of field definitions expected');
   const definitions = raw.map((d, i) => checkDefinition(d, `field ${i + 1}${typeof d === 'object' && d && 'name' in d ? ` (${String(d.name)})` : ''}`));
   const names = new Set<string>();
@@ -68,6 +69,8 @@ export async function importFields(ports: Ports, raw: unknown) {
         ? { ...definition, defaultValue: await ports.secrets.encrypt(definition.defaultValue) }
         : definition;
       const { id, created: isNew } = await repos.metadata.upsertField(stored);
+      const change = { actor, action: isNew ? 'create' : 'update', targetKind: 'metadata field', target: definition.name };
+      await recordIn(repos, ports.clock(), change);
       if (isNew) {
         created++;
         if (stored.active && stored.editable && stored.defaultValue !== null) await repos.metadata.seedDefault(id, stored.defaultValue);

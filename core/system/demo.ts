@@ -62,7 +62,7 @@ function demoBackup(): Backup {
 }
 
 export async function loadDemoData(ports: Ports) {
-  await importFields(ports, FIELDS);
+  await importFields(ports, 'demo', FIELDS);
   await ports.repos.transaction((repos) => restore({ ports, requestId: 'demo', caller: null }, repos, demoBackup(), false));
   const ctx = { ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: true } };
   for (const [name, , , comment] of SITES) {

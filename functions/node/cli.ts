@@ -68,7 +68,7 @@ async function client(args: string[]) {
   await withRuntime(async ({ ports }) => {
     switch (action) {
       case 'create': {
-        const created = await apiClients.create(ports, { username, permissions: values.permission ?? [], origin: 'cli' });
+        const created = await apiClients.create(ports, 'cli', { username, permissions: values.permission ?? [], origin: 'cli' });
         out(`Client '${created.username}' created. Its secret is shown this once:\n${created.secret}`);
         return;
       }
@@ -77,14 +77,14 @@ async function client(args: string[]) {
       case 'show':
         return out(await apiClients.show(ports, username));
       case 'update':
-        return out(await apiClients.setPermissions(ports, username, values.permission!));
+        return out(await apiClients.setPermissions(ports, 'cli', username, values.permission!));
       case 'reset-secret': {
-        const reset = await apiClients.resetSecret(ports, username);
+        const reset = await apiClients.resetSecret(ports, 'cli', username);
         out(`New secret of '${reset.username}' (the old one no longer works), shown this once:\n${reset.secret}`);
         return;
       }
       case 'delete':
-        await apiClients.remove(ports, username);
+        await apiClients.remove(ports, 'cli', username);
         return out(`Client '${username}' deleted.`);
     }
   });
@@ -109,7 +109,7 @@ async function fields(args: string[]) {
     } catch (e) {
       throw new ConfigError(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const result = await withRuntime(({ ports }) => metadataFields.importFields(ports, definitions));
+    const result = await withRuntime(({ ports }) => metadataFields.importFields(ports, 'cli', definitions));
     return out(`Fields imported: ${result.created} created, ${result.updated} updated.`);
   }
   if (action === 'export') return out(await withRuntime(({ ports }) => metadataFields.exportFields(ports)));

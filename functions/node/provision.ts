@@ -18,6 +18,6 @@ export async function provisionProperties(ports: Ports, file: string) {
 /** First start on an empty client store: one full-access client whose secret is printed once. */
 export async function bootstrapAdmin(ports: Ports): Promise<string | null> {
   if ((await ports.repos.clients.count()) > 0) return null;
-  const { secret } = await apiClients.create(ports, { username: 'admin', permissions: ['.*'], origin: 'bootstrap' });
+  const { secret } = await apiClients.create(ports, 'bootstrap', { username: 'admin', permissions: ['.*'], origin: 'bootstrap' });
   return secret;
 }

@@ -72,7 +72,7 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     process.env.TEST_DATABASE_URL = cluster.url;
     h = await createHarness();
     admin = await h.client('fault-admin', ['.*']);
-    await importFields(h.ports, [
+    await importFields(h.ports, 'test', [
       { name: 'alpha', label: 'Alpha', type: 'text', category: 'General', position: 1 },
       { name: 'beta', label: 'Beta', type: 'text', category: 'General', position: 2 },
       { name: 'gamma', label: 'Gamma', type: 'text', category: 'General', position: 3, maxOccurs: -1 },

@@ -89,7 +89,7 @@ export async function createHarness(options: HarnessOptions = {}) {
 
   /** Creates an API client with these permission expressions; returns its Authorization value. */
   async function client(username: string, permissions: string[]) {
-    const { secret } = await apiClients.create(ports, { username, permissions, origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', { username, permissions, origin: 'cli' });
     return basic(username, secret);
   }
 

@@ -3,7 +3,6 @@ import { raw } from 'hono/html';
 import { SERVICE_NAMES } from '../../../core/catalogue.ts';
 import { isServiceError } from '../../../core/common/errors.ts';
 import * as apiClients from '../../../core/api-clients/clients.ts';
-import { recordAudit } from '../../../core/console/audit.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 
@@ -101,8 +100,7 @@ export function clientPages(app: Hono<ConsoleEnv>) {
     const username = String(form.username ?? '').trim();
     const permissions = permissionsFrom(form);
     try {
-      const created = await apiClients.create(c.get('ports'), { username, permissions, origin: 'console' });
-      await recordAudit(c.get('ports'), c.get('user')!.userId, 'create', 'API client', username, permissions.join(' '));
+      const created = await apiClients.create(c.get('ports'), c.get('user')!.userId, { username, permissions, origin: 'console' });
       return page(c, 'Client created', <SecretOnce username={created.username} secret={created.secret} />);
     } catch (e) {
       if (isServiceError(e)) return newForm(c, e.message, username, permissions);
@@ -148,8 +146,7 @@ export function clientPages(app: Hono<ConsoleEnv>) {
     const username = c.req.param('username');
     const permissions = permissionsFrom(await c.req.parseBody({ all: true }));
     try {
-      await apiClients.setPermissions(c.get('ports'), username, permissions);
-      await recordAudit(c.get('ports'), c.get('user')!.userId, 'set permissions', 'API client', username, permissions.join(' '));
+      await apiClients.setPermissions(c.get('ports'), c.get('user')!.userId, username, permissions);
       return c.redirect(`/console/clients/${encodeURIComponent(username)}`, 303);
     } catch (e) {
       if (isServiceError(e)) return editForm(c, username, e.message, permissions);
@@ -159,9 +156,8 @@ export function clientPages(app: Hono<ConsoleEnv>) {
 
   app.post('/clients/:username/reset', async (c) => {
     const username = c.req.param('username');
-    const reset = await apiClients.resetSecret(c.get('ports'), username).catch(notFoundPage(c, username));
+    const reset = await apiClients.resetSecret(c.get('ports'), c.get('user')!.userId, username).catch(notFoundPage(c, username));
     if (reset instanceof Response) return reset;
-    await recordAudit(c.get('ports'), c.get('user')!.userId, 'reset secret', 'API client', username);
     return page(c, 'Secret reset', <SecretOnce username={reset.username} secret={reset.secret} />);
   });
 
@@ -179,9 +175,8 @@ export function clientPages(app: Hono<ConsoleEnv>) {
 
   app.post('/clients/:username/delete', async (c) => {
     const username = c.req.param('username');
-    const gone = await apiClients.remove(c.get('ports'), username).catch(notFoundPage(c, username));
+    const gone = await apiClients.remove(c.get('ports'), c.get('user')!.userId, username).catch(notFoundPage(c, username));
     if (gone instanceof Response) return gone;
-    await recordAudit(c.get('ports'), c.get('user')!.userId, 'delete', 'API client', username);
     return c.redirect('/console/clients', 303);
   });
 }

@@ -1,7 +1,6 @@
 import type { Context, Hono } from 'hono';
 import { isServiceError } from '../../../core/common/errors.ts';
 import { FIELD_TYPES, type MetadataField } from '../../../core/metadata/model.ts';
-import { recordAudit } from '../../../core/console/audit.ts';
 import { importFields } from '../../../core/metadata/fields.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
@@ -99,8 +98,7 @@ export function fieldPages(app: Hono<ConsoleEnv>) {
       if (stored?.type === 'password' && definition.type === 'password' && definition.defaultValue === null && stored.defaultValue !== null && form.clearDefault !== 'on') {
         definition.defaultValue = await ports.secrets.decrypt(stored.defaultValue);
       }
-      await importFields(ports, [definition]);
-      await recordAudit(ports, c.get('user')!.userId, existing ? 'update' : 'create', 'metadata field', definition.name);
+      await importFields(ports, c.get('user')!.userId, [definition]);
       return c.redirect('/console/fields', 303);
     } catch (e) {
       if (!isServiceError(e)) throw e;
