@@ -1,34 +1,29 @@
-import { SecretBox } from '../core/common/crypto.ts';
+import type { ExecutionContext } from 'hono';
 import { sweepExpired } from '../core/data-files/handlers.ts';
-import { createApp } from './http/app.ts';
-import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from './workers/runtime.ts';
+import { createIsolate, type Isolate, requestScope, type WorkerContext, type WorkerEnv } from './workers/runtime.ts';
+
+// Built on the first request from the isolate's environment, which does not change while it lives.
+let isolate: Isolate | null = null;
 
 /** Cloudflare Workers entry: the same catalogue and core, a database client per request. */
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
-    const { ports, finish } = requestPorts(env, ctx);
-    const app = createApp({
-      logger: consoleLogger,
-      trustProxy: false,
-      maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
-      portsFor: ports,
-      metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
-      clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
-      console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie') },
-    });
+    isolate ??= createIsolate(env);
+    const scope = requestScope(env, ctx, isolate);
     try {
-      return await app.fetch(request);
+      return await isolate.app.fetch(request, { scope }, ctx as ExecutionContext);
     } finally {
-      finish();
+      scope.finish();
     }
   },
 
   async scheduled(_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> {
-    const { ports, finish } = requestPorts(env, ctx);
+    isolate ??= createIsolate(env);
+    const scope = requestScope(env, ctx, isolate);
     try {
-      await sweepExpired(ports());
+      await sweepExpired(scope.ports());
     } finally {
-      finish();
+      scope.finish();
     }
   },
 };

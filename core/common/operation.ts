@@ -70,5 +70,5 @@ export type Handlers<Operations> = { [K in keyof Operations & OperationId]: Hand
  * more than the rest of the request.
  */
 export class SerializedAnswer {
-  constructor(readonly body: Uint8Array<ArrayBuffer>) {}
+  constructor(readonly body: Uint8Array) {}
 }

@@ -78,8 +78,10 @@ async function serve(c: Context<Env>, op: Operation, handler: Handler<OperationI
   const caller = credentials ? await authenticate(ports, credentials, permission, options.clientAddress(c)) : null;
   c.set('caller', caller);
   const result = await handler({ ctx: { ports, caller, requestId: c.get('requestId') }, input: input as never });
-  const body = result instanceof SerializedAnswer ? result.body : JSON.stringify(envelope(op, result));
-  return c.body(body, 200, { 'content-type': 'application/json' });
+  const headers = { 'content-type': 'application/json' };
+  // Bytes made by TextEncoder, always backed by a plain ArrayBuffer.
+  if (result instanceof SerializedAnswer) return c.body(result.body as Uint8Array<ArrayBuffer>, 200, headers);
+  return c.body(JSON.stringify(envelope(op, result)), 200, headers);
 }
 
 /** Query, body and path parameters, in that order of precedence from the last. */

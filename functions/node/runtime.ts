@@ -1,15 +1,9 @@
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { createCredentialCache } from '../../core/api-clients/auth.ts';
-import { createMemo } from '../../core/common/memo.ts';
-import { createViewCache } from '../../core/destinations/view-cache.ts';
-import { createAuthThrottle } from '../../core/api-clients/auth-throttle.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
-import { httpNotePublisher } from '../../core/metadata/notes.ts';
+import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
 import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';
-import { createRepositories } from '../../db/repositories/index.ts';
 import type { NodeConfig } from './config.ts';
 import { acquire, assertNotHeld } from './lock.ts';
 import { loadSecretBox } from './secrets.ts';
@@ -44,33 +38,24 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     release();
     throw e;
   }
-  const pending = new Set<Promise<unknown>>();
   const events = eventSink(config.eventLog);
-  const ports: Ports = {
-    repos: createRepositories(handle.db),
-    clock: () => new Date(),
+  const background = backgroundWork(logger);
+  const ports = createPorts({
+    db: handle.db,
+    state: createProcessState({ digest: nativeSha256Base64 }),
     secrets,
     logger,
-    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32)), nativeSha256Base64),
-    memo: createMemo(),
-    views: createViewCache(),
-    authThrottle: createAuthThrottle(),
-    notes: config.notesUrl ? httpNotePublisher(config.notesUrl, config.notesToken) : null,
     events: events.sink,
     sources: nodeSourceProber({ roots: config.sourceRoots, hosts: config.sourceHosts, timeoutMs: config.sourceTimeoutMs }),
-    waitUntil(work) {
-      const tracked = work
-        .catch((e: unknown) => logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }))
-        .finally(() => pending.delete(tracked));
-      pending.add(tracked);
-    },
-  };
+    waitUntil: background.waitUntil,
+    notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
+  });
   return {
     config,
     handle,
     ports,
     async close() {
-      await Promise.allSettled([...pending]);
+      await background.settled();
       await handle.close();
       await events.close();
       release();

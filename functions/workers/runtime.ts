@@ -1,15 +1,9 @@
-import { createCredentialCache } from '../../core/api-clients/auth.ts';
-import { createMemo } from '../../core/common/memo.ts';
-import { createViewCache } from '../../core/destinations/view-cache.ts';
-import { createAuthThrottle } from '../../core/api-clients/auth-throttle.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
-import type { AuthThrottle, CredentialCache } from '../../core/api-clients/ports.ts';
-import type { Memo, Logger, Ports } from '../../core/ports.ts';
-import type { ViewCache } from '../../core/destinations/ports.ts';
-import { httpNotePublisher } from '../../core/metadata/notes.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
+import type { Logger, Ports } from '../../core/ports.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
-import { createRepositories } from '../../db/repositories/index.ts';
+import { createApp } from '../http/app.ts';
+import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
 
 /** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`). */
 export interface WorkerEnv {
@@ -34,55 +28,66 @@ export const consoleLogger: Logger = {
   error: (msg, fields = {}) => console.error(JSON.stringify({ level: 'error', msg, ...fields })),
 };
 
-// Only a cache of verified credentials lives across requests of an isolate; never config or a client.
-let credentialCache: CredentialCache | null = null;
-// Reference data only a migration changes (see Ports.memo).
-let memo: Memo | null = null;
-// Rendered lists with their versions: strings only, no I/O object of any request.
-let views: ViewCache | null = null;
-// Failed authentications are counted per isolate: a bound on guessing, not a global ledger.
-let authThrottle: AuthThrottle | null = null;
+/** What the app reads from one request's context: the scope that opens (and later closes) its database client. */
+export interface RequestBindings {
+  scope: RequestScope;
+}
 
 /**
- * The ports of one request or cron run: a database client of its own (through Hyperdrive),
- * closed once the response and every piece of work handed to waitUntil are done.
+ * What an isolate builds once, from its environment: the app and the caches its requests share.
+ * A database client never lives here: each request opens its own.
  */
-export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () => Ports; finish: () => void } {
+export interface Isolate {
+  app: ReturnType<typeof createApp>;
+  state: ProcessState;
+  secrets: SecretBox;
+}
+
+export function createIsolate(env: WorkerEnv): Isolate {
   if (!env.ECPDS_SECRET_KEY) throw new Error('the ECPDS_SECRET_KEY secret is not set');
+  const secrets = SecretBox.fromBase64(env.ECPDS_SECRET_KEY);
+  const app = createApp({
+    logger: consoleLogger,
+    trustProxy: false,
+    maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
+    portsFor: (c) => (c.env as RequestBindings).scope.ports(),
+    metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
+    clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
+    console: { cookieSecret: secrets.derive('console-cookie') },
+  });
+  return { app, state: createProcessState(), secrets };
+}
+
+export interface RequestScope {
+  /** The ports of this request; its database client (through Hyperdrive) is opened on first use. */
+  ports(): Ports;
+  /** Closes the client once the response and every piece of work handed to waitUntil are done. */
+  finish(): void;
+}
+
+export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolate): RequestScope {
   let handle: DbHandle | null = null;
   let ports: Ports | null = null;
-  const pending: Promise<unknown>[] = [];
+  const background = backgroundWork(consoleLogger, (work) => ctx.waitUntil(work));
   const timeoutMs = Number(env.ECPDS_SOURCE_TIMEOUT_MS ?? 10_000);
-  const build = (): Ports => {
+  const open = (): Ports => {
     handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
-    credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
-    authThrottle ??= createAuthThrottle();
-    memo ??= createMemo();
-    views ??= createViewCache();
-    return {
-      repos: createRepositories(handle.db),
-      clock: () => new Date(),
-      secrets: SecretBox.fromBase64(env.ECPDS_SECRET_KEY),
+    return createPorts({
+      db: handle.db,
+      state: isolate.state,
+      secrets: isolate.secrets,
       logger: consoleLogger,
-      credentialCache,
-      memo,
-      views,
-      authThrottle,
-      waitUntil: (work) => {
-        const settled = work.catch((e: unknown) => consoleLogger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }));
-        pending.push(settled);
-        ctx.waitUntil(settled);
-      },
-      notes: env.ECPDS_NOTES_URL ? httpNotePublisher(env.ECPDS_NOTES_URL, env.ECPDS_NOTES_TOKEN ?? null) : null,
       events: { write: (entry) => console.log(entry) },
       sources: remoteOnlyProber(httpSourceProber((env.ECPDS_SOURCE_HOSTS ?? '').split(','), timeoutMs)),
-    };
+      waitUntil: background.waitUntil,
+      notes: env.ECPDS_NOTES_URL ? { url: env.ECPDS_NOTES_URL, token: env.ECPDS_NOTES_TOKEN ?? null } : null,
+    });
   };
   return {
-    ports: () => (ports ??= build()),
+    ports: () => (ports ??= open()),
     finish: () => {
-      const open = handle;
-      if (open) ctx.waitUntil(Promise.allSettled(pending).then(() => open.close()));
+      const opened = handle;
+      if (opened) ctx.waitUntil(background.settled().then(() => opened.close()));
     },
   };
 }

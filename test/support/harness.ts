@@ -1,16 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { createCredentialCache } from '../../core/api-clients/auth.ts';
-import { createMemo } from '../../core/common/memo.ts';
-import { createViewCache } from '../../core/destinations/view-cache.ts';
-import { createAuthThrottle, type AuthThrottleOptions } from '../../core/api-clients/auth-throttle.ts';
+import type { AuthThrottleOptions } from '../../core/api-clients/auth-throttle.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
-import type { Logger, Ports } from '../../core/ports.ts';
+import type { Logger } from '../../core/ports.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
-import { createRepositories } from '../../db/repositories/index.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { nativeSha256Base64 } from '../../functions/node/digest.ts';
+import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
 import { readReply, type Reply } from './reply.ts';
 
@@ -47,22 +44,17 @@ export async function createHarness(options: HarnessOptions = {}) {
   const log = (level: string) => (msg: string, fields: Record<string, unknown> = {}) =>
     void logLines.push(JSON.stringify({ level, msg, ...fields }));
   const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
-  const background: Promise<unknown>[] = [];
+  const background = backgroundWork(logger);
   const events: string[] = [];
-  const ports: Ports = {
-    repos: createRepositories(handle.db),
-    clock: () => new Date(),
+  const ports = createPorts({
+    db: handle.db,
+    state: createProcessState({ digest: nativeSha256Base64, authThrottle: options.authThrottle }),
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
-    credentialCache: createCredentialCache(new Uint8Array(randomBytes(32)), nativeSha256Base64),
-    memo: createMemo(),
-    views: createViewCache(),
-    authThrottle: createAuthThrottle(options.authThrottle),
-    waitUntil: (work) => void background.push(work),
-    notes: null,
     events: { write: (entry) => void events.push(entry) },
     sources: nodeSourceProber({ roots: options.sourceRoots ?? [], hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
-  };
+    waitUntil: background.waitUntil,
+  });
   const app = createApp({
     logger,
     trustProxy: options.trustProxy ?? false,
@@ -107,9 +99,9 @@ export async function createHarness(options: HarnessOptions = {}) {
     call,
     client,
     addDestination,
-    settle: () => Promise.allSettled(background),
+    settle: () => background.settled(),
     close: async () => {
-      await Promise.allSettled(background);
+      await background.settled();
       await handle.close();
     },
   };

@@ -28,7 +28,7 @@ beforeAll(async () => {
   admin = await client(`wadmin_${stamp}`, ['.*']);
   reader = await client(`wreader_${stamp}`, ['destinationBackupList|incomingUserList|getDestinationMeta.*']);
   await withPorts((ports) =>
-    importFields(ports, [
+    importFields(ports, 'test', [
       { name: `wk_text_${stamp}`, label: 'Text', type: 'text', category: 'General' },
       { name: `wk_secret_${stamp}`, label: 'Secret', type: 'password', category: 'Access', defaultValue: 'dflt' },
     ]),

@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest';
 import { catalogue } from '../../core/catalogue.ts';
 import { ApiError, createClient } from '../../functions/client/index.ts';
-import { call, client, worker, workerEnv } from './support.ts';
+import { call, client, throughIsolate, worker, workerEnv } from './support.ts';
 
 const stamp = Date.now().toString(36);
 
@@ -29,9 +29,11 @@ describe('routes outside /v1, inside workerd', () => {
     const reader = await client(`wmetrics_${stamp}`, ['metrics']);
     const r = await call('GET', '/metrics', { auth: reader });
     expect(r.status).toBe(200);
-    // The Worker builds its app per request: its counters hold that request only.
+    // The app lives as long as its isolate: the counters hold the requests before this one too.
     expect(r.text).toContain('ecpds_http_requests_in_flight 1');
-    const open = await throughWorker('https://edge.test/metrics', {}, { ...workerEnv, ECPDS_METRICS_PUBLIC: '1' });
+    expect(r.text).toMatch(/ecpds_http_requests_total\{service="metrics",status="401"\} [1-9]/);
+    const publicEnv = { ...workerEnv, ECPDS_METRICS_PUBLIC: '1' };
+    const open = await throughIsolate(publicEnv, new Request('https://edge.test/metrics'));
     expect(open.status).toBe(200);
   });
 

@@ -4,7 +4,7 @@ import type { Ports } from '../../core/ports.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import worker from '../../functions/worker.ts';
 import { readReply, type Reply } from '../support/reply.ts';
-import { requestPorts, type WorkerEnv } from '../../functions/workers/runtime.ts';
+import { createIsolate, type Isolate, requestScope, type WorkerEnv } from '../../functions/workers/runtime.ts';
 
 const workerEnv = env as unknown as WorkerEnv;
 
@@ -27,20 +27,38 @@ export async function call(method: string, path: string, options: { auth?: strin
   return reply;
 }
 
+let testIsolate: Isolate | null = null;
+
 /** Runs core work with the Worker's own per-request ports (a fresh database client). */
 export async function withPorts<T>(work: (ports: Ports) => Promise<T>): Promise<T> {
   const ctx = createExecutionContext();
-  const { ports, finish } = requestPorts(workerEnv, ctx);
+  testIsolate ??= createIsolate(workerEnv);
+  const scope = requestScope(workerEnv, ctx, testIsolate);
   try {
-    return await work(ports());
+    return await work(scope.ports());
   } finally {
-    finish();
+    scope.finish();
+    await waitOnExecutionContext(ctx);
+  }
+}
+
+/** One request through an isolate of its own, built from another environment. */
+export async function throughIsolate(env: WorkerEnv, request: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  const isolate = createIsolate(env);
+  const scope = requestScope(env, ctx, isolate);
+  try {
+    const res = await isolate.app.fetch(request, { scope }, ctx);
+    const body = await res.arrayBuffer();
+    return new Response(body, { status: res.status, headers: res.headers });
+  } finally {
+    scope.finish();
     await waitOnExecutionContext(ctx);
   }
 }
 
 export async function client(username: string, permissions: string[]): Promise<string> {
-  const { secret } = await withPorts((ports) => apiClients.create(ports, { username, permissions, origin: 'cli' }));
+  const { secret } = await withPorts((ports) => apiClients.create(ports, 'test', { username, permissions, origin: 'cli' }));
   return `Basic ${btoa(`${username}:${secret}`)}`;
 }
 

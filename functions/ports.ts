@@ -1,0 +1,70 @@
+import { type AuthThrottleOptions, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
+import { createCredentialCache } from '../core/api-clients/auth.ts';
+import type { SecretBox, Sha256Base64 } from '../core/common/crypto.ts';
+import { createMemo } from '../core/common/memo.ts';
+import type { SourceProber } from '../core/data-files/ports.ts';
+import { createViewCache } from '../core/destinations/view-cache.ts';
+import { httpNotePublisher } from '../core/metadata/notes.ts';
+import type { EventSink, Logger, Ports } from '../core/ports.ts';
+import type { Database } from '../db/client.ts';
+import { createRepositories } from '../db/repositories/index.ts';
+
+/**
+ * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
+ * authentications, reference data and rendered lists. Never a database client or a request's I/O.
+ */
+export type ProcessState = Pick<Ports, 'credentialCache' | 'authThrottle' | 'memo' | 'views'>;
+
+export function createProcessState(
+  options: { digest?: Sha256Base64; authThrottle?: AuthThrottleOptions } = {},
+): ProcessState {
+  return {
+    credentialCache: createCredentialCache(crypto.getRandomValues(new Uint8Array(32)), options.digest),
+    authThrottle: createAuthThrottle(options.authThrottle),
+    memo: createMemo(),
+    views: createViewCache(),
+  };
+}
+
+export interface PortsOptions {
+  db: Database;
+  state: ProcessState;
+  secrets: SecretBox;
+  logger: Logger;
+  events: EventSink;
+  sources: SourceProber;
+  waitUntil: Ports['waitUntil'];
+  /** Where destination notes are pushed after a metadata change; none when not configured. */
+  notes?: { url: string; token: string | null } | null;
+  clock?: () => Date;
+}
+
+/** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
+export function createPorts(options: PortsOptions): Ports {
+  const { db, state, notes, clock, ...given } = options;
+  return {
+    ...state,
+    ...given,
+    repos: createRepositories(db),
+    clock: clock ?? (() => new Date()),
+    notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
+  };
+}
+
+/**
+ * Work handed over to finish after the response: a failure is logged, never thrown, and
+ * `settled()` waits for what is still running (before the database closes).
+ */
+export function backgroundWork(logger: Logger, handOver: (work: Promise<unknown>) => void = () => {}) {
+  const pending = new Set<Promise<unknown>>();
+  return {
+    waitUntil(work: Promise<unknown>) {
+      const tracked = work
+        .catch((e: unknown) => logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }))
+        .finally(() => pending.delete(tracked));
+      pending.add(tracked);
+      handOver(tracked);
+    },
+    settled: () => Promise.allSettled([...pending]),
+  };
+}
