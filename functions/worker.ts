@@ -6,15 +6,15 @@ import { consoleLogger, requestPorts, type WorkerContext, type WorkerEnv } from 
 /** Cloudflare Workers entry: the same catalogue and core, a database client per request. */
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
-    const { ports, finish } = requestPorts(env, ctx);
+    const { ports, finish, config } = requestPorts(env, ctx);
     const app = createApp({
       logger: consoleLogger,
       trustProxy: false,
-      maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
+      maxBodyBytes: config.ECPDS_MAX_BODY_BYTES,
       portsFor: ports,
-      metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
+      metricsPublic: config.ECPDS_METRICS_PUBLIC,
       clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
-      console: { cookieSecret: SecretBox.fromBase64(env.ECPDS_SECRET_KEY).derive('console-cookie') },
+      console: { cookieSecret: SecretBox.fromBase64(config.ECPDS_SECRET_KEY).derive('console-cookie') },
     });
     try {
       return await app.fetch(request);

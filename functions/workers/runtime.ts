@@ -8,8 +8,9 @@ import { httpNotePublisher } from '../../core/services/notes.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/sources.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
 import { createRepositories } from '../../db/repositories/index.ts';
+import { ConfigError, parseEnv, sharedEnvSchema, type SharedEnv } from '../env.ts';
 
-/** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`). */
+/** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`); values parsed by functions/env.ts. */
 export interface WorkerEnv {
   HYPERDRIVE: { connectionString: string };
   ECPDS_SECRET_KEY: string;
@@ -41,16 +42,28 @@ let views: ViewCache | null = null;
 // Failed authentications are counted per isolate: a bound on guessing, not a global ledger.
 let authThrottle: AuthThrottle | null = null;
 
+/** The Worker's settings: the variables both shells share, with the secret key required. */
+export type WorkerConfig = SharedEnv & { ECPDS_SECRET_KEY: string };
+
+/** Read from the bindings at every request, like the rest of a request's state. */
+export function workerConfig(env: WorkerEnv): WorkerConfig {
+  const config = parseEnv(sharedEnvSchema, env as unknown as Record<string, unknown>);
+  if (config.ECPDS_SECRET_KEY === null) throw new ConfigError('the ECPDS_SECRET_KEY secret is not set');
+  return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
+}
+
 /**
  * The ports of one request or cron run: a database client of its own (through Hyperdrive),
  * closed once the response and every piece of work handed to waitUntil are done.
  */
-export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () => Ports; finish: () => void } {
-  if (!env.ECPDS_SECRET_KEY) throw new Error('the ECPDS_SECRET_KEY secret is not set');
+export function requestPorts(
+  env: WorkerEnv,
+  ctx: WorkerContext,
+): { ports: () => Ports; finish: () => void; config: WorkerConfig } {
+  const config = workerConfig(env);
   let handle: DbHandle | null = null;
   let ports: Ports | null = null;
   const pending: Promise<unknown>[] = [];
-  const timeoutMs = Number(env.ECPDS_SOURCE_TIMEOUT_MS ?? 10_000);
   const build = (): Ports => {
     handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
     credentialCache ??= createCredentialCache(crypto.getRandomValues(new Uint8Array(32)));
@@ -60,7 +73,7 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
     return {
       repos: createRepositories(handle.db),
       clock: () => new Date(),
-      secrets: SecretBox.fromBase64(env.ECPDS_SECRET_KEY),
+      secrets: SecretBox.fromBase64(config.ECPDS_SECRET_KEY),
       logger: consoleLogger,
       credentialCache,
       memo,
@@ -71,12 +84,13 @@ export function requestPorts(env: WorkerEnv, ctx: WorkerContext): { ports: () =>
         pending.push(settled);
         ctx.waitUntil(settled);
       },
-      notes: env.ECPDS_NOTES_URL ? httpNotePublisher(env.ECPDS_NOTES_URL, env.ECPDS_NOTES_TOKEN ?? null) : null,
+      notes: config.ECPDS_NOTES_URL ? httpNotePublisher(config.ECPDS_NOTES_URL, config.ECPDS_NOTES_TOKEN) : null,
       events: { write: (entry) => console.log(entry) },
-      sources: remoteOnlyProber(httpSourceProber((env.ECPDS_SOURCE_HOSTS ?? '').split(','), timeoutMs)),
+      sources: remoteOnlyProber(httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS)),
     };
   };
   return {
+    config,
     ports: () => (ports ??= build()),
     finish: () => {
       const open = handle;
