@@ -58,6 +58,16 @@ describe('createAuthThrottle', () => {
     for (const kept of ['first', 'third', 'fourth']) expect(t.retryAfter(kept, undefined, 2)).toBeGreaterThan(0);
   });
 
+  it('does not count asking as failing when choosing the key to forget', () => {
+    const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 1, maxPerAddress: 1000, maxKeys: 2 });
+    t.fail('first', undefined, 0);
+    t.fail('second', undefined, 0);
+    expect(t.retryAfter('first', undefined, 1)).toBeGreaterThan(0);
+    t.fail('third', undefined, 1);
+    expect(t.retryAfter('first', undefined, 2)).toBe(0);
+    expect(t.retryAfter('second', undefined, 2)).toBeGreaterThan(0);
+  });
+
   it('has defaults a working pipeline never reaches', () => {
     expect(AUTH_THROTTLE_DEFAULTS).toMatchObject({ windowMs: 300_000, maxPerUsername: 10, maxPerAddress: 50 });
   });

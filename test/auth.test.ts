@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/api-clients/auth.ts';
 import { hashPassword, isSlowHash } from '../core/common/crypto.ts';
-import type { CredentialCache } from '../core/api-clients/ports.ts';
+import type { ApiClient, CredentialCache } from '../core/api-clients/ports.ts';
 import type { Ports } from '../core/ports.ts';
 import * as apiClients from '../core/api-clients/clients.ts';
 import { createHarness, type Harness } from './support/harness.ts';
@@ -49,6 +49,17 @@ describe('createCredentialCache', () => {
     expect(cache.has('k', 1_000 + 5 * 60_000 - 1)).toBe(true);
     expect(cache.has('k', 1_000 + 5 * 60_000)).toBe(false);
     expect(cache.has('k', 1_000)).toBe(false); // the expired entry is gone
+  });
+
+  it('keeps a client record for CLIENT_RECORD_TTL_MS by the caller\'s clock, also from time 0', () => {
+    const cache = createCredentialCache(new Uint8Array(32));
+    const client = { username: 'a' } as ApiClient;
+    cache.rememberClient(client, 0);
+    expect(cache.client('a', CLIENT_RECORD_TTL_MS - 1)).toBe(client);
+    expect(cache.client('a', CLIENT_RECORD_TTL_MS)).toBeNull();
+    cache.rememberClient(client, 5_000);
+    cache.forgetClient('a');
+    expect(cache.client('a', 5_000)).toBeNull();
   });
 
   it('says a last-used time is worth writing at most once a minute per client', () => {

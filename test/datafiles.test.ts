@@ -192,7 +192,7 @@ describe('sources that must be refused, with nothing stored', () => {
   });
 });
 
-describe('local sources under directories seen before', () => {
+describe('local sources under directories probed before: nothing is remembered', () => {
   const mutable = () => {
     const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-swap-')));
     fs.mkdirSync(path.join(base, 'root'));
@@ -205,7 +205,7 @@ describe('local sources under directories seen before', () => {
   it('a file that is a link is resolved every time, also in a directory probed a moment ago', async () => {
     const base = mutable();
     try {
-      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => 0 });
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
       fs.symlinkSync(path.join(base, 'secret.bin'), path.join(base, 'root', 'incoming', 'out.bin'));
       await expect(prober.probe(path.join(base, 'root', 'incoming', 'out.bin'))).rejects.toThrow('outside the configured source roots');
@@ -216,18 +216,51 @@ describe('local sources under directories seen before', () => {
     }
   });
 
-  it('a directory replaced by a link that leaves the roots is refused once its real path is a second old', async () => {
+  const swapForLink = (base: string, dir: string, target: string) => {
+    fs.rmSync(path.join(base, 'root', dir), { recursive: true });
+    fs.symlinkSync(target, path.join(base, 'root', dir));
+  };
+
+  it('a directory replaced by a link that leaves the roots is refused at the next probe', async () => {
     const base = mutable();
-    let now = 0;
     try {
-      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => now });
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
       fs.mkdirSync(path.join(base, 'elsewhere'));
       fs.writeFileSync(path.join(base, 'elsewhere', 'f.bin'), Buffer.alloc(30));
-      fs.rmSync(path.join(base, 'root', 'incoming'), { recursive: true });
-      fs.symlinkSync(path.join(base, 'elsewhere'), path.join(base, 'root', 'incoming'));
-      now = 1000;
+      swapForLink(base, 'incoming', path.join(base, 'elsewhere'));
       await expect(prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).rejects.toThrow('outside the configured source roots');
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('a directory replaced by a link that stays inside the roots is followed at the next probe', async () => {
+    const base = mutable();
+    try {
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
+      fs.mkdirSync(path.join(base, 'root', 'other'));
+      fs.writeFileSync(path.join(base, 'root', 'other', 'f.bin'), Buffer.alloc(40));
+      swapForLink(base, 'incoming', path.join(base, 'root', 'other'));
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 40 });
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('a root replaced by a link is judged by where it leads now', async () => {
+    const base = mutable();
+    try {
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
+      // The root now leads elsewhere: a file there is inside the (real) root, the old one is gone.
+      fs.renameSync(path.join(base, 'root'), path.join(base, 'old-root'));
+      fs.mkdirSync(path.join(base, 'new-root', 'incoming'), { recursive: true });
+      fs.writeFileSync(path.join(base, 'new-root', 'incoming', 'f.bin'), Buffer.alloc(50));
+      fs.symlinkSync(path.join(base, 'new-root'), path.join(base, 'root'));
+      expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 50 });
+      await expect(prober.probe(path.join(base, 'old-root', 'incoming', 'f.bin'))).rejects.toThrow('outside the configured source roots');
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
     }
@@ -236,7 +269,7 @@ describe('local sources under directories seen before', () => {
   it('a missing file or a directory in a known directory is refused', async () => {
     const base = mutable();
     try {
-      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000, clock: () => 0 });
+      const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
       await expect(prober.probe(path.join(base, 'root', 'incoming', 'gone.bin'))).rejects.toThrow('not found');
       fs.mkdirSync(path.join(base, 'root', 'incoming', 'd'));

@@ -161,4 +161,15 @@ describe('createViewCache', () => {
     cache.set('huge', view(11));
     expect(cache.get('huge')).toBeUndefined();
   });
+
+  it('drops the least recently read list first, not the oldest one', () => {
+    const cache = createViewCache(10);
+    cache.set('a', view(4));
+    cache.set('b', view(4));
+    expect(cache.get('a')).toBeDefined();
+    cache.set('c', view(4));
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toBeDefined();
+    expect(cache.get('c')).toBeDefined();
+  });
 });

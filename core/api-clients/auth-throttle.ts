@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { retryAfterSeconds } from '../common/errors.ts';
 import type { AuthThrottle } from './ports.ts';
 
@@ -31,8 +32,10 @@ const UNKNOWN_ADDRESS = 'unknown';
  */
 export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrottle {
   const { windowMs, maxPerUsername, maxPerAddress, maxKeys } = { ...AUTH_THROTTLE_DEFAULTS, ...options };
-  // Failure times per key, oldest first, at most `limit` of them.
-  const failures = new Map<string, number[]>();
+  // Failure times per key, oldest first, at most `limit` of them. The times are kept, not only a
+  // count with a lifetime, because the wait announced depends on when each one leaves the window.
+  // Beyond maxKeys the least recently failed key goes: only `set` (a failure) makes a key recent.
+  const failures = new LRUCache<string, number[]>({ max: maxKeys });
 
   const keys = (username: string, address: string | undefined): Array<[string, number]> => {
     const out: Array<[string, number]> = [[`user:${username.toLowerCase()}`, maxPerUsername]];
@@ -41,7 +44,8 @@ export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrot
   };
 
   const recent = (key: string, now: number): number[] => {
-    const times = failures.get(key);
+    // peek: asking whether a key may try does not make it recent.
+    const times = failures.peek(key);
     if (!times) return [];
     const expired = times.findIndex((t) => t > now - windowMs);
     if (expired === -1) {
@@ -69,9 +73,6 @@ export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrot
         const times = recent(key, now);
         times.push(now);
         if (times.length > limit) times.splice(0, times.length - limit);
-        // Re-inserted so that the Map's order is least recently failed first.
-        failures.delete(key);
-        if (failures.size >= maxKeys) failures.delete(failures.keys().next().value!);
         failures.set(key, times);
       }
     },

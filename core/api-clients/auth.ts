@@ -1,5 +1,6 @@
 import { hashGeneratedSecret, isSlowHash, keyedHash, sha256Base64, verifySecretHash, type Sha256Base64 } from '../common/crypto.ts';
 import { decodeStrictBase64 } from '../common/encoding.ts';
+import { expiringCache } from '../common/expiring-cache.ts';
 import { throttled, unauthorized } from '../common/errors.ts';
 import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
 import { grants } from './permissions.ts';
@@ -35,42 +36,23 @@ const TOUCH_EVERY_MS = 60_000;
 
 /** `digest`: the shell's fastest SHA-256 (Node's native one); the pure one otherwise. */
 export function createCredentialCache(hashKey: Uint8Array, digest: Sha256Base64 = sha256Base64): CredentialCache {
-  const expiries = new Map<string, number>();
-  const touched = new Map<string, number>();
-  const records = new Map<string, { client: ApiClient; until: number }>();
+  // Beyond CACHE_LIMIT entries the least recently used go, instead of all of them at once.
+  const verified = expiringCache<true>(CACHE_LIMIT, CACHE_TTL_MS);
+  const touched = expiringCache<true>(CACHE_LIMIT, TOUCH_EVERY_MS);
+  const records = expiringCache<ApiClient>(CACHE_LIMIT, CLIENT_RECORD_TTL_MS);
   return {
     hashKey,
     digest,
-    client(username, now) {
-      const entry = records.get(username);
-      if (entry && entry.until > now) return entry.client;
-      if (entry) records.delete(username);
-      return null;
-    },
-    rememberClient(client, now) {
-      if (records.size >= CACHE_LIMIT) records.clear();
-      records.set(client.username, { client, until: now + CLIENT_RECORD_TTL_MS });
-    },
-    forgetClient(username) {
-      records.delete(username);
-    },
+    client: (username, now) => records.get(username, now) ?? null,
+    rememberClient: (client, now) => records.set(client.username, client, now),
+    forgetClient: (username) => records.delete(username),
     shouldTouch(username, now) {
-      if ((touched.get(username) ?? -Infinity) + TOUCH_EVERY_MS > now) return false;
-      if (touched.size >= CACHE_LIMIT) touched.clear();
-      touched.set(username, now);
+      if (touched.get(username, now)) return false;
+      touched.set(username, true, now);
       return true;
     },
-    has(key, now) {
-      const until = expiries.get(key);
-      if (until === undefined) return false;
-      if (until > now) return true;
-      expiries.delete(key);
-      return false;
-    },
-    add(key, now) {
-      if (expiries.size >= CACHE_LIMIT) expiries.clear();
-      expiries.set(key, now + CACHE_TTL_MS);
-    },
+    has: (key, now) => verified.get(key, now) === true,
+    add: (key, now) => verified.set(key, true, now),
   };
 }
 

@@ -1,29 +1,24 @@
+import { LRUCache } from 'lru-cache';
 import type { SerializedAnswer } from '../common/operation.ts';
 import type { ViewCache } from './ports.ts';
 
 // Rendered lists are large (10,000 destinations are 2.3 million bytes): bound the total size.
 const MAX_BYTES = 8_000_000;
 
-/** Rendered lists of one process (isolate on Workers), the oldest dropped first when full. */
+type Entry = { version: number; answer: SerializedAnswer };
+
+/**
+ * Rendered lists of one process (isolate on Workers), bounded by their total size: the least
+ * recently used go first, and one larger than the whole bound is not kept at all.
+ */
 export function createViewCache(maxBytes = MAX_BYTES): ViewCache {
-  const entries = new Map<string, { version: number; answer: SerializedAnswer }>();
-  let bytes = 0;
+  const entries = new LRUCache<string, Entry>({
+    maxSize: maxBytes,
+    // lru-cache wants a positive size; an empty answer still takes an entry.
+    sizeCalculation: (entry) => Math.max(1, entry.answer.body.byteLength),
+  });
   return {
     get: (key) => entries.get(key),
-    set(key, entry) {
-      const old = entries.get(key);
-      if (old) {
-        bytes -= old.answer.body.byteLength;
-        entries.delete(key);
-      }
-      if (entry.answer.body.byteLength > maxBytes) return;
-      for (const [oldest, value] of entries) {
-        if (bytes + entry.answer.body.byteLength <= maxBytes) break;
-        bytes -= value.answer.body.byteLength;
-        entries.delete(oldest);
-      }
-      entries.set(key, entry);
-      bytes += entry.answer.body.byteLength;
-    },
+    set: (key, entry) => void entries.set(key, entry),
   };
 }

@@ -3,9 +3,10 @@ import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/source
 import type { Logger, Ports } from '../../core/ports.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
 import { createApp } from '../http/app.ts';
+import { ConfigError, parseEnv, type SharedEnv, sharedEnvSchema } from '../env.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
 
-/** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`). */
+/** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`); values parsed by functions/env.ts. */
 export interface WorkerEnv {
   HYPERDRIVE: { connectionString: string };
   ECPDS_SECRET_KEY: string;
@@ -38,24 +39,34 @@ export interface RequestBindings {
  * A database client never lives here: each request opens its own.
  */
 export interface Isolate {
+  config: WorkerConfig;
   app: ReturnType<typeof createApp>;
   state: ProcessState;
   secrets: SecretBox;
 }
 
+/** The Worker's settings: the variables both shells share, with the secret key required. */
+export type WorkerConfig = SharedEnv & { ECPDS_SECRET_KEY: string };
+
+export function workerConfig(env: WorkerEnv): WorkerConfig {
+  const config = parseEnv(sharedEnvSchema, env as unknown as Record<string, unknown>);
+  if (config.ECPDS_SECRET_KEY === null) throw new ConfigError('the ECPDS_SECRET_KEY secret is not set');
+  return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
+}
+
 export function createIsolate(env: WorkerEnv): Isolate {
-  if (!env.ECPDS_SECRET_KEY) throw new Error('the ECPDS_SECRET_KEY secret is not set');
-  const secrets = SecretBox.fromBase64(env.ECPDS_SECRET_KEY);
+  const config = workerConfig(env);
+  const secrets = SecretBox.fromBase64(config.ECPDS_SECRET_KEY);
   const app = createApp({
     logger: consoleLogger,
     trustProxy: false,
-    maxBodyBytes: Number(env.ECPDS_MAX_BODY_BYTES ?? 10 * 1024 * 1024),
+    maxBodyBytes: config.ECPDS_MAX_BODY_BYTES,
     portsFor: (c) => (c.env as RequestBindings).scope.ports(),
-    metricsPublic: /^(1|true|yes|on)$/i.test(env.ECPDS_METRICS_PUBLIC ?? ''),
+    metricsPublic: config.ECPDS_METRICS_PUBLIC,
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
     console: { cookieSecret: secrets.derive('console-cookie') },
   });
-  return { app, state: createProcessState(), secrets };
+  return { config, app, state: createProcessState(), secrets };
 }
 
 export interface RequestScope {
@@ -69,7 +80,7 @@ export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolat
   let handle: DbHandle | null = null;
   let ports: Ports | null = null;
   const background = backgroundWork(consoleLogger, (work) => ctx.waitUntil(work));
-  const timeoutMs = Number(env.ECPDS_SOURCE_TIMEOUT_MS ?? 10_000);
+  const { config } = isolate;
   const open = (): Ports => {
     handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
     return createPorts({
@@ -78,9 +89,9 @@ export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolat
       secrets: isolate.secrets,
       logger: consoleLogger,
       events: { write: (entry) => console.log(entry) },
-      sources: remoteOnlyProber(httpSourceProber((env.ECPDS_SOURCE_HOSTS ?? '').split(','), timeoutMs)),
+      sources: remoteOnlyProber(httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS)),
       waitUntil: background.waitUntil,
-      notes: env.ECPDS_NOTES_URL ? { url: env.ECPDS_NOTES_URL, token: env.ECPDS_NOTES_TOKEN ?? null } : null,
+      notes: config.ECPDS_NOTES_URL ? { url: config.ECPDS_NOTES_URL, token: config.ECPDS_NOTES_TOKEN } : null,
     });
   };
   return {

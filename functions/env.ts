@@ -1,0 +1,96 @@
+import { z } from 'zod';
+
+/**
+ * The environment variables of both shells, in one zod schema: the Workers shell reads the shared
+ * ones from its bindings, the Node shell all of them from process.env. No Node built-ins here, so
+ * Workers load it too; paths are made absolute by the Node shell.
+ */
+
+/** A value the operator got wrong; the message names the variable. */
+export class ConfigError extends Error {}
+
+// `VAR= command` sets a variable to '': read as unset, so the default applies. Workers `vars`
+// may be TOML numbers or booleans: read as the text they were written as.
+const unsetIfEmpty = (v: unknown) =>
+  v === '' ? undefined : typeof v === 'number' || typeof v === 'boolean' ? String(v) : v;
+
+const text = () => z.preprocess(unsetIfEmpty, z.string().optional()).transform((v) => v ?? null);
+
+const flag = (name: string, fallback: boolean) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .stringbool({
+        truthy: ['1', 'true', 'yes', 'on'],
+        falsy: ['0', 'false', 'no', 'off'],
+        error: (issue) => `${name} must be a flag (expected 1/0 or true/false), got '${String(issue.input)}'`,
+      })
+      .default(fallback),
+  );
+
+const integer = (name: string, fallback: number, min: number, max: number) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return fallback;
+        // Number() as before: ' 8443 ' and '1e3' are read as numbers too.
+        const n = Number(v);
+        if (Number.isInteger(n) && n >= min && n <= max) return n;
+        const message = `${name} must be an integer from ${min} to ${max}, got '${v}'`;
+        ctx.issues.push({ code: 'custom', input: v, message });
+        return z.NEVER;
+      }),
+  );
+
+const list = (separator: RegExp) =>
+  z.preprocess(
+    unsetIfEmpty,
+    z
+      .string()
+      .optional()
+      .transform((v) => (v ?? '').split(separator).map((s) => s.trim()).filter((s) => s !== '')),
+  );
+
+/** Read by both shells. */
+export const sharedEnvSchema = z.object({
+  ECPDS_SECRET_KEY: text(),
+  ECPDS_NOTES_URL: text(),
+  ECPDS_NOTES_TOKEN: text(),
+  ECPDS_SOURCE_HOSTS: list(/,/),
+  ECPDS_SOURCE_TIMEOUT_MS: integer('ECPDS_SOURCE_TIMEOUT_MS', 10_000, 100, 600_000),
+  ECPDS_MAX_BODY_BYTES: integer('ECPDS_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  ECPDS_METRICS_PUBLIC: flag('ECPDS_METRICS_PUBLIC', false),
+});
+
+/** The Node shell's: the shared variables plus the server's, the files' and the embedded database's. */
+export const nodeEnvSchema = sharedEnvSchema.extend({
+  HOST: text().transform((v) => v ?? '127.0.0.1'),
+  PORT: integer('PORT', 8443, 0, 65535),
+  ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
+  DATABASE_URL: text(),
+  TLS_CERT_FILE: text(),
+  TLS_KEY_FILE: text(),
+  ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
+  ECPDS_PROPERTIES: text(),
+  ECPDS_DEMO: flag('ECPDS_DEMO', true),
+  ECPDS_SOURCE_ROOTS: list(/[,:]/),
+  ECPDS_EVENT_LOG: text(),
+  ECPDS_SWEEP_SECONDS: integer('ECPDS_SWEEP_SECONDS', 60, 0, 86_400),
+});
+
+export type SharedEnv = z.output<typeof sharedEnvSchema>;
+export type NodeEnv = z.output<typeof nodeEnvSchema>;
+
+/** Parses `env` with `schema`; every wrong variable is named in one ConfigError, not only the first. */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, unknown>): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const named = (issue: z.core.$ZodIssue) => {
+    const variable = String(issue.path[0] ?? '');
+    return issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`;
+  };
+  throw new ConfigError(result.error.issues.map(named).join('; '));
+}

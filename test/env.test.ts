@@ -1,0 +1,83 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../functions/node/config.ts';
+import { workerConfig, type WorkerEnv } from '../functions/workers/runtime.ts';
+
+const workerEnv = (vars: Record<string, unknown>) =>
+  ({ HYPERDRIVE: { connectionString: 'postgres://unused' }, ECPDS_SECRET_KEY: 'a2V5', ...vars }) as
+    unknown as WorkerEnv;
+
+describe('the Node configuration', () => {
+  it('has the documented defaults, and reads an empty variable as unset', () => {
+    const config = parseConfig({ PORT: '', ECPDS_DEMO: '' });
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8443,
+      dataDir: path.resolve('./data'),
+      databaseUrl: null,
+      trustProxy: false,
+      demo: true,
+      sourceRoots: [],
+      sourceHosts: [],
+      sourceTimeoutMs: 10_000,
+      sweepSeconds: 60,
+      maxBodyBytes: 10 * 1024 * 1024,
+      metricsPublic: false,
+    });
+  });
+
+  it('reads flags, integers and lists', () => {
+    const config = parseConfig({
+      ECPDS_TRUST_PROXY: 'Yes',
+      ECPDS_DEMO: 'off',
+      PORT: '9000',
+      ECPDS_SOURCE_ROOTS: '/srv/a, /srv/b:/srv/c',
+      ECPDS_SOURCE_HOSTS: ' data.example.org , mirror:8080,',
+      ECPDS_SWEEP_SECONDS: '0',
+    });
+    expect(config).toMatchObject({ trustProxy: true, demo: false, port: 9000, sweepSeconds: 0 });
+    expect(config.sourceRoots).toEqual(['/srv/a', '/srv/b', '/srv/c']);
+    expect(config.sourceHosts).toEqual(['data.example.org', 'mirror:8080']);
+  });
+
+  it('names every wrong variable in one error', () => {
+    const parse = () => parseConfig({ PORT: '70000', ECPDS_SWEEP_SECONDS: '1.5', ECPDS_DEMO: 'maybe' });
+    expect(parse).toThrow(ConfigError);
+    expect(parse).toThrow(
+      "PORT must be an integer from 0 to 65535, got '70000'; " +
+        "ECPDS_DEMO must be a flag (expected 1/0 or true/false), got 'maybe'; " +
+        "ECPDS_SWEEP_SECONDS must be an integer from 0 to 86400, got '1.5'",
+    );
+  });
+
+  it('wants the TLS certificate and key together', () => {
+    const parse = () => parseConfig({ TLS_CERT_FILE: '/c.pem' });
+    expect(parse).toThrow('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
+  });
+});
+
+describe('the Workers configuration', () => {
+  it('reads the shared variables with the same rules as Node, numbers and booleans of `vars` too', () => {
+    const config = workerConfig(workerEnv({
+      ECPDS_MAX_BODY_BYTES: 2048,
+      ECPDS_METRICS_PUBLIC: true,
+      ECPDS_SOURCE_HOSTS: 'a.example, b.example',
+      ECPDS_SOURCE_TIMEOUT_MS: '500',
+    }));
+    expect(config).toMatchObject({
+      ECPDS_MAX_BODY_BYTES: 2048,
+      ECPDS_METRICS_PUBLIC: true,
+      ECPDS_SOURCE_HOSTS: ['a.example', 'b.example'],
+      ECPDS_SOURCE_TIMEOUT_MS: 500,
+      ECPDS_NOTES_URL: null,
+    });
+  });
+
+  it('refuses a wrong value by name, and a missing secret key', () => {
+    expect(() => workerConfig(workerEnv({ ECPDS_MAX_BODY_BYTES: 'lots' }))).toThrow(
+      "ECPDS_MAX_BODY_BYTES must be an integer from 1024 to 1073741824, got 'lots'",
+    );
+    expect(() => workerConfig(workerEnv({ ECPDS_SECRET_KEY: '' }))).toThrow('the ECPDS_SECRET_KEY secret is not set');
+    expect(() => workerConfig(workerEnv({ ECPDS_NOTES_URL: 42n }))).toThrow(/^ECPDS_NOTES_URL: /);
+  });
+});
