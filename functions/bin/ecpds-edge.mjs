@@ -3,4 +3,12 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../node/cli.ts');
+const { main } = await import('../node/cli.ts');
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  get stdin() {
+    return process.stdin;
+  },
+  env: process.env,
+});
