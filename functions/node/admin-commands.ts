@@ -4,7 +4,6 @@ import { openRuntime, type Runtime } from './runtime.ts';
 import type { CommandContext } from './cli-io.ts';
 import * as apiClients from '../../core/services/api-clients.ts';
 import * as metadataFields from '../../core/services/fields.ts';
-import { setCategory } from '../../core/services/console-auth.ts';
 import { exportNotes } from '../../core/services/notes.ts';
 import { sweepExpired } from '../../core/services/datafiles.ts';
 import { importNotifications } from './monitoring-import.ts';
@@ -56,6 +55,9 @@ export async function client(ctx: CommandContext, action: ClientAction, username
 }
 
 export async function webuser(ctx: CommandContext, grant: boolean, id: string, category: string) {
+  // Imported here only: loading console-auth computes a scrypt hash (its timing decoy for
+  // unknown users), which every other command would pay for at start-up.
+  const { setCategory } = await import('../../core/services/console-auth.ts');
   await withRuntime(ctx, ({ ports }) => setCategory(ports, 'cli', id, category, grant));
   ctx.out(grant ? `Category '${category}' assigned to '${id}'.` : `Category '${category}' removed from '${id}'.`);
 }

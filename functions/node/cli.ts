@@ -48,7 +48,7 @@ function program(ctx: CommandContext): Command {
     .action(() => ctx.out(VERSION));
   root.helpCommand('help [command]', 'help for a command');
   root.action((given: string | undefined) => {
-    if (given === undefined) return void io.stdout.write(root.helpInformation());
+    if (given === undefined) return root.outputHelp();
     throw new ConfigError(`unknown command '${given}' (see \`ecpds-edge --help\`)`);
   });
   return root;
