@@ -223,6 +223,8 @@ describe('the real binary', () => {
     expect(created.stdout).toMatch(/^Client 'smoke' created\. Its secret is shown this once:\n[A-Za-z0-9_-]{43}\n$/);
     const list = runCli(['client', 'list'], env);
     expect(list.status, fail(list)).toBe(0);
-    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ username: 'smoke', permissions: ['destinationList'] })]);
+    expect(JSON.parse(list.stdout)).toEqual([
+      expect.objectContaining({ username: 'smoke', permissions: ['destinationList'] }),
+    ]);
   });
 });

@@ -30,7 +30,8 @@ let unavailable = 0;
 interface Run { code: number | null; stdout: string; stderr: string }
 
 /** The command line through main(), in this process (the server answers from it too). */
-async function cli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<Run> {
+type Options = { env?: Record<string, string>; input?: string; cwd?: string };
+async function cli(args: string[], options: Options = {}): Promise<Run> {
   const r = await runMain(args, {
     env: { ECPDS_URL: url, ECPDS_USERNAME: 'pipeline', ECPDS_SECRET: secret, ...options.env },
     cwd: options.cwd ?? dir,

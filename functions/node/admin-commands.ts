@@ -45,7 +45,8 @@ export async function client(ctx: CommandContext, action: ClientAction, username
         return ctx.out(await apiClients.setPermissions(ports, username, permissions ?? []));
       case 'reset-secret': {
         const reset = await apiClients.resetSecret(ports, username);
-        return ctx.out(`New secret of '${reset.username}' (the old one no longer works), shown this once:\n${reset.secret}`);
+        const what = `New secret of '${reset.username}' (the old one no longer works), shown this once`;
+        return ctx.out(`${what}:\n${reset.secret}`);
       }
       case 'delete':
         await apiClients.remove(ports, username);

@@ -42,7 +42,8 @@ export function addRemoteCommands(program: Command, ctx: CommandContext) {
     .option('--standby', 'register it on standby')
     .option('--force', 'replace an existing transfer')
     .option('--concurrency <n>', 'requests at a time (default 4)');
-  withConnectionOptions(put).action(async (files: string[], values: PutValues) => (await bodies()).put(ctx, files, values));
+  withConnectionOptions(put).action(async (files: string[], values: PutValues) =>
+    (await bodies()).put(ctx, files, values));
 
   withConnectionOptions(program.command('size').usage('<id> [options]').description('size of a data file in bytes'))
     .argument('[id]')

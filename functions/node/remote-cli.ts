@@ -47,8 +47,10 @@ const policyOf = (values: ConnectionValues): RetryPolicy => ({
   baseDelayMs: integer('retry-delay', values.retryDelay, 500, 0, 60_000),
 });
 
-const settingsOf = (ctx: CommandContext, values: ConnectionValues) =>
-  remoteSettings({ ...values, config: values.config === undefined ? undefined : ctx.resolve(values.config) }, ctx.io.env);
+const settingsOf = (ctx: CommandContext, values: ConnectionValues) => {
+  const config = values.config === undefined ? undefined : ctx.resolve(values.config);
+  return remoteSettings({ ...values, config }, ctx.io.env);
+};
 
 /** One call with retries; a failure is printed and makes the exit code 1. */
 async function single<T>(
@@ -123,7 +125,8 @@ export async function put(ctx: CommandContext, patterns: string[], values: PutVa
         const again = e instanceof ApiError && attempt.attempts > 1 && e.message.startsWith('DataFile already exists');
         const note = again ? ' (an earlier attempt may have registered it)' : '';
         const status = e instanceof ApiError ? e.status : null;
-        report.failed(source, status, `${e instanceof ApiError ? e.message : describeFailure(e)}${note}`, attempt.attempts);
+        const message = e instanceof ApiError ? e.message : describeFailure(e);
+        report.failed(source, status, `${message}${note}`, attempt.attempts);
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));
@@ -179,14 +182,16 @@ export async function summary(ctx: CommandContext, product: string | undefined, 
       if (list.length === 0) return ctx.out('No step status.');
       ctx.out(table([SUMMARY_HEAD, ...list.map((e) => [
         e.product, e.time, String(e.step), e.type, e.status, e.statusCode, String(e.statusLevel),
-        when(e.scheduledTime), when(e.arrivalTime), e.minutesBeforeSchedule === null ? '-' : String(e.minutesBeforeSchedule),
+        when(e.scheduledTime), when(e.arrivalTime),
+        e.minutesBeforeSchedule === null ? '-' : String(e.minutesBeforeSchedule),
       ])]));
     },
   );
 }
 
 /** `metadata get <destination> [file]`: stdout when no file or `-`. */
-export async function metadataGet(ctx: CommandContext, name: string, file: string | undefined, values: ConnectionValues) {
+export async function metadataGet(ctx: CommandContext, name: string, file: string | undefined,
+  values: ConnectionValues) {
   await single(ctx, values, true, (c) => c.metadataGet({ name }), (r) => {
     const text = `${JSON.stringify(r, null, 2)}\n`;
     if (file === undefined || file === '-') ctx.io.stdout.write(text);
@@ -195,13 +200,15 @@ export async function metadataGet(ctx: CommandContext, name: string, file: strin
 }
 
 /** `metadata put <destination> [file]`: stdin when no file or `-`. */
-export async function metadataPut(ctx: CommandContext, name: string, file: string | undefined, values: ConnectionValues) {
+export async function metadataPut(ctx: CommandContext, name: string, file: string | undefined,
+  values: ConnectionValues) {
   const fromStdin = file === undefined || file === '-';
   let body: unknown;
   try {
     body = JSON.parse(fromStdin ? await ctx.readStdin() : fs.readFileSync(ctx.resolve(file), 'utf8'));
   } catch (e) {
-    throw new ConfigError(`cannot read ${fromStdin ? 'standard input' : file}: ${e instanceof Error ? e.message : String(e)}`);
+    const reason = e instanceof Error ? e.message : String(e);
+    throw new ConfigError(`cannot read ${fromStdin ? 'standard input' : file}: ${reason}`);
   }
   // A full replace: sending it again after a lost answer stores the same values.
   await single(ctx, values, true, (c) => c.metadataPut({ name, body: body as never }), (r) =>

@@ -21,7 +21,8 @@ export function progressReporter(io: Pick<CliIo, 'stdout' | 'stderr'>, json: boo
     },
     failed(file: string, status: number | null, error: string, attempts: number) {
       failed++;
-      emit({ file, ok: false, status, error, attempts }, `FAIL  ${file}  ${status === null ? error : `HTTP ${status}: ${error}`}`);
+      const reason = status === null ? error : `HTTP ${status}: ${error}`;
+      emit({ file, ok: false, status, error, attempts }, `FAIL  ${file}  ${reason}`);
     },
     finish(destination: string) {
       clear();
