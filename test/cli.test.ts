@@ -3,13 +3,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   basic, freePort, killAll, removeTempDirs, request, runCli, startServer, tempDir, type CliResult,
 } from './support/processes.ts';
+import { runMain } from './support/in-process.ts';
 
-// `ecpds-edge client ...` end to end through the bin, on an embedded database in a temp dir.
+// `ecpds-edge client ...` on an embedded database in a temp dir: the commands run through
+// main() in this process; a few smoke tests at the end start the real binary.
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 let env: Record<string, string>;
-const cli = (...args: string[]) => runCli(args, env);
+const cli = (...args: string[]) => runMain(args, { env });
 const secretOf = (r: CliResult) => r.stdout.trim().split('\n').at(-1)!.trim();
 const fail = (r: CliResult) => `exit ${r.status}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
 
@@ -24,14 +26,14 @@ afterAll(async () => {
 describe('ecpds-edge client', () => {
   let secret: string;
 
-  it('migrate prepares an empty data directory', () => {
-    const r = cli('migrate');
+  it('migrate prepares an empty data directory', async () => {
+    const r = await cli('migrate');
     expect(r.status, fail(r)).toBe(0);
     expect(r.stdout).toBe('Database migrated.\n');
   });
 
-  it('create prints the generated secret once', () => {
-    const r = cli('client', 'create', 'alice', '--permission', 'incomingUser.*', '--permission', 'webUserList');
+  it('create prints the generated secret once', async () => {
+    const r = await cli('client', 'create', 'alice', '--permission', 'incomingUser.*', '--permission', 'webUserList');
     expect(r.status, fail(r)).toBe(0);
     secret = secretOf(r);
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -40,18 +42,18 @@ describe('ecpds-edge client', () => {
     expect(r.stderr).not.toContain(secret);
   });
 
-  it('refuses to create the same username twice', () => {
-    const r = cli('client', 'create', 'alice');
+  it('refuses to create the same username twice', async () => {
+    const r = await cli('client', 'create', 'alice');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('ecpds-edge: Client alice already exists');
   });
 
-  it('list and show print JSON without the secret or its hash', () => {
-    const list = cli('client', 'list');
+  it('list and show print JSON without the secret or its hash', async () => {
+    const list = await cli('client', 'list');
     expect(list.status, fail(list)).toBe(0);
     const clients = JSON.parse(list.stdout);
     expect(clients).toEqual([expect.objectContaining({ username: 'alice', permissions: ['incomingUser.*', 'webUserList'], origin: 'cli' })]);
-    const show = cli('client', 'show', 'alice');
+    const show = await cli('client', 'show', 'alice');
     expect(show.status, fail(show)).toBe(0);
     const one = JSON.parse(show.stdout);
     expect(one).toEqual({
@@ -64,36 +66,36 @@ describe('ecpds-edge client', () => {
     }
   });
 
-  it('update replaces the permission list', () => {
-    const r = cli('client', 'update', 'alice', '--permission', 'destinationList', '--permission', 'incomingUserList');
+  it('update replaces the permission list', async () => {
+    const r = await cli('client', 'update', 'alice', '--permission', 'destinationList', '--permission', 'incomingUserList');
     expect(r.status, fail(r)).toBe(0);
     expect(JSON.parse(r.stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
-    expect(JSON.parse(cli('client', 'show', 'alice').stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
+    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
   });
 
-  it('refuses an expression that does not compile, with a clear message, and changes nothing', () => {
-    const update = cli('client', 'update', 'alice', '--permission', 'incoming(');
+  it('refuses an expression that does not compile, with a clear message, and changes nothing', async () => {
+    const update = await cli('client', 'update', 'alice', '--permission', 'incoming(');
     expect(update.status).not.toBe(0);
     expect(update.stderr).toBe('ecpds-edge: Invalid permission expression: incoming(\n');
-    expect(JSON.parse(cli('client', 'show', 'alice').stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
+    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
 
-    const create = cli('client', 'create', 'bob', '--permission', '[a-');
+    const create = await cli('client', 'create', 'bob', '--permission', '[a-');
     expect(create.status).not.toBe(0);
     expect(create.stderr).toBe('ecpds-edge: Invalid permission expression: [a-\n');
     expect(create.stdout).toBe('');
-    expect(JSON.parse(cli('client', 'list').stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
+    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
   });
 
-  it('update needs at least one --permission; commands need a username', () => {
-    const none = cli('client', 'update', 'alice');
+  it('update needs at least one --permission; commands need a username', async () => {
+    const none = await cli('client', 'update', 'alice');
     expect(none.status).not.toBe(0);
     expect(none.stderr).toContain('client update needs at least one --permission');
-    const noName = cli('client', 'show');
+    const noName = await cli('client', 'show');
     expect(noName.status).not.toBe(0);
     expect(noName.stderr).toContain('client show needs a <username>');
   });
 
-  it('checks the command before it opens the database', () => {
+  it('checks the command before it opens the database', async () => {
     // A database that cannot be reached: the usage error must come first, at once.
     const unreachable = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') };
     for (const [args, message] of [
@@ -102,21 +104,21 @@ describe('ecpds-edge client', () => {
       [['client', 'rename', 'alice'], "unknown client command 'rename'"],
       [['client'], "unknown client command ''"],
     ] as const) {
-      const r = runCli([...args], unreachable);
+      const r = await runMain([...args], { env: unreachable });
       expect(r.status, fail(r)).not.toBe(0);
       expect(r.stderr).toContain(message);
       expect(r.stderr).not.toMatch(/ECONNREFUSED|connect/i);
     }
   });
 
-  it('refuses an invalid username', () => {
-    const r = cli('client', 'create', 'has space');
+  it('refuses an invalid username', async () => {
+    const r = await cli('client', 'create', 'has space');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/^ecpds-edge: Invalid client username: has space/);
   });
 
   it('reset-secret prints a new secret; the server accepts it and refuses the old one', async () => {
-    const r = cli('client', 'reset-secret', 'alice');
+    const r = await cli('client', 'reset-secret', 'alice');
     expect(r.status, fail(r)).toBe(0);
     const fresh = secretOf(r);
     expect(fresh).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -134,7 +136,7 @@ describe('ecpds-edge client', () => {
 
       // While the server holds the embedded database, commands say so and exit non-zero.
       for (const args of [['client', 'list'], ['client', 'create', 'carol'], ['migrate']]) {
-        const held = cli(...args);
+        const held = await cli(...args);
         expect(held.status, args.join(' ')).not.toBe(0);
         expect(held.stderr).toMatch(
           new RegExp(`^ecpds-edge: the embedded database in .*data is in use by a running server \\(pid ${server.child.pid}\\); stop it first`),
@@ -143,30 +145,86 @@ describe('ecpds-edge client', () => {
     } finally {
       expect(await server.stop()).toBe(true);
     }
-    expect(JSON.parse(cli('client', 'list').stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
+    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
   });
 
-  it('reset-secret, show, update and delete of an unknown client fail with its name', () => {
+  it('reset-secret, show, update and delete of an unknown client fail with its name', async () => {
     for (const args of [['reset-secret', 'ghost'], ['show', 'ghost'], ['update', 'ghost', '--permission', '.*'], ['delete', 'ghost']]) {
-      const r = cli('client', ...args);
+      const r = await cli('client', ...args);
       expect(r.status, args.join(' ')).not.toBe(0);
       expect(r.stderr).toBe('ecpds-edge: Client ghost not found\n');
     }
   });
 
-  it('delete removes the client', () => {
-    const r = cli('client', 'delete', 'alice');
+  it('delete removes the client', async () => {
+    const r = await cli('client', 'delete', 'alice');
     expect(r.status, fail(r)).toBe(0);
     expect(r.stdout).toBe("Client 'alice' deleted.\n");
-    expect(JSON.parse(cli('client', 'list').stdout)).toEqual([]);
-    const again = cli('client', 'show', 'alice');
+    expect(JSON.parse((await cli('client', 'list')).stdout)).toEqual([]);
+    const again = await cli('client', 'show', 'alice');
     expect(again.status).not.toBe(0);
   });
 
-  it('an unknown sub-command prints the usage and exits non-zero', () => {
-    const r = cli('client', 'frobnicate');
+  it('an unknown sub-command prints the usage and exits non-zero', async () => {
+    const r = await cli('client', 'frobnicate');
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain("unknown client command 'frobnicate'");
     expect(r.stderr).toContain('ecpds-edge client create <username>');
+  });
+});
+
+describe('help', () => {
+  it('lists every command, and each group its sub-commands with their usage', async () => {
+    const top = await runMain(['--help'], { env: {} });
+    expect(top.status, fail(top)).toBe(0);
+    expect(top.stderr).toBe('');
+    for (const command of ['serve', 'migrate', 'client', 'webuser', 'fields', 'notes', 'monitoring', 'sweep']) {
+      expect(top.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    }
+    expect(top.stdout).toMatch(/^  put --destination <name> <files>\.\.\. +register files/m);
+    expect((await runMain([], { env: {} })).stdout).toBe(top.stdout);
+
+    const client = await runMain(['client', '--help'], { env: {} });
+    expect(client.status, fail(client)).toBe(0);
+    expect(client.stdout).toContain('Usage: ecpds-edge client <command> [options]');
+    expect(client.stdout).toMatch(/^  create <username> \[--permission <regex>\]\.\.\. +create a client/m);
+    expect(client.stdout).toMatch(/^  update <username> --permission <regex>\.\.\. +replace the permission list/m);
+
+    const put = await runMain(['help', 'put'], { env: {} });
+    expect(put.status, fail(put)).toBe(0);
+    expect(put.stdout).toMatch(/^  --concurrency <n> +requests at a time/m);
+    expect(put.stdout).toMatch(/^Connection options:\n  --url <url>/m);
+  });
+
+  it('prints the version, and refuses an unknown command or option with exit code 1', async () => {
+    const version = await runMain(['--version'], { env: {} });
+    expect(version).toEqual({ status: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\S*\n$/), stderr: '' });
+    expect((await runMain(['version'], { env: {} })).stdout).toBe(version.stdout);
+    expect(await runMain(['frobnicate'], { env: {} })).toEqual({
+      status: 1, stdout: '', stderr: "ecpds-edge: unknown command 'frobnicate' (see `ecpds-edge --help`)\n",
+    });
+    expect(await runMain(['client', 'list', '--frob'], { env: {} })).toEqual({
+      status: 1, stdout: '', stderr: "ecpds-edge: unknown option '--frob'\n",
+    });
+  });
+});
+
+describe('the real binary', () => {
+  it('--help runs the compiled build', () => {
+    const r = runCli(['--help'], {});
+    expect(r.status, fail(r)).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: ecpds-edge <command> \[options\]\n/);
+    expect(r.stdout).toContain('client <command>');
+  });
+
+  it('client create and client list on the data dir the tests above left with no client', () => {
+    const created = runCli(['client', 'create', 'smoke', '--permission', 'destinationList'], env);
+    expect(created.status, fail(created)).toBe(0);
+    expect(created.stdout).toMatch(/^Client 'smoke' created\. Its secret is shown this once:\n[A-Za-z0-9_-]{43}\n$/);
+    const list = runCli(['client', 'list'], env);
+    expect(list.status, fail(list)).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual([
+      expect.objectContaining({ username: 'smoke', permissions: ['destinationList'] }),
+    ]);
   });
 });

@@ -1,23 +1,19 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../core/system/demo.ts';
 import { parseConfig } from '../functions/node/config.ts';
 import { openRuntime } from '../functions/node/runtime.ts';
+import { runMain } from './support/in-process.ts';
 
-/** The command line as an operator runs it, on the embedded database of a temporary data dir. */
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = path.join(ROOT, 'functions/bin/ecpds-edge.mjs');
+/** The command line as an operator runs it, through main() in this process, on the embedded database of a temp dir. */
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-cli-'));
 afterAll(() => fs.rmSync(temp, { recursive: true, force: true }));
 
-function cli(dataDir: string, ...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, ECPDS_DATA_DIR: dataDir };
-  for (const name of ['DATABASE_URL', 'ECPDS_SECRET_KEY', 'ECPDS_NOTES_URL', 'ECPDS_NOTES_TOKEN', 'ECPDS_EVENT_LOG']) delete env[name];
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 90_000 });
+/** Only the data dir: no DATABASE_URL, key, notes service or event log of the test run. */
+async function cli(dataDir: string, ...args: string[]) {
+  const r = await runMain(args, { env: { ECPDS_DATA_DIR: dataDir } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 let files = 0;
@@ -26,7 +22,7 @@ function file(content: unknown) {
   fs.writeFileSync(name, typeof content === 'string' ? content : JSON.stringify(content));
   return name;
 }
-const LONG = 300_000; // each command starts Node, tsx and the embedded database
+const LONG = 120_000; // each command opens the embedded database
 
 const DEFINITIONS = [
   { name: 'summary', label: 'Summary', type: 'markdown', category: 'General', position: 1 },
@@ -41,31 +37,31 @@ const EXPORTED = [full({ ...DEFINITIONS[2], defaultValue: null }), full(DEFINITI
 
 describe('fields import / export', () => {
   const dir = path.join(temp, 'fields');
-  const exported = () => {
-    const r = cli(dir, 'fields', 'export');
+  const exported = async () => {
+    const r = await cli(dir, 'fields', 'export');
     expect(r.code, r.stderr).toBe(0);
     return JSON.parse(r.stdout);
   };
 
-  it('starts empty, imports new definitions and exports them in the import format', () => {
-    expect(exported()).toEqual([]);
-    const r = cli(dir, 'fields', 'import', file(DEFINITIONS));
+  it('starts empty, imports new definitions and exports them in the import format', async () => {
+    expect(await exported()).toEqual([]);
+    const r = await cli(dir, 'fields', 'import', file(DEFINITIONS));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('Fields imported: 3 created, 0 updated.\n');
-    const out = exported();
+    const out = await exported();
     expect(out).toEqual(EXPORTED);
     for (const d of out) expect(Object.keys(d).sort()).toEqual(['active', 'category', 'defaultValue', 'editable', 'label', 'maxOccurs', 'name', 'position', 'tooltip', 'type']);
   }, LONG);
 
-  it('re-import upserts by name, case-insensitively', () => {
+  it('re-import upserts by name, case-insensitively', async () => {
     const again = [
       { name: 'SUMMARY', label: 'Overview', type: 'markdown', category: 'General', position: 2 },
       { name: 'website', label: 'Web site', type: 'url', category: 'General', position: 3 },
     ];
-    const r = cli(dir, 'fields', 'import', file(again));
+    const r = await cli(dir, 'fields', 'import', file(again));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('Fields imported: 1 created, 1 updated.\n');
-    const out = exported();
+    const out = await exported();
     expect(out).toHaveLength(4);
     const summaries = out.filter((d: { name: string }) => d.name.toLowerCase() === 'summary');
     expect(summaries).toHaveLength(1);
@@ -78,9 +74,9 @@ describe('fields import / export', () => {
     ['a name starting with a digit', { name: '1st', label: 'First', type: 'text', category: 'General' }, "field 2 (1st): name: 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"],
     ['maxOccurs 0', { name: 'zero', label: 'Zero', type: 'text', category: 'General', maxOccurs: 0 }, 'field 2 (zero): maxOccurs must be 1 (single value), -1 (any number) or a maximum above 1'],
     ['maxOccurs 1.5', { name: 'half', label: 'Half', type: 'text', category: 'General', maxOccurs: 1.5 }, 'field 2 (half): maxOccurs: '],
-  ])('refuses %s with a clear message and imports nothing', (_, bad, message) => {
+  ])('refuses %s with a clear message and imports nothing', async (_, bad, message) => {
     // A valid new definition first: it must not be imported either.
-    const r = cli(dir, 'fields', 'import', file([{ name: 'innocent', label: 'Innocent', type: 'text', category: 'General' }, bad]));
+    const r = await cli(dir, 'fields', 'import', file([{ name: 'innocent', label: 'Innocent', type: 'text', category: 'General' }, bad]));
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^ecpds-edge: /);
@@ -89,31 +85,31 @@ describe('fields import / export', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
   }, LONG);
 
-  it('refuses a name given twice (in any case), a file that is not an array, and an unreadable file', () => {
-    const twice = cli(dir, 'fields', 'import', file([
+  it('refuses a name given twice (in any case), a file that is not an array, and an unreadable file', async () => {
+    const twice = await cli(dir, 'fields', 'import', file([
       { name: 'dup', label: 'A', type: 'text', category: 'G' }, { name: 'DUP', label: 'B', type: 'text', category: 'G' },
     ]));
     expect(twice.code).not.toBe(0);
     expect(twice.stderr).toContain('field DUP is defined twice');
-    const object = cli(dir, 'fields', 'import', file({ name: 'x' }));
+    const object = await cli(dir, 'fields', 'import', file({ name: 'x' }));
     expect(object.code).not.toBe(0);
     expect(object.stderr).toContain('a JSON array of field definitions expected');
-    const broken = cli(dir, 'fields', 'import', file('[{"name": '));
+    const broken = await cli(dir, 'fields', 'import', file('[{"name": '));
     expect(broken.code).not.toBe(0);
     expect(broken.stderr).toMatch(/^ecpds-edge: cannot read .*fields-\d+\.json: /);
   }, LONG);
 
-  it('after the refused imports the definitions are unchanged; the export imports into a fresh install as it is', () => {
-    const before = cli(dir, 'fields', 'export');
+  it('after the refused imports the definitions are unchanged; the export imports into a fresh install as it is', async () => {
+    const before = await cli(dir, 'fields', 'export');
     expect(before.code, before.stderr).toBe(0);
     const names = JSON.parse(before.stdout).map((d: { name: string }) => d.name.toLowerCase());
     expect(names).toEqual(['token', 'escalation', 'summary', 'website']);
 
     const fresh = path.join(temp, 'fresh');
-    const r = cli(fresh, 'fields', 'import', file(before.stdout));
+    const r = await cli(fresh, 'fields', 'import', file(before.stdout));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('Fields imported: 4 created, 0 updated.\n');
-    const after = cli(fresh, 'fields', 'export');
+    const after = await cli(fresh, 'fields', 'export');
     expect(after.stdout).toBe(before.stdout);
   }, LONG);
 });
@@ -131,8 +127,8 @@ describe('notes export', () => {
     }
   }, LONG);
 
-  it('prints the note of one destination with --destination', () => {
-    const r = cli(dir, 'notes', 'export', '--destination', 'MO_EXETER');
+  it('prints the note of one destination with --destination', async () => {
+    const r = await cli(dir, 'notes', 'export', '--destination', 'MO_EXETER');
     expect(r.code, r.stderr).toBe(0);
     const notes = JSON.parse(r.stdout);
     expect(notes).toHaveLength(1);
@@ -150,8 +146,8 @@ describe('notes export', () => {
     expect(note).not.toContain('token-mo-exeter');
   }, LONG);
 
-  it('prints every destination without --destination, and refuses an unknown one', () => {
-    const all = cli(dir, 'notes', 'export');
+  it('prints every destination without --destination, and refuses an unknown one', async () => {
+    const all = await cli(dir, 'notes', 'export');
     expect(all.code, all.stderr).toBe(0);
     const notes = JSON.parse(all.stdout) as Array<{ destination: string; note: string }>;
     expect(notes.map((n) => n.destination)).toEqual([
@@ -162,7 +158,7 @@ describe('notes export', () => {
       expect(n.note).toMatch(/^<h3>/);
       expect(n.note).not.toMatch(/token-/);
     }
-    const unknown = cli(dir, 'notes', 'export', '--destination', 'NOPE');
+    const unknown = await cli(dir, 'notes', 'export', '--destination', 'NOPE');
     expect(unknown.code).not.toBe(0);
     expect(unknown.stdout).toBe('');
     expect(unknown.stderr).toBe('ecpds-edge: Destination NOPE not found\n');

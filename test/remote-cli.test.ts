@@ -4,6 +4,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { eq } from 'drizzle-orm';
@@ -15,8 +16,9 @@ import type { NodeConfig } from '../functions/node/config.ts';
 import { expandPatterns } from '../functions/node/glob.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { runMain } from './support/in-process.ts';
 
-const BIN = path.resolve('functions/bin/ecpds-edge.mjs');
+const BIN = fileURLToPath(new URL('../functions/bin/ecpds-edge.mjs', import.meta.url));
 let h: Harness;
 let server: Server;
 let url: string;
@@ -27,13 +29,24 @@ let unavailable = 0;
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
-/** The real command line, in a child process (the server answers from this one meanwhile). */
-function cli(args: string[], options: { env?: Record<string, string>; input?: string; cwd?: string } = {}): Promise<Run> {
+/** The command line through main(), in this process (the server answers from it too). */
+type Options = { env?: Record<string, string>; input?: string; cwd?: string };
+async function cli(args: string[], options: Options = {}): Promise<Run> {
+  const r = await runMain(args, {
+    env: { ECPDS_URL: url, ECPDS_USERNAME: 'pipeline', ECPDS_SECRET: secret, ...options.env },
+    cwd: options.cwd ?? dir,
+    input: options.input,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The real binary in a child process; asynchronous, since the server runs in this process. */
+function spawnCli(args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     const { ECPDS_URL: _u, ECPDS_USERNAME: _n, ECPDS_SECRET: _s, ECPDS_INSECURE: _i, ...inherited } = process.env;
     const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: options.cwd ?? dir,
-      env: { ...inherited, ECPDS_URL: url, ECPDS_USERNAME: 'pipeline', ECPDS_SECRET: secret, ...options.env },
+      cwd: dir,
+      env: { ...inherited, ECPDS_URL: url, ECPDS_USERNAME: 'pipeline', ECPDS_SECRET: secret },
     });
     let stdout = '';
     let stderr = '';
@@ -41,7 +54,7 @@ function cli(args: string[], options: { env?: Record<string, string>; input?: st
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
+    child.stdin.end();
   });
 }
 const lines = (text: string) => text.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
@@ -131,6 +144,18 @@ describe('ecpds-edge put', () => {
     const bad = await cli(['put', '--insecure', '--destination', 'MO_EXETER', '--priority', '100', 'out/a.grib']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("--priority: '100' (integer from 0 to 99 expected)");
+  });
+});
+
+describe('the real binary', () => {
+  it('put registers a file and prints its JSON line', async () => {
+    const r = await spawnCli(['put', '--insecure', '--json', '--destination', 'MO_EXETER', '--uniquename', 'spawned', 'out/a.grib']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const [line] = lines(r.stdout);
+    expect(line).toEqual({ file: path.join(dir, 'out', 'a.grib'), ok: true, id: expect.any(Number), attempts: 1 });
+    const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, line.id));
+    expect(file?.source).toBe(line.file);
   });
 });
 

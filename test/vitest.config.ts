@@ -6,6 +6,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The workerd suite has its own configuration (npm run test:workers).
     exclude: ['test/workers/**', '**/node_modules/**'],
+    globalSetup: ['test/support/build-dist.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -1,16 +1,17 @@
+import type { CliIo } from './cli-io.ts';
+
 /** What the remote commands print: progress of a put, and plain tables. */
-const out = (line: string) => process.stdout.write(`${line}\n`);
 
 /** Results one line each on stdout (JSON with --json); on a terminal, a progress line on stderr. */
-export function progressReporter(json: boolean, total: number) {
-  const tty = !json && process.stderr.isTTY === true;
+export function progressReporter(io: Pick<CliIo, 'stdout' | 'stderr'>, json: boolean, total: number) {
+  const tty = !json && io.stderr.isTTY === true;
   let ok = 0;
   let failed = 0;
-  const clear = () => tty && process.stderr.write('\r\x1b[K');
-  const show = () => tty && process.stderr.write(`[${ok + failed}/${total}] ${ok} registered, ${failed} failed`);
+  const clear = () => tty && io.stderr.write('\r\x1b[K');
+  const show = () => tty && io.stderr.write(`[${ok + failed}/${total}] ${ok} registered, ${failed} failed`);
   const emit = (record: object, line: string) => {
     clear();
-    out(json ? JSON.stringify(record) : line);
+    io.stdout.write(`${json ? JSON.stringify(record) : line}\n`);
     show();
   };
   return {
@@ -20,17 +21,19 @@ export function progressReporter(json: boolean, total: number) {
     },
     failed(file: string, status: number | null, error: string, attempts: number) {
       failed++;
-      emit({ file, ok: false, status, error, attempts }, `FAIL  ${file}  ${status === null ? error : `HTTP ${status}: ${error}`}`);
+      const reason = status === null ? error : `HTTP ${status}: ${error}`;
+      emit({ file, ok: false, status, error, attempts }, `FAIL  ${file}  ${reason}`);
     },
     finish(destination: string) {
       clear();
-      if (!json) process.stderr.write(`${ok} of ${total} file(s) registered for ${destination}, ${failed} failed.\n`);
+      if (!json) io.stderr.write(`${ok} of ${total} file(s) registered for ${destination}, ${failed} failed.\n`);
       return failed;
     },
   };
 }
 
-export const when = (seconds: number | null) => (seconds === null ? '-' : new Date(seconds * 1000).toISOString().slice(0, 16).replace('T', ' '));
+export const when = (seconds: number | null) =>
+  (seconds === null ? '-' : new Date(seconds * 1000).toISOString().slice(0, 16).replace('T', ' '));
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
