@@ -25,6 +25,11 @@ export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? resu
 const CONNECT_TIMEOUT_SECONDS = 10;
 const MAX_RECONNECT_DELAY_SECONDS = 1;
 
+/**
+ * postgres.js as installed carries one patch (db/patches, applied by `npm ci`): a guard against a
+ * write scheduled after its connection closed, which otherwise throws outside any request and ends
+ * the process (porsager/postgres#1154, #1208). Nothing else of the driver is changed.
+ */
 export function openPostgres(url: string, options: PostgresOptions = {}): DbHandle {
   const client = postgres(url, {
     max: options.max ?? 10,
@@ -36,35 +41,6 @@ export function openPostgres(url: string, options: PostgresOptions = {}): DbHand
     backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, MAX_RECONNECT_DELAY_SECONDS),
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
-  const db = drizzle(options.perRequest ? client : preparing(client), { schema }) as unknown as Database;
+  const db = drizzle(client, { schema }) as unknown as Database;
   return { db, kind: 'postgres', close: () => client.end({ timeout: 5 }) };
-}
-
-type Sql = ReturnType<typeof postgres>;
-type Scoped = (sql: Sql) => unknown;
-
-/**
- * Drizzle runs every query unprepared. postgres.js then has the server describe a statement
- * with parameters before it runs it: two round trips, and a parse and a plan, on every call.
- * Prepared, a statement is parsed once per connection (postgres.js keeps it by its text) and
- * each later run is one round trip. Transactions and savepoints get the same client.
- */
-function preparing(sql: Sql): Sql {
-  const scoped = (open: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
-    const work = args.pop() as Scoped;
-    return open(...args, (tx: Sql) => work(preparing(tx)));
-  };
-  return new Proxy(sql, {
-    get(target, key, receiver) {
-      if (key === 'unsafe') {
-        return (query: string, args?: unknown[], options?: object) =>
-          target.unsafe(query, args as never, args?.length ? { ...options, prepare: true } : options);
-      }
-      if (key === 'begin') return scoped(target.begin as never);
-      const value = Reflect.get(target, key, receiver);
-      // Only a transaction's client has savepoint.
-      if (key === 'savepoint' && typeof value === 'function') return scoped(value);
-      return value;
-    },
-  });
 }

@@ -2,7 +2,6 @@ import path from 'node:path';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import { openPostgres, type DbHandle } from '../../db/client.ts';
-import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';
 import type { NodeConfig } from './config.ts';
 import { acquire, assertNotHeld } from './lock.ts';
@@ -32,7 +31,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   }
   let handle: DbHandle;
   try {
-    handle = config.databaseUrl ? openPostgres(config.databaseUrl) : await openPglite(path.join(config.dataDir, 'pgdata'));
+    handle = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
     await migrate(handle);
   } catch (e) {
     release();
@@ -61,4 +60,10 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
       release();
     },
   };
+}
+
+/** The embedded database, loaded only when used: a server or command on Postgres never pays for it. */
+async function openEmbedded(dataDir: string): Promise<DbHandle> {
+  const { openPglite } = await import('../../db/pglite.ts');
+  return openPglite(path.join(dataDir, 'pgdata'));
 }
