@@ -1,20 +1,23 @@
+import { LRUCache } from 'lru-cache';
 import { invalid } from '../common/errors.ts';
 
-const compiled = new Map<string, RegExp | null>();
+/** Permission expressions compiled once; the few a deployment uses stay, a flood of others cannot grow it. */
+const compiled = new LRUCache<string, { re: RegExp | null }>({ max: 10_000 });
 
 /** Java `String.matches` semantics: the expression must match the whole service name. */
 function wholeName(expression: string): RegExp | null {
-  let re = compiled.get(expression);
-  if (re === undefined) {
+  let entry = compiled.get(expression);
+  if (entry === undefined) {
+    let re: RegExp | null;
     try {
       re = new RegExp(`^(?:${expression})$`, 'u');
     } catch {
       re = null;
     }
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(expression, re);
+    entry = { re };
+    compiled.set(expression, entry);
   }
-  return re;
+  return entry.re;
 }
 
 export const compiles = (expression: string) => expression.length > 0 && wholeName(expression) !== null;
