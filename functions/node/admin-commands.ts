@@ -86,7 +86,7 @@ export async function notesExport(ctx: CommandContext, destination: string | und
 }
 
 export async function monitoringImport(ctx: CommandContext, file: string) {
-  const counts = await withRuntime(ctx, ({ ports }) => importNotifications(ports, file));
+  const counts = await withRuntime(ctx, ({ ports }) => importNotifications(ports, file, (line) => ctx.io.stderr.write(line)));
   const { accepted, ignored, refused, bad } = counts;
   ctx.out(`Notifications: ${accepted} accepted, ${ignored} ignored, ${refused} refused, ${bad} bad lines.`);
 }

@@ -49,7 +49,7 @@ const policyOf = (values: ConnectionValues): RetryPolicy => ({
 
 const settingsOf = (ctx: CommandContext, values: ConnectionValues) => {
   const config = values.config === undefined ? undefined : ctx.resolve(values.config);
-  return remoteSettings({ ...values, config }, ctx.io.env);
+  return remoteSettings({ ...values, config }, ctx.io.env, (line) => ctx.io.stderr.write(line));
 };
 
 /** One call with retries; a failure is printed and makes the exit code 1. */

@@ -42,7 +42,7 @@ export function refuseCredentialFlags(args: string[]) {
   }
 }
 
-function readConfigFile(file: string): Record<string, unknown> {
+function readConfigFile(file: string, warn: (line: string) => void): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -51,7 +51,7 @@ function readConfigFile(file: string): Record<string, unknown> {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`${file}: a JSON object {"url", "username", "secret"} expected`);
   if (process.platform !== 'win32' && (fs.statSync(file).mode & 0o077) !== 0) {
-    process.stderr.write(`ecpds-edge: warning: ${file} holds a secret and can be read by other users (chmod 600 ${file})\n`);
+    warn(`ecpds-edge: warning: ${file} holds a secret and can be read by other users (chmod 600 ${file})\n`);
   }
   return parsed as Record<string, unknown>;
 }
@@ -59,8 +59,12 @@ function readConfigFile(file: string): Record<string, unknown> {
 const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
 const truthy = (v: unknown) => v === true || (typeof v === 'string' && /^(1|true|yes|on)$/i.test(v));
 
-export function remoteSettings(flags: ConnectionFlags, env: NodeJS.ProcessEnv): RemoteSettings {
-  const file = flags.config ? readConfigFile(flags.config) : {};
+export function remoteSettings(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv,
+  warn: (line: string) => void,
+): RemoteSettings {
+  const file = flags.config ? readConfigFile(flags.config, warn) : {};
   const url = flags.url ?? text(file.url) ?? text(env.ECPDS_URL);
   const username = text(file.username) ?? text(env.ECPDS_USERNAME);
   const secret = text(file.secret) ?? text(env.ECPDS_SECRET);
