@@ -7,8 +7,10 @@ import { VERSION } from '../core/system/version.ts';
 import {
   basic, freePort, killAll, removeTempDirs, request, runCli, startServer, tempDir, type ServerProcess,
 } from './support/processes.ts';
+import { onPostgres } from './support/database.ts';
 
 // `ecpds-edge serve` as operators run it: a child process on a free port, spoken to over HTTPS.
+// The embedded-database servers do not read TEST_DATABASE_URL, so only the PGlite pass runs them.
 
 const CLIENT = { username: 'edgeclient', password: 'Pr0ps-s3cret-42' };
 // The password ends at the first colon, so the expression may hold colons: `(?:...)`.
@@ -40,7 +42,7 @@ const waitReady = async (s: ServerProcess) => {
   }
 };
 
-describe('embedded server (PGlite)', () => {
+describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
   let dataDir: string;
   let propsFile: string;
   let server: ServerProcess;
@@ -144,7 +146,7 @@ describe('embedded server (PGlite)', () => {
   });
 });
 
-describe('bootstrap admin', () => {
+describe.skipIf(onPostgres())('bootstrap admin', () => {
   it('is created on an empty client store without a properties file; its secret is printed once and works', async () => {
     const dataDir = path.join(tempDir(), 'data');
     const server = startServer({ PORT: String(await freePort()), ECPDS_DATA_DIR: dataDir });
@@ -168,7 +170,7 @@ describe('bootstrap admin', () => {
   });
 });
 
-describe('a port in use', () => {
+describe.skipIf(onPostgres())('a port in use', () => {
   it('fails with a clear message, releases the data dir, and the next start still bootstraps the admin', async () => {
     const dataDir = path.join(tempDir(), 'data');
     const port = await freePort();
@@ -191,7 +193,7 @@ describe('a port in use', () => {
   });
 });
 
-describe('trust-proxy mode', () => {
+describe.skipIf(onPostgres())('trust-proxy mode', () => {
   it('serves plain HTTP; a request is secure only with X-Forwarded-Proto: https', async () => {
     const dataDir = path.join(tempDir(), 'data');
     const server = startServer({ PORT: String(await freePort()), ECPDS_DATA_DIR: dataDir, ECPDS_TRUST_PROXY: '1' });
@@ -208,7 +210,7 @@ describe('trust-proxy mode', () => {
   });
 });
 
-describe('configuration errors', () => {
+describe.skipIf(onPostgres())('configuration errors', () => {
   it('refuses DATABASE_URL without ECPDS_SECRET_KEY with a clear message', () => {
     const r = runCli(['serve'], {
       PORT: '0', ECPDS_DATA_DIR: path.join(tempDir(), 'data'), DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',

@@ -9,6 +9,7 @@ import { errEvent, formatEvent, prsEvent } from '../core/common/events.ts';
 import { sweepExpired } from '../core/data-files/handlers.ts';
 import { openPglite } from '../db/pglite.ts';
 import { dataFiles, dataTransfers, destinations } from '../db/schema.ts';
+import { onPostgres } from './support/database.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
@@ -116,7 +117,9 @@ describe('event entries', () => {
   });
 });
 
-describe('command line', () => {
+// The command runs on its own embedded data directory whatever the test database, so only the
+// PGlite pass runs it.
+describe.skipIf(onPostgres())('command line', () => {
   const run = promisify(execFile);
   const bin = new URL('../functions/bin/ecpds-edge.mjs', import.meta.url).pathname;
   let dir: string;

@@ -6,7 +6,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The workerd suite has its own configuration (npm run test:workers).
     exclude: ['test/workers/**', '**/node_modules/**'],
-    globalSetup: ['test/support/build-dist.ts'],
+    // The compiled command line for the tests that start it; one migrated database for the run,
+    // which each test file starts from a copy of.
+    globalSetup: ['test/support/build-dist.ts', 'test/support/template-database.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -1,26 +1,44 @@
-import { openPostgres, type DbHandle } from '../../db/client.ts';
+import fs from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { drizzle } from 'drizzle-orm/pglite';
+import { inject } from 'vitest';
+import { openPostgres, type Database, type DbHandle } from '../../db/client.ts';
 import { openPglite } from '../../db/pglite.ts';
 import { migrate } from '../../db/migrate.ts';
+import * as schema from '../../db/schema.ts';
 
 /**
  * A fresh, migrated database for one test file: in-memory PGlite by default, or a new
- * database on the server of TEST_DATABASE_URL (dropped again by `close`).
+ * database on the server of TEST_DATABASE_URL (dropped again by `close`). Both are copies of
+ * the database test/support/template-database.ts migrated once for the run, when there is one.
  */
 export async function freshDatabase(): Promise<DbHandle> {
   const url = process.env.TEST_DATABASE_URL;
-  if (!url) {
+  return url ? freshPostgres(url) : freshPglite();
+}
+
+async function freshPglite(): Promise<DbHandle> {
+  const template = inject('pgliteTemplate');
+  if (!template) {
     const handle = await openPglite();
     await migrate(handle);
     return handle;
   }
+  const client = await PGlite.create({ loadDataDir: new Blob([fs.readFileSync(template)]) });
+  const db = drizzle(client, { schema }) as unknown as Database;
+  return { db, kind: 'pglite', close: () => client.close() };
+}
+
+async function freshPostgres(url: string): Promise<DbHandle> {
   const { default: postgres } = await import('postgres');
+  const template = inject('postgresTemplate');
   const name = `ecpds_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${name}"`);
+  await admin.unsafe(template ? `create database "${name}" template "${template}"` : `create database "${name}"`);
   const target = new URL(url);
   target.pathname = `/${name}`;
   const handle = openPostgres(target.toString(), { max: 5 });
-  await migrate(handle);
+  if (!template) await migrate(handle);
   return {
     ...handle,
     async close() {

@@ -8,9 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { openPostgres } from '../../db/client.ts';
-import { openPglite } from '../../db/pglite.ts';
-import { loadTls } from '../../functions/node/tls.ts';
+import { openPostgres } from '../db/client.ts';
+import { openPglite } from '../db/pglite.ts';
+import { loadTls } from '../functions/node/tls.ts';
 import { metadataBody, notificationsOf, type Scale } from './seed.ts';
 import { auth, cpuOf, log, machine, memoryOf, postgresCpu, prepare, start, startService, stop, waitFor, writeBenchFile } from './support.ts';
 
@@ -110,7 +110,7 @@ function startApp(env: Record<string, string>) {
 
 function startBaseline(databaseUrl: string) {
   const p = port++;
-  const child = start(['--import', 'tsx', 'test/bench/baseline-server.ts', String(p), path.join(tmp, 'tls/cert.pem'), path.join(tmp, 'tls/key.pem'), databaseUrl], {});
+  const child = start(['--import', 'tsx', 'bench/baseline-server.ts', String(p), path.join(tmp, 'tls/cert.pem'), path.join(tmp, 'tls/key.pem'), databaseUrl], {});
   return { child, base: `https://127.0.0.1:${p}` };
 }
 

@@ -2,15 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateSecret, hashGeneratedSecret } from '../../core/common/crypto.ts';
-import type { DbHandle } from '../../db/client.ts';
-import { migrate } from '../../db/migrate.ts';
+import { generateSecret, hashGeneratedSecret } from '../core/common/crypto.ts';
+import type { DbHandle } from '../db/client.ts';
+import { migrate } from '../db/migrate.ts';
 import { sql } from 'drizzle-orm';
-import { apiClients } from '../../db/schema.ts';
+import { apiClients } from '../db/schema.ts';
 import { seed, type Scale } from './seed.ts';
 
 /** What `npm run bench` and `npm run soak` share: the bench client, server processes, memory. */
-export const ROOT = path.resolve(new URL('../..', import.meta.url).pathname);
+export const ROOT = path.resolve(new URL('..', import.meta.url).pathname);
 export const BENCH_FILE = path.join(ROOT, 'BENCHMARKS.md');
 export const secret = generateSecret();
 export const auth = `Basic ${Buffer.from(`bench:${secret}`).toString('base64')}`;

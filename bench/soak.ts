@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { openPostgres } from '../../db/client.ts';
-import { loadTls } from '../../functions/node/tls.ts';
+import { openPostgres } from '../db/client.ts';
+import { loadTls } from '../functions/node/tls.ts';
 import { metadataBody, type Scale } from './seed.ts';
 import { auth, log, machine, memoryOf, prepare, startService, stop, waitFor, writeBenchFile } from './support.ts';
 

@@ -5,9 +5,9 @@ import { promisify } from 'node:util';
 import { serve } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import postgres from 'postgres';
-import { constantTimeEqualText } from '../../core/common/crypto.ts';
-import { nativeSha256Base64 } from '../../functions/node/digest.ts';
-import { batchedStdout, jsonLogger } from '../../functions/node/logger.ts';
+import { constantTimeEqualText } from '../core/common/crypto.ts';
+import { nativeSha256Base64 } from '../functions/node/digest.ts';
+import { batchedStdout, jsonLogger } from '../functions/node/logger.ts';
 
 /**
  * The baselines, on the same Node HTTPS server setup as the service: a bare JSON route, one
