@@ -3,7 +3,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { serve } from '@hono/node-server';
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import postgres from 'postgres';
 import { constantTimeEqualText } from '../core/common/crypto.ts';
 import { nativeSha256Base64 } from '../functions/node/digest.ts';
@@ -23,8 +23,25 @@ await sql`insert into bench_rows (name) select 'row ' || i from generate_series(
 const app = new Hono();
 app.get('/bare', (c) => c.json({ status: 'ok', value: 'bare' }));
 // A body as large as destination/list of 10,000 destinations, encoded once: the cost of sending it.
-const entry = (i: number) => ({ name: `BENCH_${String(i).padStart(6, '0')}`, type: i % 3, country: 'gb', countryIso: 'gb', active: true, statusCode: 'INIT', backup: false, comment: `benchmark destination ${i}`, monitor: false, acquisition: false, userMail: `ops${i}@example.org`, filterName: null });
-const staticList = new Uint8Array(Buffer.from(JSON.stringify({ status: 'ok', destinationList: Array.from({ length: 10_000 }, (_, i) => entry(i + 1)) })));
+const entry = (i: number) => ({
+  name: `BENCH_${String(i).padStart(6, '0')}`,
+  type: i % 3,
+  country: 'gb',
+  countryIso: 'gb',
+  active: true,
+  statusCode: 'INIT',
+  backup: false,
+  comment: `benchmark destination ${i}`,
+  monitor: false,
+  acquisition: false,
+  userMail: `ops${i}@example.org`,
+  filterName: null,
+});
+const staticList = new Uint8Array(
+  Buffer.from(
+    JSON.stringify({ status: 'ok', destinationList: Array.from({ length: 10_000 }, (_, i) => entry(i + 1)) }),
+  ),
+);
 app.get('/static-list', (c) => c.body(staticList, 200, { 'content-type': 'application/json' }));
 app.get('/insert', async (c) => {
   const [row] = await sql`insert into bench_rows (name) values (${c.req.query('n') ?? 'x'}) returning id`;
@@ -38,7 +55,9 @@ app.get('/select', async (c) => {
 // The floors: the bench client's secret checked against its stored hash (native SHA-256,
 // compared in constant time), the permission expression matched, one access log line, and for
 // the put the source's lstat (a plain file in a known directory) and the service's statement.
-const [client] = await sql<{ secret_hash: string; permissions: string[] }[]>`select secret_hash, permissions from api_clients where username = 'bench'`;
+const [client] = await sql<
+  { secret_hash: string; permissions: string[] }[]
+>`select secret_hash, permissions from api_clients where username = 'bench'`;
 const storedDigest = client!.secret_hash.slice('sha256$'.length);
 const permission = new RegExp(`^(?:${client!.permissions[0]})$`, 'u');
 const logger = jsonLogger(batchedStdout().write);
@@ -49,19 +68,36 @@ function authorized(c: Context, service: string | null): boolean {
   const decoded = token ? Buffer.from(token, 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
   if (colon <= 0) return false;
-  return constantTimeEqualText(nativeSha256Base64(decoded.slice(colon + 1)), storedDigest) && (service === null || permission.test(service));
+  return (
+    constantTimeEqualText(nativeSha256Base64(decoded.slice(colon + 1)), storedDigest) &&
+    (service === null || permission.test(service))
+  );
 }
 
 function answered(c: Context, started: number, status: number) {
-  logger.info('request', { method: c.req.method, path: c.req.path, status, ms: Math.round((performance.now() - started) * 10) / 10, requestId: crypto.randomUUID(), client: 'bench' });
+  logger.info('request', {
+    method: c.req.method,
+    path: c.req.path,
+    status,
+    ms: Math.round((performance.now() - started) * 10) / 10,
+    requestId: crypto.randomUUID(),
+    client: 'bench',
+  });
 }
 
-const typeList = JSON.stringify({ status: 'ok', typeList: [{ 0: 'Acquisition' }, { 1: 'Dissemination' }, { 2: 'Time Critical' }] });
+const typeList = JSON.stringify({
+  status: 'ok',
+  typeList: [{ 0: 'Acquisition' }, { 1: 'Dissemination' }, { 2: 'Time Critical' }],
+});
 app.get('/floor/type-list', (c) => {
   const started = performance.now();
   if (!authorized(c, null)) return c.json({ status: 'error', message: 'User not authorized' }, 500);
   answered(c, started, 200);
-  return c.body(typeList, 200, { 'content-type': 'application/json', 'x-request-id': crypto.randomUUID(), 'x-content-type-options': 'nosniff' });
+  return c.body(typeList, 200, {
+    'content-type': 'application/json',
+    'x-request-id': crypto.randomUUID(),
+    'x-content-type-options': 'nosniff',
+  });
 });
 
 app.get('/floor/put', async (c) => {
@@ -69,7 +105,8 @@ app.get('/floor/put', async (c) => {
   if (!authorized(c, 'datafilePut')) return c.json({ status: 'error', message: 'User not authorized' }, 500);
   const { destination, source, uniquename } = c.req.query();
   const stat = await lstatOf(source!);
-  if (!stat.isFile()) return c.json({ status: 'error', message: `Source ${source} not allowed: not a regular file` }, 500);
+  if (!stat.isFile())
+    return c.json({ status: 'error', message: `Source ${source} not allowed: not a regular file` }, 500);
   const now = Date.now();
   const [row] = await sql`
     with destination as (
@@ -88,10 +125,20 @@ app.get('/floor/put', async (c) => {
     )
     select exists (select 1 from destination) as found, (select id from file) as id`;
   answered(c, started, 200);
-  return c.json({ status: 'ok', id: Number(row!.id) }, 200, { 'x-request-id': crypto.randomUUID(), 'x-content-type-options': 'nosniff' });
+  return c.json({ status: 'ok', id: Number(row!.id) }, 200, {
+    'x-request-id': crypto.randomUUID(),
+    'x-content-type-options': 'nosniff',
+  });
 });
 
-serve({ fetch: app.fetch, port: Number(port), hostname: '127.0.0.1', createServer: https.createServer, serverOptions: { cert: fs.readFileSync(cert), key: fs.readFileSync(key) } }, () =>
-  process.stdout.write('ready\n'),
+serve(
+  {
+    fetch: app.fetch,
+    port: Number(port),
+    hostname: '127.0.0.1',
+    createServer: https.createServer,
+    serverOptions: { cert: fs.readFileSync(cert), key: fs.readFileSync(key) },
+  },
+  () => process.stdout.write('ready\n'),
 );
 process.on('SIGTERM', () => sql.end().then(() => process.exit(0)));

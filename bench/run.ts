@@ -12,7 +12,20 @@ import { openPostgres } from '../db/client.ts';
 import { openPglite } from '../db/pglite.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { metadataBody, notificationsOf, type Scale } from './seed.ts';
-import { auth, cpuOf, log, machine, memoryOf, postgresCpu, prepare, start, startService, stop, waitFor, writeBenchFile } from './support.ts';
+import {
+  auth,
+  cpuOf,
+  log,
+  machine,
+  memoryOf,
+  postgresCpu,
+  prepare,
+  start,
+  startService,
+  stop,
+  waitFor,
+  writeBenchFile,
+} from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -28,8 +41,23 @@ const LARGE: Scale = { destinations: 10_000, cycles: 250, metadataFields: 100 };
 const SMALL: Scale = { destinations: 1_000, cycles: 25, metadataFields: 10 };
 
 /** CPU per request in µs: the server process, every Postgres process, and this process (the load generator). */
-interface Cpu { server: number; postgres: number; load: number }
-interface Row { flavour: string; scenario: string; data: string; connections: number; rps: number; p50: number; p99: number; errors: number; rssMiB: number; cpu: Cpu }
+interface Cpu {
+  server: number;
+  postgres: number;
+  load: number;
+}
+interface Row {
+  flavour: string;
+  scenario: string;
+  data: string;
+  connections: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  rssMiB: number;
+  cpu: Cpu;
+}
 const rows: Row[] = [];
 let port = 19500;
 /** BENCH_WARMUP_SECONDS: unrecorded load before each row, so compiled code and caches are warm. */
@@ -37,8 +65,20 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 /** BENCH_ROUNDS: how often each throughput scenario and its baseline are measured, alternately. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-interface Target { flavour: string; scenario: string; data: string; base: string; pid: number }
-interface Load { path: string; method?: string; body?: string; connections: number; vary?: (n: number) => string }
+interface Target {
+  flavour: string;
+  scenario: string;
+  data: string;
+  base: string;
+  pid: number;
+}
+interface Load {
+  path: string;
+  method?: string;
+  body?: string;
+  connections: number;
+  vary?: (n: number) => string;
+}
 let varied = 0;
 
 async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
@@ -48,20 +88,40 @@ async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
     connections: opts.connections,
     duration: seconds,
     headers: { authorization: auth, ...(opts.body && { 'content-type': 'application/json' }) },
-    requests: [{ method: (opts.method ?? 'GET') as 'GET', path: opts.path, body: opts.body, ...(opts.vary && { setupRequest: (req: object) => ({ ...req, path: opts.vary!(++varied) }) }) } as autocannon.Request],
+    requests: [
+      {
+        method: (opts.method ?? 'GET') as 'GET',
+        path: opts.path,
+        body: opts.body,
+        ...(opts.vary && { setupRequest: (req: object) => ({ ...req, path: opts.vary!(++varied) }) }),
+      } as autocannon.Request,
+    ],
   });
   const load = process.cpuUsage(before.load);
   const perRequest = (us: number) => Math.round(us / Math.max(1, result.requests.total));
   return {
-    flavour: t.flavour, scenario: t.scenario, data: t.data, connections: opts.connections, rps: Math.round(result.requests.average),
-    p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, rssMiB: Math.round(memoryOf(t.pid)),
-    cpu: { server: perRequest(cpuOf(t.pid) - before.server), postgres: perRequest(postgresCpu() - before.postgres), load: perRequest(load.user + load.system) },
+    flavour: t.flavour,
+    scenario: t.scenario,
+    data: t.data,
+    connections: opts.connections,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    rssMiB: Math.round(memoryOf(t.pid)),
+    cpu: {
+      server: perRequest(cpuOf(t.pid) - before.server),
+      postgres: perRequest(postgresCpu() - before.postgres),
+      load: perRequest(load.user + load.system),
+    },
   };
 }
 
 function record(row: Row) {
   rows.push(row);
-  log(`${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}, CPU µs/request server ${row.cpu.server} Postgres ${row.cpu.postgres} load ${row.cpu.load}`);
+  log(
+    `${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}, CPU µs/request server ${row.cpu.server} Postgres ${row.cpu.postgres} load ${row.cpu.load}`,
+  );
 }
 
 const wanted = (scenario: string) => !ONLY || scenario.includes(ONLY);
@@ -110,7 +170,18 @@ function startApp(env: Record<string, string>) {
 
 function startBaseline(databaseUrl: string) {
   const p = port++;
-  const child = start(['--import', 'tsx', 'bench/baseline-server.ts', String(p), path.join(tmp, 'tls/cert.pem'), path.join(tmp, 'tls/key.pem'), databaseUrl], {});
+  const child = start(
+    [
+      '--import',
+      'tsx',
+      'bench/baseline-server.ts',
+      String(p),
+      path.join(tmp, 'tls/cert.pem'),
+      path.join(tmp, 'tls/key.pem'),
+      databaseUrl,
+    ],
+    {},
+  );
   return { child, base: `https://127.0.0.1:${p}` };
 }
 
@@ -120,24 +191,49 @@ const BARE: Load = { path: '/bare', connections: 50 };
 const INSERT: Load = { path: '/', connections: 10, vary: (n) => `/insert?n=row-${n}-${Date.now()}` };
 const putQuery = (label: string, n: number) =>
   `destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`;
-const putLoad = (label: string): Load => ({ path: '/', connections: 10, vary: (n) => `/v1/datafile/put?${putQuery(label, n)}` });
-const floorPutLoad = (label: string): Load => ({ path: '/', connections: 10, vary: (n) => `/floor/put?${putQuery(`floor-${label}`, n)}` });
+const putLoad = (label: string): Load => ({
+  path: '/',
+  connections: 10,
+  vary: (n) => `/v1/datafile/put?${putQuery(label, n)}`,
+});
+const floorPutLoad = (label: string): Load => ({
+  path: '/',
+  connections: 10,
+  vary: (n) => `/floor/put?${putQuery(`floor-${label}`, n)}`,
+});
 // The least each of the two requests must do, written by hand without the service's layers (baseline-server.ts).
 const FLOOR_TYPE_LIST = 'floor: type list by hand (Basic check, log line)';
 const FLOOR_PUT = 'floor: datafile/put by hand (Basic check, lstat, the same statement, log line)';
 
 /** The service's throughput scenarios in turns with the baselines, then its latency scenarios. */
-async function appScenarios(flavour: string, label: string, scale: Scale, env: Record<string, string>, baseline: { base: string; pid: number } | null) {
+async function appScenarios(
+  flavour: string,
+  label: string,
+  scale: Scale,
+  env: Record<string, string>,
+  baseline: { base: string; pid: number } | null,
+) {
   const { child, base } = startApp(env);
   await waitFor(`${base}/v1/version`);
   const app = (scenario: string, data = '-') => ({ flavour, scenario, data, base, pid: child.pid! });
   const dests = `${scale.destinations.toLocaleString('en')} destinations`;
   if (baseline) {
     const bare = (scenario: string) => ({ flavour: 'baseline', scenario, data: '-', ...baseline });
-    await inTurns([bare('bare Hono JSON route'), BARE], [bare(FLOOR_TYPE_LIST), { ...TYPE_LIST, path: '/floor/type-list' }], [app('GET destination/type/list (authenticated)'), TYPE_LIST]);
-    await inTurns([bare('raw postgres.js INSERT'), INSERT], [bare(FLOOR_PUT), floorPutLoad(label)], [app('GET datafile/put'), putLoad(label)]);
+    await inTurns(
+      [bare('bare Hono JSON route'), BARE],
+      [bare(FLOOR_TYPE_LIST), { ...TYPE_LIST, path: '/floor/type-list' }],
+      [app('GET destination/type/list (authenticated)'), TYPE_LIST],
+    );
+    await inTurns(
+      [bare('raw postgres.js INSERT'), INSERT],
+      [bare(FLOOR_PUT), floorPutLoad(label)],
+      [app('GET datafile/put'), putLoad(label)],
+    );
     await load(bare('raw postgres.js SELECT'), { path: '/select', connections: 10 });
-    await load({ ...bare('static body of destination/list size'), data: '10,000 destinations' }, { path: '/static-list', connections: 1 });
+    await load(
+      { ...bare('static body of destination/list size'), data: '10,000 destinations' },
+      { path: '/static-list', connections: 1 },
+    );
   } else if (label === 'large') {
     await load(app('GET destination/type/list (authenticated)'), TYPE_LIST);
     await load(app('GET datafile/put'), putLoad(label));
@@ -147,9 +243,23 @@ async function appScenarios(flavour: string, label: string, scale: Scale, env: R
   for (const connections of label === 'large' ? [1, 4] : [1]) {
     await load(app('GET destination/list', dests), { path: '/v1/destination/list', connections });
     // The same list while another connection keeps changing a destination: rendered every time.
-    if (env.DATABASE_URL) await churning(env.DATABASE_URL, () => load(app('GET destination/list, changed before each request', dests), { path: '/v1/destination/list', connections }));
-    await load(app('GET monitoring/summary', `${notificationsOf(scale).toLocaleString('en')} notifications`), { path: '/v1/monitoring/summary', connections });
-    await load(app('PUT destination/{name}/metadata', `${scale.metadataFields} fields`), { path: '/v1/destination/BENCH_META/metadata', method: 'PUT', body: metadataBody(scale.metadataFields), connections });
+    if (env.DATABASE_URL)
+      await churning(env.DATABASE_URL, () =>
+        load(app('GET destination/list, changed before each request', dests), {
+          path: '/v1/destination/list',
+          connections,
+        }),
+      );
+    await load(app('GET monitoring/summary', `${notificationsOf(scale).toLocaleString('en')} notifications`), {
+      path: '/v1/monitoring/summary',
+      connections,
+    });
+    await load(app('PUT destination/{name}/metadata', `${scale.metadataFields} fields`), {
+      path: '/v1/destination/BENCH_META/metadata',
+      method: 'PUT',
+      body: metadataBody(scale.metadataFields),
+      connections,
+    });
   }
   await stop(child);
 }
@@ -161,7 +271,12 @@ async function main() {
   const admin = postgres(PG.toString(), { max: 1, onnotice: () => undefined });
   const databases: string[] = [];
   try {
-    for (const [label, scale] of ([['large', LARGE], ['small', SMALL]] as const).filter(([l]) => SIZES.includes(l))) {
+    for (const [label, scale] of (
+      [
+        ['large', LARGE],
+        ['small', SMALL],
+      ] as const
+    ).filter(([l]) => SIZES.includes(l))) {
       const name = `ecpds_bench_${label}_${process.pid}`;
       await admin.unsafe(`create database "${name}"`);
       databases.push(name);
@@ -174,7 +289,13 @@ async function main() {
         const baseline = label === 'large' ? startBaseline(url.toString()) : null;
         if (baseline) await waitFor(`${baseline.base}/bare`);
         try {
-          await appScenarios('Postgres', label, scale, { DATABASE_URL: url.toString() }, baseline && { base: baseline.base, pid: baseline.child.pid! });
+          await appScenarios(
+            'Postgres',
+            label,
+            scale,
+            { DATABASE_URL: url.toString() },
+            baseline && { base: baseline.base, pid: baseline.child.pid! },
+          );
         } finally {
           if (baseline) await stop(baseline.child);
         }
@@ -188,7 +309,8 @@ async function main() {
       await appScenarios('PGlite', label, scale, { ECPDS_DATA_DIR: dir }, null);
     }
   } finally {
-    for (const name of databases) await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);
+    for (const name of databases)
+      await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);
     await admin.end();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -199,7 +321,13 @@ async function main() {
 
 function report(): string {
   const find = (flavour: string, scenario: string, data?: string, connections?: number) =>
-    rows.find((r) => r.flavour === flavour && r.scenario.startsWith(scenario) && (data === undefined || r.data.startsWith(data)) && (connections === undefined || r.connections === connections));
+    rows.find(
+      (r) =>
+        r.flavour === flavour &&
+        r.scenario.startsWith(scenario) &&
+        (data === undefined || r.data.startsWith(data)) &&
+        (connections === undefined || r.connections === connections),
+    );
   const bare = find('baseline', 'bare')!;
   const insert = find('baseline', 'raw postgres.js INSERT')!;
   const target = (ok: boolean) => (ok ? 'met' : '**missed**');
@@ -214,7 +342,10 @@ function report(): string {
     '',
     '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB | CPU µs/req: server | Postgres | load |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.rssMiB} | ${r.cpu.server} | ${r.flavour === 'PGlite' ? '-' : r.cpu.postgres} | ${r.cpu.load} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.rssMiB} | ${r.cpu.server} | ${r.flavour === 'PGlite' ? '-' : r.cpu.postgres} | ${r.cpu.load} |`,
+    ),
     '',
     '## Targets',
     '',
@@ -223,19 +354,41 @@ function report(): string {
   ];
   const typeList = find('Postgres', 'GET destination/type/list');
   const put = find('Postgres', 'GET datafile/put');
-  if (typeList) lines.push(`| authenticated cheap GET ≥ 70% of the bare route | ${Math.round((100 * typeList.rps) / bare.rps)}% | ${target(typeList.rps >= 0.7 * bare.rps)} |`);
-  if (put) lines.push(`| datafile/put on Postgres ≥ 50% of the raw INSERT route | ${Math.round((100 * put.rps) / insert.rps)}% | ${target(put.rps >= 0.5 * insert.rps)} |`);
+  if (typeList)
+    lines.push(
+      `| authenticated cheap GET ≥ 70% of the bare route | ${Math.round((100 * typeList.rps) / bare.rps)}% | ${target(typeList.rps >= 0.7 * bare.rps)} |`,
+    );
+  if (put)
+    lines.push(
+      `| datafile/put on Postgres ≥ 50% of the raw INSERT route | ${Math.round((100 * put.rps) / insert.rps)}% | ${target(put.rps >= 0.5 * insert.rps)} |`,
+    );
   for (const flavour of ['Postgres', 'PGlite']) {
     const list = find(flavour, 'GET destination/list', '10,000', 1);
     const summary = find(flavour, 'GET monitoring/summary', '1,000,000', 1);
     const meta = find(flavour, 'PUT destination', '100', 1);
-    if (list) lines.push(`| ${flavour}: destination/list, 10,000 destinations, p50 < 30 ms (1 connection) | ${list.p50} ms | ${target(list.p50 < 30)} |`);
+    if (list)
+      lines.push(
+        `| ${flavour}: destination/list, 10,000 destinations, p50 < 30 ms (1 connection) | ${list.p50} ms | ${target(list.p50 < 30)} |`,
+      );
     const changed = find(flavour, 'GET destination/list, changed', '10,000', 1);
-    if (changed) lines.push(`| ${flavour}: the same, the list changed before each request | ${changed.p50} ms | ${target(changed.p50 < 30)} |`);
-    if (summary) lines.push(`| ${flavour}: monitoring/summary, 1,000,000 notifications, p50 < 100 ms (1 connection) | ${summary.p50} ms | ${target(summary.p50 < 100)} |`);
-    if (meta) lines.push(`| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) | ${meta.p50} ms | ${target(meta.p50 < 20)} |`);
+    if (changed)
+      lines.push(
+        `| ${flavour}: the same, the list changed before each request | ${changed.p50} ms | ${target(changed.p50 < 30)} |`,
+      );
+    if (summary)
+      lines.push(
+        `| ${flavour}: monitoring/summary, 1,000,000 notifications, p50 < 100 ms (1 connection) | ${summary.p50} ms | ${target(summary.p50 < 100)} |`,
+      );
+    if (meta)
+      lines.push(
+        `| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) | ${meta.p50} ms | ${target(meta.p50 < 20)} |`,
+      );
   }
-  lines.push('', 'The targets are stated for Postgres; PGlite (one query at a time, in process) is reported for comparison.', '');
+  lines.push(
+    '',
+    'The targets are stated for Postgres; PGlite (one query at a time, in process) is reported for comparison.',
+    '',
+  );
   const floorTypeList = find('baseline', FLOOR_TYPE_LIST);
   const floorPut = find('baseline', FLOOR_PUT);
   if (floorTypeList && floorPut && typeList && put) {
@@ -244,7 +397,7 @@ function report(): string {
     lines.push(
       '## Floors',
       '',
-      'What each request must do at the least, written by hand in the baseline server without the service\'s layers, measured in the same turns: the Basic credentials checked against the stored hash (native SHA-256, compared in constant time) and the permission, one access log line, and for the put the lstat of the source and the service\'s registering statement.',
+      "What each request must do at the least, written by hand in the baseline server without the service's layers, measured in the same turns: the Basic credentials checked against the stored hash (native SHA-256, compared in constant time) and the permission, one access log line, and for the put the lstat of the source and the service's registering statement.",
       '',
       '| Request | Baseline req/s | Floor req/s (share of baseline) | Service req/s (share of baseline, of floor) | CPU µs/req: baseline, floor, service (server + Postgres + load) |',
       '|---|---|---|---|---|',

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 /**
  * `npm run soak`: a mixed load on one `ecpds-edge serve` over Postgres for SOAK_SECONDS
  * (default 600), sampling the server's resident memory. It passes when no request got an
@@ -36,12 +37,20 @@ function mix(source: string): Array<(previous: { id?: number }) => Step> {
   const metadata = metadataBody(SCALE.metadataFields);
   return [
     () => ({ method: 'GET', path: '/v1/destination/type/list', expect: 200 }),
-    () => ({ method: 'GET', path: `/v1/destination/BENCH_${String(1 + (sequence % SCALE.destinations)).padStart(6, '0')}`, expect: 200 }),
+    () => ({
+      method: 'GET',
+      path: `/v1/destination/BENCH_${String(1 + (sequence % SCALE.destinations)).padStart(6, '0')}`,
+      expect: 200,
+    }),
     () => ({ method: 'GET', path: '/v1/destination/list?iso=fr', expect: 200 }),
     () => ({ method: 'GET', path: '/v1/monitoring/summary', expect: 200 }),
     () => ({ method: 'GET', path: '/v1/destination/BENCH_META/metadata', expect: 200 }),
     () => ({ method: 'PUT', path: '/v1/destination/BENCH_META/metadata', body: metadata, expect: 200 }),
-    () => ({ method: 'GET', path: `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(source)}&uniquename=soak-${process.pid}-${++sequence}`, expect: 200 }),
+    () => ({
+      method: 'GET',
+      path: `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(source)}&uniquename=soak-${process.pid}-${++sequence}`,
+      expect: 200,
+    }),
     (previous) => ({ method: 'GET', path: `/v1/datafile/size?id=${previous.id}`, expect: 200 }),
     (previous) => ({ method: 'DELETE', path: `/v1/datafile/del?id=${previous.id}`, expect: 200 }),
     // A service error, 500 with a JSON message (wire-decisions §1).
@@ -59,7 +68,7 @@ async function main() {
   await admin.unsafe(`create database "${name}"`);
   const url = new URL(PG);
   url.pathname = `/${name}`;
-  let child;
+  let child: ChildProcess | undefined;
   try {
     log('seeding');
     await prepare(openPostgres(url.toString(), { max: 2 }), SCALE);
@@ -84,12 +93,21 @@ async function soak(base: string, pid: number, source: string) {
   const unexpected = new Map<string, number>();
   const samples: Array<{ at: number; rssMiB: number }> = [];
   const started = Date.now();
-  const sampler = setInterval(() => samples.push({ at: (Date.now() - started) / 1000, rssMiB: memoryOf(pid, 'VmRSS') }), SAMPLE_MS);
+  const sampler = setInterval(
+    () => samples.push({ at: (Date.now() - started) / 1000, rssMiB: memoryOf(pid, 'VmRSS') }),
+    SAMPLE_MS,
+  );
   const requests = steps.map((step, i) => ({
     setupRequest: (req: object, context: { id?: number; step?: Step }) => {
       const next = step(context);
       context.step = next;
-      return { ...req, method: next.method, path: next.path, body: next.body, headers: { authorization: auth, ...(next.body && { 'content-type': 'application/json' }) } };
+      return {
+        ...req,
+        method: next.method,
+        path: next.path,
+        body: next.body,
+        headers: { authorization: auth, ...(next.body && { 'content-type': 'application/json' }) },
+      };
     },
     onResponse: (status: number, body: string, context: { id?: number; step?: Step }) => {
       const expected = context.step!;
@@ -100,7 +118,12 @@ async function soak(base: string, pid: number, source: string) {
       if (i === 6 && status === 200) context.id = (JSON.parse(body) as { id: number }).id;
     },
   }));
-  const result = await autocannon({ url: base, connections: CONNECTIONS, duration: SECONDS, requests: requests as never });
+  const result = await autocannon({
+    url: base,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    requests: requests as never,
+  });
   clearInterval(sampler);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   const early = median(samples.filter((s) => s.at > 60 && s.at <= 120).map((s) => s.rssMiB));

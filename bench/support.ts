@@ -1,13 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { sql } from 'drizzle-orm';
 import { generateSecret, hashGeneratedSecret } from '../core/common/crypto.ts';
 import type { DbHandle } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import { sql } from 'drizzle-orm';
 import { apiClients } from '../db/schema.ts';
-import { seed, type Scale } from './seed.ts';
+import { type Scale, seed } from './seed.ts';
 
 /** What `npm run bench` and `npm run soak` share: the bench client, server processes, memory. */
 export const ROOT = path.resolve(new URL('..', import.meta.url).pathname);
@@ -23,14 +23,25 @@ export async function prepare(handle: DbHandle, scale: Scale) {
   await migrate(handle);
   await seed(handle.db, scale);
   const now = new Date();
-  await handle.db.insert(apiClients).values({ username: 'bench', secretHash: hashGeneratedSecret(secret), permissions: ['.*'], origin: 'cli', createdAt: now, updatedAt: now });
+  await handle.db.insert(apiClients).values({
+    username: 'bench',
+    secretHash: hashGeneratedSecret(secret),
+    permissions: ['.*'],
+    origin: 'cli',
+    createdAt: now,
+    updatedAt: now,
+  });
   // Done here rather than by autovacuum during the first scenarios, which it would slow down.
   await handle.db.execute(sql.raw('vacuum analyze'));
   await handle.close();
 }
 
 export function start(cmd: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, cmd, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, cmd, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 /** `ecpds-edge serve` on this port with the bench's key, TLS files and source root under `tmp`. */
@@ -39,9 +50,15 @@ export function startService(tmp: string, port: number, env: Record<string, stri
   // Given as node arguments: NODE_OPTIONS refuses --cpu-prof.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
   return start([...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'serve'], {
-    ...env, HOST: '127.0.0.1', PORT: String(port), ECPDS_SECRET_KEY: secretKey,
-    ECPDS_DEMO: '0', ECPDS_SWEEP_SECONDS: '0', ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
-    TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'), TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
+    ...env,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ECPDS_SECRET_KEY: secretKey,
+    ECPDS_DEMO: '0',
+    ECPDS_SWEEP_SECONDS: '0',
+    ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
+    TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'),
+    TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
   });
 }
 
@@ -49,7 +66,9 @@ export async function waitFor(url: string) {
   for (let i = 0; i < 240; i++) {
     try {
       if ((await fetch(url)).status < 500) return;
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     await sleep(250);
   }
   throw new Error(`no answer from ${url}`);
@@ -83,7 +102,9 @@ export function postgresCpu(): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuOf(Number(entry));
-    } catch { /* the process ended meanwhile */ }
+    } catch {
+      /* the process ended meanwhile */
+    }
   }
   return total;
 }

@@ -3,6 +3,7 @@ import { backupOperations, backupRecord } from './backups/operations.ts';
 import type { Operation } from './common/operation.ts';
 
 export type { Operation };
+
 import { dataFileOperations } from './data-files/operations.ts';
 import { destinationRecord } from './destinations/model.ts';
 import { destinationOperations } from './destinations/operations.ts';
@@ -33,7 +34,9 @@ export const catalogue = {
 export type OperationId = keyof typeof catalogue;
 export type InputOf<K extends OperationId> = z.output<(typeof catalogue)[K]['input']>;
 export type AnswerOf<K extends OperationId> = z.output<(typeof catalogue)[K]['answer']>;
-type WithDocumentedBody = { [K in OperationId]: (typeof catalogue)[K] extends { documentedBody: z.ZodType } ? K : never };
+type WithDocumentedBody = {
+  [K in OperationId]: (typeof catalogue)[K] extends { documentedBody: z.ZodType } ? K : never;
+};
 export type DocumentedBodyId = WithDocumentedBody[OperationId];
 export type DocumentedBodyOf<K extends DocumentedBodyId> = z.input<(typeof catalogue)[K]['documentedBody']>;
 type SuccessEnvelope = { [K in OperationId]: (typeof catalogue)[K] extends { envelope: 'success' } ? K : never };

@@ -58,7 +58,8 @@ type ZodDefLike = {
 function wireParameter(field: z.ZodType): { schema: Json; required: boolean; description?: string } {
   const required = !field.safeParse(undefined).success;
   const raw = schemaOf(field, 'input');
-  const schema = raw.pattern === INT_PATTERN ? { type: 'integer' } : raw.pattern === BOOL_PATTERN ? { type: 'boolean' } : raw;
+  const schema =
+    raw.pattern === INT_PATTERN ? { type: 'integer' } : raw.pattern === BOOL_PATTERN ? { type: 'boolean' } : raw;
   const expected = expectations(field);
   return { schema, required, ...(expected.length > 0 && { description: expected.join('; ') }) };
 }
@@ -85,28 +86,40 @@ function operationObject(id: OperationId, op: Operation): Json {
   const bodyField = op.input.shape.body;
   const documented = op.documentedBody;
 
-  const requestBody = op.body === 'json' && bodyField
-    ? {
-        required: documented !== undefined || !bodyField.safeParse(undefined).success,
-        content: { 'application/json': { schema: documented ? ref('schemas', `${id}Body`) : schemaOf(bodyField, 'input') } },
-      }
-    : asForm
+  const requestBody =
+    op.body === 'json' && bodyField
       ? {
-          required: formFields.some((p) => p.required),
-          description: 'Form fields; each may also be given as a query parameter (the form wins).',
+          required: documented !== undefined || !bodyField.safeParse(undefined).success,
           content: {
-            'application/x-www-form-urlencoded': {
-              schema: {
-                type: 'object',
-                properties: Object.fromEntries(formFields.map((p) => [p.name, { ...p.schema, ...(p.description && { description: p.description }) }])),
-                required: formFields.filter((p) => p.required).map((p) => p.name),
-              },
-            },
+            'application/json': { schema: documented ? ref('schemas', `${id}Body`) : schemaOf(bodyField, 'input') },
           },
         }
-      : undefined;
+      : asForm
+        ? {
+            required: formFields.some((p) => p.required),
+            description: 'Form fields; each may also be given as a query parameter (the form wins).',
+            content: {
+              'application/x-www-form-urlencoded': {
+                schema: {
+                  type: 'object',
+                  properties: Object.fromEntries(
+                    formFields.map((p) => [
+                      p.name,
+                      { ...p.schema, ...(p.description && { description: p.description }) },
+                    ]),
+                  ),
+                  required: formFields.filter((p) => p.required).map((p) => p.name),
+                },
+              },
+            },
+          }
+        : undefined;
 
-  const malformable = op.body !== undefined || wire.some((p) => p.description !== undefined || p.schema.type !== 'string' || 'pattern' in p.schema || 'enum' in p.schema);
+  const malformable =
+    op.body !== undefined ||
+    wire.some(
+      (p) => p.description !== undefined || p.schema.type !== 'string' || 'pattern' in p.schema || 'enum' in p.schema,
+    );
   const responses: Json = {
     200: { description: 'Success', content: { 'application/json': { schema: ref('schemas', `${id}Answer`) } } },
     ...(malformable && { 400: ref('responses', 'BadRequest') }),
@@ -117,7 +130,12 @@ function operationObject(id: OperationId, op: Operation): Json {
     500: ref('responses', 'ServiceError'),
     ...(op.access !== 'none' && { 503: ref('responses', 'Unavailable') }),
   };
-  const permission = op.access === 'service' ? `Permission \`${op.service}\`.` : op.access === 'basic' ? 'Valid credentials, no permission.' : 'No authentication.';
+  const permission =
+    op.access === 'service'
+      ? `Permission \`${op.service}\`.`
+      : op.access === 'basic'
+        ? 'Valid credentials, no permission.'
+        : 'No authentication.';
   return {
     operationId: id,
     summary: op.summary,
@@ -162,19 +180,27 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
     (paths[op.path] ??= {})[op.method.toLowerCase()] = operationObject(id, op);
   }
   const allPaths = { ...paths, ...options.extraPaths };
-  const used = Object.values(allPaths).flatMap((item) => Object.values(item).flatMap((o) => ((o as { tags?: string[] }).tags ?? [])));
+  const used = Object.values(allPaths).flatMap((item) =>
+    Object.values(item).flatMap((o) => (o as { tags?: string[] }).tags ?? []),
+  );
   const tags = [...new Set(used)].map((name) => ({
     name,
-    description: name === 'none' ? 'No authentication' : name === 'basic' ? 'Valid credentials, no permission' : `Permission ${name}`,
+    description:
+      name === 'none'
+        ? 'No authentication'
+        : name === 'basic'
+          ? 'Valid credentials, no permission'
+          : `Permission ${name}`,
   }));
   return {
     openapi: '3.1.0',
     info: {
       title: `${PRODUCT} Data Dissemination Service REST API`,
       version: VERSION,
-      description: 'Every call uses HTTPS (plain HTTP is answered 403) and, except GET /v1/version, HTTP Basic credentials of an API client. '
-        + 'A service is allowed when one of the client\'s permission expressions matches its whole name (the tag of each operation). '
-        + 'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), credentials and permission (500 `User not authorized`).',
+      description:
+        'Every call uses HTTPS (plain HTTP is answered 403) and, except GET /v1/version, HTTP Basic credentials of an API client. ' +
+        "A service is allowed when one of the client's permission expressions matches its whole name (the tag of each operation). " +
+        'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), credentials and permission (500 `User not authorized`).',
     },
     servers: [{ url: '/' }],
     security: [{ basic: [] }],
@@ -184,14 +210,30 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
       securitySchemes: { basic: { type: 'http', scheme: 'basic', description: 'API client username and secret' } },
       schemas: componentSchemas(),
       responses: {
-        BadRequest: text('A malformed value (integer, boolean, pattern, enum, JSON body)', "Invalid value for parameter type: 'abc' (integer expected)"),
-        Unauthenticated: text('Missing or malformed Authorization header', 'Operation only available to registered users', {
-          'WWW-Authenticate': { schema: { type: 'string' }, description: `Basic realm="${PRODUCT}"` },
-        }),
-        NotSecure: text('The request did not use HTTPS', 'Operation only available through a secure connection (https)'),
+        BadRequest: text(
+          'A malformed value (integer, boolean, pattern, enum, JSON body)',
+          "Invalid value for parameter type: 'abc' (integer expected)",
+        ),
+        Unauthenticated: text(
+          'Missing or malformed Authorization header',
+          'Operation only available to registered users',
+          {
+            'WWW-Authenticate': { schema: { type: 'string' }, description: `Basic realm="${PRODUCT}"` },
+          },
+        ),
+        NotSecure: text(
+          'The request did not use HTTPS',
+          'Operation only available through a secure connection (https)',
+        ),
         MissingParameter: text('A required parameter is missing or blank', 'Missing parameter: id'),
-        TooLarge: text('The request body is larger than the configured limit', 'Request body larger than 10485760 bytes'),
-        ServiceError: jsonError('A service error, including a refused permission (the same answer for an unknown client or a wrong secret)', 'User not authorized'),
+        TooLarge: text(
+          'The request body is larger than the configured limit',
+          'Request body larger than 10485760 bytes',
+        ),
+        ServiceError: jsonError(
+          'A service error, including a refused permission (the same answer for an unknown client or a wrong secret)',
+          'User not authorized',
+        ),
         Unavailable: jsonError('The database is unreachable', 'Service unavailable: database unreachable'),
       },
     },

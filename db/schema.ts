@@ -1,5 +1,18 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  serial,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 const stamp = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const created = () => stamp('created_at').notNull().defaultNow();
@@ -63,8 +76,12 @@ export const destinations = pgTable(
   {
     name: text('name').primaryKey(),
     ecuserName: text('ecuser_name').references(() => ecusers.name),
-    countryIso: text('country_iso').notNull().references(() => countries.iso),
-    type: integer('type').notNull().references(() => destinationTypes.id),
+    countryIso: text('country_iso')
+      .notNull()
+      .references(() => countries.iso),
+    type: integer('type')
+      .notNull()
+      .references(() => destinationTypes.id),
     statusCode: text('status_code').notNull().default('INIT'),
     comment: text('comment'),
     active: flag('active', true),
@@ -143,8 +160,12 @@ export const hosts = pgTable('hosts', {
 export const destinationHosts = pgTable(
   'destination_hosts',
   {
-    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
-    hostid: bigint('hostid', { mode: 'number' }).notNull().references(() => hosts.hostid, { onDelete: 'cascade' }),
+    destination: text('destination')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
+    hostid: bigint('hostid', { mode: 'number' })
+      .notNull()
+      .references(() => hosts.hostid, { onDelete: 'cascade' }),
     priority: integer('priority').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.destination, t.hostid] }), index('destination_hosts_host').on(t.hostid)],
@@ -153,8 +174,12 @@ export const destinationHosts = pgTable(
 export const destinationAliases = pgTable(
   'destination_aliases',
   {
-    aliasFrom: text('alias_from').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
-    aliasTo: text('alias_to').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    aliasFrom: text('alias_from')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
+    aliasTo: text('alias_to')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
   },
   (t) => [primaryKey({ columns: [t.aliasFrom, t.aliasTo] })],
 );
@@ -182,8 +207,12 @@ export const metadataFields = pgTable(
 export const metadataValues = pgTable(
   'metadata_values',
   {
-    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
-    fieldId: integer('field_id').notNull().references(() => metadataFields.id, { onDelete: 'cascade' }),
+    destination: text('destination')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
+    fieldId: integer('field_id')
+      .notNull()
+      .references(() => metadataFields.id, { onDelete: 'cascade' }),
     position: integer('position').notNull(),
     /** Plain text, JSON text for structured types, sealed for password fields. */
     value: text('value').notNull(),
@@ -195,8 +224,12 @@ export const metadataValues = pgTable(
 export const metadataNoteFlags = pgTable(
   'metadata_note_flags',
   {
-    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
-    fieldId: integer('field_id').notNull().references(() => metadataFields.id, { onDelete: 'cascade' }),
+    destination: text('destination')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
+    fieldId: integer('field_id')
+      .notNull()
+      .references(() => metadataFields.id, { onDelete: 'cascade' }),
   },
   (t) => [primaryKey({ columns: [t.destination, t.fieldId] })],
 );
@@ -204,7 +237,9 @@ export const metadataNoteFlags = pgTable(
 export const incomingUsers = pgTable('incoming_users', {
   id: text('id').primaryKey(),
   email: text('email').notNull(),
-  iso: text('iso').notNull().references(() => countries.iso),
+  iso: text('iso')
+    .notNull()
+    .references(() => countries.iso),
   portalService: text('portal_service').notNull(),
   active: boolean('active').notNull(),
   passwordSealed: text('password_sealed'),
@@ -216,10 +251,17 @@ export const incomingUsers = pgTable('incoming_users', {
 export const incomingAssociations = pgTable(
   'incoming_associations',
   {
-    userId: text('user_id').notNull().references(() => incomingUsers.id, { onDelete: 'cascade' }),
-    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade', onUpdate: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => incomingUsers.id, { onDelete: 'cascade' }),
+    destination: text('destination')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade', onUpdate: 'cascade' }),
   },
-  (t) => [primaryKey({ columns: [t.userId, t.destination] }), index('incoming_associations_destination').on(t.destination)],
+  (t) => [
+    primaryKey({ columns: [t.userId, t.destination] }),
+    index('incoming_associations_destination').on(t.destination),
+  ],
 );
 
 export const webUsers = pgTable('web_users', {
@@ -235,7 +277,9 @@ export const webUsers = pgTable('web_users', {
 export const webUserCategories = pgTable(
   'web_user_categories',
   {
-    userId: text('user_id').notNull().references(() => webUsers.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => webUsers.id, { onDelete: 'cascade' }),
     category: text('category').notNull(),
   },
   (t) => [primaryKey({ columns: [t.userId, t.category] }), index('web_user_categories_category').on(t.category)],
@@ -257,7 +301,15 @@ export const stepNotifications = pgTable(
     scheduledTime: stamp('scheduled_time'),
     notifiedAt: stamp('notified_at').notNull(),
   },
-  (t) => [index('step_notifications_history').on(sql`lower(${t.product})`, sql`lower(${t.time})`, t.step, sql`lower(${t.type})`, t.notifiedAt)],
+  (t) => [
+    index('step_notifications_history').on(
+      sql`lower(${t.product})`,
+      sql`lower(${t.time})`,
+      t.step,
+      sql`lower(${t.type})`,
+      t.notifiedAt,
+    ),
+  ],
 );
 
 /**
@@ -301,7 +353,9 @@ export const dataTransfers = pgTable(
     // never deleted (only marked). A key's check would run per put with a plan Postgres caches per
     // connection; cached while data_files was nearly empty, it stays a sequential scan as the table grows.
     dataFileId: bigint('data_file_id', { mode: 'number' }).notNull(),
-    destination: text('destination').notNull().references(() => destinations.name, { onDelete: 'cascade' }),
+    destination: text('destination')
+      .notNull()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
     target: text('target').notNull(),
     uniqueName: text('unique_name').notNull().default(''),
     priority: integer('priority').notNull(),
@@ -317,7 +371,9 @@ export const dataTransfers = pgTable(
   },
   (t) => [
     // Live transfers are unique per destination + target + unique name: concurrent puts race on this index.
-    uniqueIndex('data_transfers_live_key').on(t.destination, t.target, t.uniqueName).where(sql`${t.status} not in ('STOP', 'FAIL')`),
+    uniqueIndex('data_transfers_live_key')
+      .on(t.destination, t.target, t.uniqueName)
+      .where(sql`${t.status} not in ('STOP', 'FAIL')`),
     index('data_transfers_expiry').on(t.expiresAt).where(sql`${t.status} not in ('DONE', 'FAIL', 'STOP')`),
     index('data_transfers_file').on(t.dataFileId),
   ],
@@ -335,7 +391,9 @@ export const consoleSessions = pgTable(
   'console_sessions',
   {
     tokenHash: text('token_hash').primaryKey(),
-    userId: text('user_id').notNull().references(() => webUsers.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => webUsers.id, { onDelete: 'cascade' }),
     csrf: text('csrf').notNull(),
     createdAt: created(),
     lastSeenAt: stamp('last_seen_at').notNull(),

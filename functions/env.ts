@@ -51,7 +51,12 @@ const list = (separator: RegExp) =>
     z
       .string()
       .optional()
-      .transform((v) => (v ?? '').split(separator).map((s) => s.trim()).filter((s) => s !== '')),
+      .transform((v) =>
+        (v ?? '')
+          .split(separator)
+          .map((s) => s.trim())
+          .filter((s) => s !== ''),
+      ),
   );
 
 /** Read by both shells. */

@@ -1,5 +1,5 @@
-import { type AuthThrottleOptions, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
 import { createCredentialCache } from '../core/api-clients/auth.ts';
+import { type AuthThrottleOptions, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
 import type { SecretBox, Sha256Base64 } from '../core/common/crypto.ts';
 import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
@@ -60,7 +60,9 @@ export function backgroundWork(logger: Logger, handOver: (work: Promise<unknown>
   return {
     waitUntil(work: Promise<unknown>) {
       const tracked = work
-        .catch((e: unknown) => logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }))
+        .catch((e: unknown) =>
+          logger.error('background work failed', { reason: e instanceof Error ? e.message : String(e) }),
+        )
         .finally(() => pending.delete(tracked));
       pending.add(tracked);
       handOver(tracked);

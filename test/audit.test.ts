@@ -33,7 +33,9 @@ describe('audit rows', () => {
     await setCategory(h.ports, 'cli', 'ops1', 'administrator', false);
     await setActive(h.ports, 'cli', 'ops1', false);
     await importFields(h.ports, 'cli', [{ name: 'audited_field', label: 'Audited', type: 'text', category: 'C' }]);
-    await importFields(h.ports, 'cli', [{ name: 'audited_field', label: 'Audited again', type: 'text', category: 'C' }]);
+    await importFields(h.ports, 'cli', [
+      { name: 'audited_field', label: 'Audited again', type: 'text', category: 'C' },
+    ]);
     const rows = (await trail()).slice(-9);
     expect(rows).toEqual([
       ['cli', 'create', 'API client', 'audited', 'webUserList'],
@@ -53,9 +55,9 @@ describe('audit rows', () => {
   it('are not written for a change that fails', async () => {
     const before = (await auditTrail(h.ports)).length;
     await apiClients.create(h.ports, 'cli', { username: 'twice', permissions: [], origin: 'cli' });
-    await expect(apiClients.create(h.ports, 'cli', { username: 'twice', permissions: [], origin: 'cli' })).rejects.toThrow(
-      'already exists',
-    );
+    await expect(
+      apiClients.create(h.ports, 'cli', { username: 'twice', permissions: [], origin: 'cli' }),
+    ).rejects.toThrow('already exists');
     await expect(apiClients.remove(h.ports, 'cli', 'nobody')).rejects.toThrow('not found');
     await expect(setCategory(h.ports, 'cli', 'ops1', 'administrator', false)).rejects.toThrow('does not hold');
     expect((await auditTrail(h.ports)).length).toBe(before + 1);

@@ -82,7 +82,11 @@ describe('failed-authentication limit over the API', () => {
     // The clock of the app's ports, moved by the tests instead of waiting.
     h.ports.clock = () => new Date(now);
     const { create } = await import('../core/api-clients/clients.ts');
-    const { secret } = await create(h.ports, 'test', { username: 'reader', permissions: ['incomingUserList'], origin: 'cli' });
+    const { secret } = await create(h.ports, 'test', {
+      username: 'reader',
+      permissions: ['incomingUserList'],
+      origin: 'cli',
+    });
     reader = { auth: basic('reader', secret), secret };
     await h.client('other', ['incomingUserList']);
   });
@@ -128,7 +132,10 @@ describe('failed-authentication limit over the API', () => {
     now += WINDOW_MS;
     for (let i = 0; i < 20; i++) expect((await list(reader.auth, '10.3.0.1')).status).toBe(200);
     for (let i = 0; i < 20; i++) {
-      const r = await h.call('GET', '/v1/web/user/list', { auth: reader.auth, headers: { 'x-test-address': '10.3.0.1' } });
+      const r = await h.call('GET', '/v1/web/user/list', {
+        auth: reader.auth,
+        headers: { 'x-test-address': '10.3.0.1' },
+      });
       expect(r.status).toBe(500);
     }
     expect((await list(reader.auth, '10.3.0.1')).status).toBe(200);
@@ -143,8 +150,13 @@ describe('failed-authentication limit over the API', () => {
 
   it('keeps the earlier answers first: 401 for no credentials, 412 and 400 for parameters', async () => {
     // `reader` is refused at this point (previous test).
-    expect((await h.call('GET', '/v1/incoming/user/list', { headers: { 'x-test-address': '10.3.0.2' } })).status).toBe(401);
-    const missing = await h.call('GET', '/v1/incoming/association/list', { auth: reader.auth, headers: { 'x-test-address': '10.3.0.2' } });
+    expect((await h.call('GET', '/v1/incoming/user/list', { headers: { 'x-test-address': '10.3.0.2' } })).status).toBe(
+      401,
+    );
+    const missing = await h.call('GET', '/v1/incoming/association/list', {
+      auth: reader.auth,
+      headers: { 'x-test-address': '10.3.0.2' },
+    });
     expect(missing.status).toBe(412);
     expect((await h.call('GET', '/v1/version', { headers: { 'x-test-address': '10.3.0.2' } })).status).toBe(200);
   });
@@ -185,7 +197,9 @@ describe('constantTimeEqual', () => {
     // Counts element reads: an early-exit comparison would read far fewer for a first-byte mismatch.
     const reads = { n: 0 };
     const counting = (data: Uint8Array) =>
-      new Proxy(data, { get: (target, key) => (typeof key === 'string' && /^\d+$/.test(key) && reads.n++, Reflect.get(target, key)) });
+      new Proxy(data, {
+        get: (target, key) => (typeof key === 'string' && /^\d+$/.test(key) && reads.n++, Reflect.get(target, key)),
+      });
     constantTimeEqual(counting(bytes(9, 2, 3, 4, 5, 6, 7, 8)), counting(bytes(1, 2, 3, 4, 5, 6, 7, 8)));
     const firstDiffers = reads.n;
     reads.n = 0;
@@ -202,6 +216,7 @@ describe('tokenMatches (console CSRF tokens)', () => {
     expect(tokenMatches('a-token', 'a-token_1')).toBe(false);
     expect(tokenMatches('', 'a-token_1')).toBe(false);
     expect(tokenMatches('é', 'é')).toBe(true);
-    for (const other of [undefined, null, ['a-token_1'], new Blob(['a-token_1'])]) expect(tokenMatches(other, 'a-token_1')).toBe(false);
+    for (const other of [undefined, null, ['a-token_1'], new Blob(['a-token_1'])])
+      expect(tokenMatches(other, 'a-token_1')).toBe(false);
   });
 });

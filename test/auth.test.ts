@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, CLIENT_RECORD_TTL_MS, createCredentialCache, parseBasicAuthorization } from '../core/api-clients/auth.ts';
-import { hashPassword, isSlowHash } from '../core/common/crypto.ts';
-import type { ApiClient, CredentialCache } from '../core/api-clients/ports.ts';
-import type { Ports } from '../core/ports.ts';
+import {
+  authenticate,
+  CLIENT_RECORD_TTL_MS,
+  createCredentialCache,
+  parseBasicAuthorization,
+} from '../core/api-clients/auth.ts';
 import * as apiClients from '../core/api-clients/clients.ts';
+import type { ApiClient, CredentialCache } from '../core/api-clients/ports.ts';
+import { hashPassword, isSlowHash } from '../core/common/crypto.ts';
+import type { Ports } from '../core/ports.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
@@ -13,7 +18,11 @@ describe('parseBasicAuthorization', () => {
     ['a plain header', `Basic ${b64('alice:s3cret')}`, { username: 'alice', secret: 's3cret' }],
     ['the scheme in any case', `bAsIc ${b64('alice:s3cret')}`, { username: 'alice', secret: 's3cret' }],
     ['several spaces and trailing blanks', `Basic   ${b64('alice:s3cret')}  `, { username: 'alice', secret: 's3cret' }],
-    ['a secret with colons (split at the first)', `Basic ${b64('alice:a:b::c')}`, { username: 'alice', secret: 'a:b::c' }],
+    [
+      'a secret with colons (split at the first)',
+      `Basic ${b64('alice:a:b::c')}`,
+      { username: 'alice', secret: 'a:b::c' },
+    ],
     ['an empty secret', `Basic ${b64('alice:')}`, { username: 'alice', secret: '' }],
     ['UTF-8 text', `Basic ${b64('zoë:pässword')}`, { username: 'zoë', secret: 'pässword' }],
   ])('reads %s', (_, header, expected) => {
@@ -51,7 +60,7 @@ describe('createCredentialCache', () => {
     expect(cache.has('k', 1_000)).toBe(false); // the expired entry is gone
   });
 
-  it('keeps a client record for CLIENT_RECORD_TTL_MS by the caller\'s clock, also from time 0', () => {
+  it("keeps a client record for CLIENT_RECORD_TTL_MS by the caller's clock, also from time 0", () => {
     const cache = createCredentialCache(new Uint8Array(32));
     const client = { username: 'a' } as ApiClient;
     cache.rememberClient(client, 0);
@@ -120,7 +129,10 @@ describe('authenticate and the scrypt verification cache', () => {
   });
 
   it('never remembers a wrong password', async () => {
-    await expect(as('props', 'Pass-word-2')).rejects.toMatchObject({ kind: 'unauthorized', message: 'User not authorized' });
+    await expect(as('props', 'Pass-word-2')).rejects.toMatchObject({
+      kind: 'unauthorized',
+      message: 'User not authorized',
+    });
     await expect(as('props', 'Pass-word-2')).rejects.toMatchObject({ kind: 'unauthorized' });
     expect(counts).toEqual({ hits: 1, misses: 3, adds: 1 });
   });
@@ -133,7 +145,10 @@ describe('authenticate and the scrypt verification cache', () => {
 
   it('a change of secret drops the cached verification', async () => {
     // Changed behind this process's back (as the CLI would), seen once the record is stale.
-    await h.ports.repos.clients.update('props', { secretHash: await hashPassword('New-pass-3'), updatedAt: new Date() });
+    await h.ports.repos.clients.update('props', {
+      secretHash: await hashPassword('New-pass-3'),
+      updatedAt: new Date(),
+    });
     skew += CLIENT_RECORD_TTL_MS;
     const before = { ...counts };
     await expect(as('props', 'Pass-word-1')).rejects.toMatchObject({ kind: 'unauthorized' });
@@ -157,15 +172,27 @@ describe('authenticate and the scrypt verification cache', () => {
   });
 
   it('an unknown username gets the same answer', async () => {
-    await expect(as('nobody', 'Pass-word-1')).rejects.toMatchObject({ kind: 'unauthorized', message: 'User not authorized' });
+    await expect(as('nobody', 'Pass-word-1')).rejects.toMatchObject({
+      kind: 'unauthorized',
+      message: 'User not authorized',
+    });
   });
 });
 
 describe('parseProperties', () => {
   it('reads the [API] section only; the password ends at the first colon', () => {
     const text = [
-      '# comment', '; another', 'top=level:.*', '[API]', 'alice=pw1:incoming.*', '  bob = pw2:(?:a|b):c  ',
-      '[ Other ]', 'carol=pw3:.*', '[ API ]', 'dave=p=w:x', '',
+      '# comment',
+      '; another',
+      'top=level:.*',
+      '[API]',
+      'alice=pw1:incoming.*',
+      '  bob = pw2:(?:a|b):c  ',
+      '[ Other ]',
+      'carol=pw3:.*',
+      '[ API ]',
+      'dave=p=w:x',
+      '',
     ].join('\r\n');
     expect(apiClients.parseProperties(text)).toEqual([
       { line: 5, username: 'alice', password: 'pw1', permission: 'incoming.*' },
@@ -193,18 +220,25 @@ describe('provisionFromProperties', () => {
   afterAll(() => h.close());
 
   it('creates absent clients with an scrypt hash, skips bad entries, never overwrites', async () => {
-    const existing = await apiClients.create(h.ports, 'test', { username: 'taken', permissions: ['webUserList'], origin: 'cli' });
+    const existing = await apiClients.create(h.ports, 'test', {
+      username: 'taken',
+      permissions: ['webUserList'],
+      origin: 'cli',
+    });
     const takenBefore = await h.ports.repos.clients.find('taken');
-    const outcomes = await apiClients.provisionFromProperties(h.ports, [
-      '[API]',
-      'fresh=Fresh-pass-1:incoming.*',
-      'taken=Other-pass-1:.*',
-      'badregex=Pass-1:incoming(',
-      'bad name=Pass-1:.*',
-      'nopass=:.*',
-      'garbage',
-      'fresh=Second-pass:.*',
-    ].join('\n'));
+    const outcomes = await apiClients.provisionFromProperties(
+      h.ports,
+      [
+        '[API]',
+        'fresh=Fresh-pass-1:incoming.*',
+        'taken=Other-pass-1:.*',
+        'badregex=Pass-1:incoming(',
+        'bad name=Pass-1:.*',
+        'nopass=:.*',
+        'garbage',
+        'fresh=Second-pass:.*',
+      ].join('\n'),
+    );
     expect(outcomes).toEqual([
       { line: 2, username: 'fresh', result: 'created' },
       { line: 3, username: 'taken', result: 'kept' },
@@ -233,7 +267,9 @@ describe('provisionFromProperties', () => {
     const again = await apiClients.provisionFromProperties(h.ports, '[API]\nfresh=Changed-1:.*\n');
     expect(again).toEqual([{ line: 2, username: 'fresh', result: 'kept' }]);
     expect(await h.ports.repos.clients.find('fresh')).toMatchObject({
-      secretHash: fresh.secretHash, permissions: ['incoming.*'], updatedAt: fresh.updatedAt,
+      secretHash: fresh.secretHash,
+      permissions: ['incoming.*'],
+      updatedAt: fresh.updatedAt,
     });
   });
 });
@@ -243,7 +279,8 @@ describe('the client record cache', () => {
   let ports: Ports;
   let finds = 0;
   let skew = 0;
-  const as = (username: string, secret: string, service = 'destinationList') => authenticate(ports, { username, secret }, service);
+  const as = (username: string, secret: string, service = 'destinationList') =>
+    authenticate(ports, { username, secret }, service);
 
   beforeAll(async () => {
     h = await createHarness();
@@ -253,7 +290,11 @@ describe('the client record cache', () => {
   afterAll(() => h.close());
 
   it('serves repeated requests of one client from one query', async () => {
-    const { secret } = await apiClients.create(ports, 'test', { username: 'busy', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', {
+      username: 'busy',
+      permissions: ['destinationList'],
+      origin: 'cli',
+    });
     finds = 0;
     for (let i = 0; i < 5; i++) expect((await as('busy', secret)).username).toBe('busy');
     expect(finds).toBe(1);
@@ -267,7 +308,11 @@ describe('the client record cache', () => {
   });
 
   it('sees changes made through this process at once', async () => {
-    const { secret } = await apiClients.create(ports, 'test', { username: 'edited', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', {
+      username: 'edited',
+      permissions: ['destinationList'],
+      origin: 'cli',
+    });
     await as('edited', secret);
     await apiClients.setPermissions(ports, 'test', 'edited', ['webUserList']);
     await expect(as('edited', secret)).rejects.toMatchObject({ kind: 'unauthorized' });
@@ -282,7 +327,11 @@ describe('the client record cache', () => {
   });
 
   it('sees changes made by another process once the record is older than its lifetime', async () => {
-    const { secret } = await apiClients.create(ports, 'test', { username: 'remote', permissions: ['destinationList'], origin: 'cli' });
+    const { secret } = await apiClients.create(ports, 'test', {
+      username: 'remote',
+      permissions: ['destinationList'],
+      origin: 'cli',
+    });
     await as('remote', secret);
     await h.ports.repos.clients.delete('remote'); // as `ecpds-edge client delete` would, from elsewhere
     expect((await as('remote', secret)).username).toBe('remote'); // within the lifetime

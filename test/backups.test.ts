@@ -16,11 +16,13 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 // The key names of wire-decisions §7, written out independently of the implementation.
-const DESTINATION_KEYS = `name ecuserName countryIso type comment active monitor backup acquisition stopIfDirty forceProxy
+const DESTINATION_KEYS =
+  `name ecuserName countryIso type comment active monitor backup acquisition stopIfDirty forceProxy
   onHostFailure ifTargetExist keepInSpool maxConnections retryCount retryFrequency maxStart startFrequency maxRequeue maxPending
   maxFileSize resetFrequency maxInactivity transferRate userMail mailOnUpdate mailOnStart mailOnEnd mailOnError filterName
   dateFormat groupByDate update transferGroupName hostForSourceName data`.split(/\s+/);
-const HOST_KEYS = `hostid ecuserName transferMethodName type nickname host login passwd dir data comment active maxConnections
+const HOST_KEYS =
+  `hostid ecuserName transferMethodName type nickname host login passwd dir data comment active maxConnections
   retryCount retryFrequency check checkFrequency checkFilename mailOnSuccess mailOnError notifyOnce userMail networkName
   networkCode filterName transferGroupName automaticLocation acquisitionFrequency`.split(/\s+/);
 const sorted = (o: object) => Object.keys(o).sort();
@@ -28,52 +30,131 @@ const sorted = (o: object) => Object.keys(o).sort();
 const error = (message: string) => JSON.stringify({ status: 'error', message });
 const created = (n: number) => JSON.stringify({ status: 'ok', message: `Number of Destination(s) created: ${n}` });
 const put = (body: unknown, opts: { copySharedHost?: boolean; auth?: string; on?: Harness } = {}) =>
-  (opts.on ?? h).call('PUT', `/v1/destination/backup${opts.copySharedHost === undefined ? '' : `?copySharedHost=${opts.copySharedHost}`}`, { auth: opts.auth ?? admin, body });
+  (opts.on ?? h).call(
+    'PUT',
+    `/v1/destination/backup${opts.copySharedHost === undefined ? '' : `?copySharedHost=${opts.copySharedHost}`}`,
+    { auth: opts.auth ?? admin, body },
+  );
 const backupOf = async (name: string, auth = admin, on = h) => {
   const r = await on.call('GET', `/v1/destination/backup/${name}`, { auth });
   expect(r.status, r.text).toBe(200);
   return r.json.backup;
 };
-const hostsOf = async (name: string, auth = admin) => (await backupOf(name, auth)).destinations[0].associations.map((a: any) => a.host);
+const hostsOf = async (name: string, auth = admin) =>
+  (await backupOf(name, auth)).destinations[0].associations.map((a: any) => a.host);
 
 const ECUSER = { name: 'owner', uid: 500, gid: 501, dir: '/home/owner', shell: '/bin/sh', comment: 'Owner' };
 const METHOD = {
-  name: 'sftp', ectransModuleName: 'sftp', value: 'v', restrict: true, resolve: false, comment: 'SSH', active: true,
+  name: 'sftp',
+  ectransModuleName: 'sftp',
+  value: 'v',
+  restrict: true,
+  resolve: false,
+  comment: 'SSH',
+  active: true,
   ectransModule: { name: 'sftp', classe: 'ecmwf.Sftp', archive: 'sftp.jar', active: true },
 };
 let hostids = 100;
-const host = (nickname: string, over: Record<string, unknown> = {}) => ({ hostid: ++hostids, nickname, host: `${nickname}.example.org`, login: 'u', passwd: 'pw', data: '', ...over });
+const host = (nickname: string, over: Record<string, unknown> = {}) => ({
+  hostid: ++hostids,
+  nickname,
+  host: `${nickname}.example.org`,
+  login: 'u',
+  passwd: 'pw',
+  data: '',
+  ...over,
+});
 const entry = (name: string, over: Record<string, unknown> = {}, hostList: Array<Record<string, unknown>> = []) => ({
   destination: { name, countryIso: 'gb', type: 1, ...over },
   associations: hostList.map((host, priority) => ({ priority, host })),
 });
-const backup = (destinations: unknown[], extra: Record<string, unknown> = {}) => ({ backup: { destinations, ...extra } });
+const backup = (destinations: unknown[], extra: Record<string, unknown> = {}) => ({
+  backup: { destinations, ...extra },
+});
 
 /** A destination and host with every key of §7 set to something other than its default. */
 const FULL = {
   destination: {
-    name: 'FULL_DEST', ecuserName: 'owner', countryIso: 'fr', type: 2, comment: 'All keys', active: false, monitor: true,
-    backup: true, acquisition: true, stopIfDirty: true, forceProxy: true, onHostFailure: 1, ifTargetExist: 2, keepInSpool: 3,
-    maxConnections: 4, retryCount: 5, retryFrequency: 6, maxStart: 7, startFrequency: 8, maxRequeue: 9, maxPending: 10,
-    maxFileSize: 5_000_000_000, resetFrequency: 12, maxInactivity: 13, transferRate: 14, userMail: 'full@example.org',
-    mailOnUpdate: true, mailOnStart: true, mailOnEnd: true, mailOnError: true, filterName: 'gzip', dateFormat: 'yyyyMMdd',
-    groupByDate: true, update: 15, transferGroupName: 'group', hostForSourceName: 'source-host', data: 'upload.x = "1"\n',
+    name: 'FULL_DEST',
+    ecuserName: 'owner',
+    countryIso: 'fr',
+    type: 2,
+    comment: 'All keys',
+    active: false,
+    monitor: true,
+    backup: true,
+    acquisition: true,
+    stopIfDirty: true,
+    forceProxy: true,
+    onHostFailure: 1,
+    ifTargetExist: 2,
+    keepInSpool: 3,
+    maxConnections: 4,
+    retryCount: 5,
+    retryFrequency: 6,
+    maxStart: 7,
+    startFrequency: 8,
+    maxRequeue: 9,
+    maxPending: 10,
+    maxFileSize: 5_000_000_000,
+    resetFrequency: 12,
+    maxInactivity: 13,
+    transferRate: 14,
+    userMail: 'full@example.org',
+    mailOnUpdate: true,
+    mailOnStart: true,
+    mailOnEnd: true,
+    mailOnError: true,
+    filterName: 'gzip',
+    dateFormat: 'yyyyMMdd',
+    groupByDate: true,
+    update: 15,
+    transferGroupName: 'group',
+    hostForSourceName: 'source-host',
+    data: 'upload.x = "1"\n',
   },
-  associations: [{
-    priority: 3,
-    host: {
-      hostid: 77, ecuserName: 'owner', transferMethodName: 'sftp', type: 'Dissemination', nickname: 'full-host', host: 'full.example.org',
-      login: 'fl', passwd: 's3cr3t "pw"', dir: '/in', data: 'sftp.port = "22"\nsftp.timeout = "5"', comment: 'c', active: false,
-      maxConnections: 2, retryCount: 3, retryFrequency: 4, check: true, checkFrequency: 6_000_000_000, checkFilename: 'check.txt',
-      mailOnSuccess: true, mailOnError: true, notifyOnce: true, userMail: 'h@example.org', networkName: 'Internet',
-      networkCode: 'I', filterName: 'bzip2', transferGroupName: 'tg', automaticLocation: true, acquisitionFrequency: 60,
+  associations: [
+    {
+      priority: 3,
+      host: {
+        hostid: 77,
+        ecuserName: 'owner',
+        transferMethodName: 'sftp',
+        type: 'Dissemination',
+        nickname: 'full-host',
+        host: 'full.example.org',
+        login: 'fl',
+        passwd: 's3cr3t "pw"',
+        dir: '/in',
+        data: 'sftp.port = "22"\nsftp.timeout = "5"',
+        comment: 'c',
+        active: false,
+        maxConnections: 2,
+        retryCount: 3,
+        retryFrequency: 4,
+        check: true,
+        checkFrequency: 6_000_000_000,
+        checkFilename: 'check.txt',
+        mailOnSuccess: true,
+        mailOnError: true,
+        notifyOnce: true,
+        userMail: 'h@example.org',
+        networkName: 'Internet',
+        networkCode: 'I',
+        filterName: 'bzip2',
+        transferGroupName: 'tg',
+        automaticLocation: true,
+        acquisitionFrequency: 60,
+      },
     },
-  }],
+  ],
 };
 
 describe('GET /v1/destination/backup/{name}', () => {
   beforeAll(async () => {
-    expect((await put({ backup: { destinations: [FULL], methods: [METHOD], ecusers: [ECUSER] } })).text).toBe(created(1));
+    expect((await put({ backup: { destinations: [FULL], methods: [METHOD], ecusers: [ECUSER] } })).text).toBe(
+      created(1),
+    );
   });
 
   it('answers the structure of §7 with the reference key names', async () => {
@@ -133,24 +214,35 @@ describe('GET /v1/destination/backup (filters)', () => {
     const body = backup([entry('F_GB1'), entry('F_GB2', { type: 2 }), entry('F_FR1', { countryIso: 'FR' })]);
     expect((await put(body)).text).toBe(created(3));
     await h.call('POST', '/v1/incoming/user/add2?id=fuser&email=f@example.org&iso=gb&active=true', { auth: admin });
-    expect((await h.call('POST', '/v1/incoming/association/add?id=fuser&destination=F_FR1', { auth: admin })).status).toBe(200);
+    expect(
+      (await h.call('POST', '/v1/incoming/association/add?id=fuser&destination=F_FR1', { auth: admin })).status,
+    ).toBe(200);
   });
   const names = async (path: string) => {
     const r = await h.call('GET', path, { auth: admin });
     expect(r.status, r.text).toBe(200);
-    return (r.json.backup?.destinations.map((d: any) => d.destination.name) ?? r.json.destinationList.map((d: any) => d.name)) as string[];
+    return (r.json.backup?.destinations.map((d: any) => d.destination.name) ??
+      r.json.destinationList.map((d: any) => d.name)) as string[];
   };
 
-  it.each(['', '?iso=gb', '?iso=FR', '?type=2', '?iso=gb&type=1', '?id=fuser', '?id=fuser&iso=gb'])('selects like the destination list: %s', async (query) => {
-    const selected = await names(`/v1/destination/backup${query}`);
-    expect(selected).toEqual(await names(`/v1/destination/list${query}`));
-    const ours = selected.filter((n) => n.startsWith('F_'));
-    const expected: Record<string, string[]> = {
-      '': ['F_FR1', 'F_GB1', 'F_GB2'], '?iso=gb': ['F_GB1', 'F_GB2'], '?iso=FR': ['F_FR1'], '?type=2': ['F_GB2'],
-      '?iso=gb&type=1': ['F_GB1'], '?id=fuser': ['F_FR1'], '?id=fuser&iso=gb': [],
-    };
-    expect(ours).toEqual(expected[query]);
-  });
+  it.each(['', '?iso=gb', '?iso=FR', '?type=2', '?iso=gb&type=1', '?id=fuser', '?id=fuser&iso=gb'])(
+    'selects like the destination list: %s',
+    async (query) => {
+      const selected = await names(`/v1/destination/backup${query}`);
+      expect(selected).toEqual(await names(`/v1/destination/list${query}`));
+      const ours = selected.filter((n) => n.startsWith('F_'));
+      const expected: Record<string, string[]> = {
+        '': ['F_FR1', 'F_GB1', 'F_GB2'],
+        '?iso=gb': ['F_GB1', 'F_GB2'],
+        '?iso=FR': ['F_FR1'],
+        '?type=2': ['F_GB2'],
+        '?iso=gb&type=1': ['F_GB1'],
+        '?id=fuser': ['F_FR1'],
+        '?id=fuser&iso=gb': [],
+      };
+      expect(ours).toEqual(expected[query]);
+    },
+  );
 
   it('refuses filters that name nothing, and malformed ones', async () => {
     const get = (q: string) => h.call('GET', `/v1/destination/backup${q}`, { auth: admin });
@@ -196,7 +288,17 @@ describe('PUT /v1/destination/backup', () => {
     ['a string type', backup([entry('T2', { type: '1' })]), /destination\.type/],
     ['a bad country code', backup([entry('T3', { countryIso: 'gbr' })]), /countryIso/],
     ['no name', backup([entry('', {})]), /destination\.name/],
-    ['a bad priority', { backup: { destinations: [{ destination: { name: 'T4', countryIso: 'gb', type: 1 }, associations: [{ priority: 'high', host: {} }] }] } }, /priority/],
+    [
+      'a bad priority',
+      {
+        backup: {
+          destinations: [
+            { destination: { name: 'T4', countryIso: 'gb', type: 1 }, associations: [{ priority: 'high', host: {} }] },
+          ],
+        },
+      },
+      /priority/,
+    ],
     ['a bad host key', backup([entry('T5', {}, [{ nickname: 'x', active: 'on' }])]), /host\.active/],
     ['aliases not an array', backup([], { aliases: {} }), /aliases/],
     ['an ecuser without name', backup([], { ecusers: [{ uid: 1 }] }), /ecusers\.0\.name/],
@@ -218,11 +320,18 @@ describe('PUT /v1/destination/backup', () => {
   it.each([
     ['an unknown country', entry('TX_BAD', { countryIso: 'XX' }), 'Country xx not found'],
     ['an unknown type', entry('TX_BAD', { type: 9 }), 'Type 9 not found'],
-    ['an unknown transfer method', entry('TX_BAD', {}, [host('tx-bad', { transferMethodName: 'nosuch' })]), 'Transfer method nosuch not found'],
+    [
+      'an unknown transfer method',
+      entry('TX_BAD', {}, [host('tx-bad', { transferMethodName: 'nosuch' })]),
+      'Transfer method nosuch not found',
+    ],
   ])('refuses %s and applies nothing (one transaction)', async (_, bad, message) => {
-    const body = backup([entry('TX_VALID', { ecuserName: 'tx-owner' }, [host('tx-host', { ecuserName: 'tx-owner' })]), bad], {
-      ecusers: [{ name: 'tx-ecuser' }],
-    });
+    const body = backup(
+      [entry('TX_VALID', { ecuserName: 'tx-owner' }, [host('tx-host', { ecuserName: 'tx-owner' })]), bad],
+      {
+        ecusers: [{ name: 'tx-ecuser' }],
+      },
+    );
     const r = await put(body);
     expect([r.status, r.text]).toEqual([500, error(message)]);
     const g = await h.call('GET', '/v1/destination/backup/TX_VALID', { auth: admin });
@@ -244,7 +353,9 @@ describe('PUT /v1/destination/backup', () => {
 
   it('adds no alias to a destination the restore skipped because it existed', async () => {
     expect((await put(backup([entry('AL_D'), entry('AL_E')]))).text).toBe(created(2));
-    const again = await put(backup([entry('AL_D'), entry('AL_E')], { aliases: [{ aliasFrom: 'AL_D', aliasTo: 'AL_E' }] }));
+    const again = await put(
+      backup([entry('AL_D'), entry('AL_E')], { aliases: [{ aliasFrom: 'AL_D', aliasTo: 'AL_E' }] }),
+    );
     expect(again.text).toBe(created(0));
     expect((await backupOf('AL_D')).aliases).toEqual([]);
   });
@@ -254,17 +365,26 @@ describe('shared hosts', () => {
   const hostIdOf = async (name: string) => (await hostsOf(name))[0].hostid as number;
 
   it('reuses a host whose nickname is associated with a local destination; copySharedHost=true copies it', async () => {
-    expect((await put(backup([entry('SH_A', {}, [host('shared-1', { data: 'a.k = "original"' })])]))).text).toBe(created(1));
+    expect((await put(backup([entry('SH_A', {}, [host('shared-1', { data: 'a.k = "original"' })])]))).text).toBe(
+      created(1),
+    );
     const original = await hostIdOf('SH_A');
-    expect((await put(backup([entry('SH_B', {}, [host('shared-1', { hostid: 999, data: 'a.k = "other"' })])]))).text).toBe(created(1));
+    expect(
+      (await put(backup([entry('SH_B', {}, [host('shared-1', { hostid: 999, data: 'a.k = "other"' })])]))).text,
+    ).toBe(created(1));
     expect(await hostIdOf('SH_B')).toBe(original);
     expect((await hostsOf('SH_B'))[0].data).toBe('a.k = "original"');
-    expect((await put(backup([entry('SH_C', {}, [host('shared-1', { data: 'a.k = "copy"' })])]), { copySharedHost: true })).text).toBe(created(1));
+    expect(
+      (await put(backup([entry('SH_C', {}, [host('shared-1', { data: 'a.k = "copy"' })])]), { copySharedHost: true }))
+        .text,
+    ).toBe(created(1));
     const copy = await hostIdOf('SH_C');
     expect(copy).not.toBe(original);
     expect((await hostsOf('SH_C'))[0].data).toBe('a.k = "copy"');
     expect((await hostsOf('SH_A'))[0].data).toBe('a.k = "original"');
-    expect((await put(backup([entry('SH_D', {}, [host('shared-1')])]), { copySharedHost: false })).text).toBe(created(1));
+    expect((await put(backup([entry('SH_D', {}, [host('shared-1')])]), { copySharedHost: false })).text).toBe(
+      created(1),
+    );
     expect([original, copy]).toContain(await hostIdOf('SH_D'));
   });
 
@@ -289,17 +409,36 @@ describe('round trip into a fresh service', () => {
     try {
       const sourceAdmin = await source.client('admin', ['.*']);
       const targetAdmin = await target.client('admin', ['.*']);
-      const FTP = { name: 'ftp', ectransModuleName: 'ftp', value: null, restrict: false, resolve: true, comment: null, active: false, ectransModule: { name: 'ftp', classe: null, archive: null, active: true } };
-      const shared = host('rt-shared', { passwd: null, transferMethodName: 'ftp', data: 'ftp.port = "21"\n###### END-OF-PROPERTIES ######\nscript' });
-      const body = backup([
-        FULL,
-        entry('RT_1', { ecuserName: 'rt-owner', data: 'd.x = "1"' }, [shared]),
-        entry('RT_2', { countryIso: 'de', type: 0 }, [host('rt-own', { ecuserName: 'rt-owner' }), shared]),
-      ], {
-        methods: [METHOD, FTP],
-        ecusers: [ECUSER, { name: 'rt-owner', uid: null, gid: 7, dir: null, shell: null, comment: 'x' }],
-        aliases: [{ aliasFrom: 'RT_1', aliasTo: 'RT_2' }, { aliasFrom: 'RT_2', aliasTo: 'FULL_DEST' }],
+      const FTP = {
+        name: 'ftp',
+        ectransModuleName: 'ftp',
+        value: null,
+        restrict: false,
+        resolve: true,
+        comment: null,
+        active: false,
+        ectransModule: { name: 'ftp', classe: null, archive: null, active: true },
+      };
+      const shared = host('rt-shared', {
+        passwd: null,
+        transferMethodName: 'ftp',
+        data: 'ftp.port = "21"\n###### END-OF-PROPERTIES ######\nscript',
       });
+      const body = backup(
+        [
+          FULL,
+          entry('RT_1', { ecuserName: 'rt-owner', data: 'd.x = "1"' }, [shared]),
+          entry('RT_2', { countryIso: 'de', type: 0 }, [host('rt-own', { ecuserName: 'rt-owner' }), shared]),
+        ],
+        {
+          methods: [METHOD, FTP],
+          ecusers: [ECUSER, { name: 'rt-owner', uid: null, gid: 7, dir: null, shell: null, comment: 'x' }],
+          aliases: [
+            { aliasFrom: 'RT_1', aliasTo: 'RT_2' },
+            { aliasFrom: 'RT_2', aliasTo: 'FULL_DEST' },
+          ],
+        },
+      );
       expect((await put(body, { on: source, auth: sourceAdmin })).text).toBe(created(3));
 
       const exported = (await source.call('GET', '/v1/destination/backup', { auth: sourceAdmin })).json;
@@ -319,7 +458,8 @@ describe('round trip into a fresh service', () => {
         })),
       });
       expect(strip(restored.backup)).toEqual(strip(exported.backup));
-      const idsOf = (b: any, name: string) => b.destinations.find((d: any) => d.destination.name === name).associations.map((a: any) => a.host.hostid);
+      const idsOf = (b: any, name: string) =>
+        b.destinations.find((d: any) => d.destination.name === name).associations.map((a: any) => a.host.hostid);
       // RT_1 and RT_2 still share one host; RT_2's own host is another one.
       expect(idsOf(restored.backup, 'RT_2')).toContain(idsOf(restored.backup, 'RT_1')[0]);
       expect(new Set(idsOf(restored.backup, 'RT_2')).size).toBe(2);
@@ -337,7 +477,9 @@ describe('permissions', () => {
     expect((await h.call('GET', '/v1/destination/backup', { auth: writer })).text).toBe(denied);
     expect((await h.call('GET', '/v1/destination/backup/FULL_DEST', { auth: writer })).text).toBe(denied);
     expect((await put(backup([entry('PERM_X')]), { auth: reader })).text).toBe(denied);
-    expect((await h.call('GET', '/v1/destination/backup/PERM_X', { auth: admin })).text).toBe(error('Destination PERM_X not found'));
+    expect((await h.call('GET', '/v1/destination/backup/PERM_X', { auth: admin })).text).toBe(
+      error('Destination PERM_X not found'),
+    );
     expect((await h.call('GET', '/v1/destination/backup', { auth: reader })).status).toBe(200);
     expect((await put(backup([entry('PERM_X', {}, [host('perm-host')])]), { auth: writer })).text).toBe(created(1));
     // A writer without showSensitiveInfo still restores the password it sends.

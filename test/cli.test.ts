@@ -1,9 +1,17 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  basic, freePort, killAll, removeTempDirs, request, runCli, startServer, tempDir, type CliResult,
-} from './support/processes.ts';
 import { runMain } from './support/in-process.ts';
+import {
+  basic,
+  type CliResult,
+  freePort,
+  killAll,
+  removeTempDirs,
+  request,
+  runCli,
+  startServer,
+  tempDir,
+} from './support/processes.ts';
 
 // `ecpds-edge client ...` on an embedded database in a temp dir: the commands run through
 // main() in this process; a few smoke tests at the end start the real binary.
@@ -52,13 +60,19 @@ describe('ecpds-edge client', () => {
     const list = await cli('client', 'list');
     expect(list.status, fail(list)).toBe(0);
     const clients = JSON.parse(list.stdout);
-    expect(clients).toEqual([expect.objectContaining({ username: 'alice', permissions: ['incomingUser.*', 'webUserList'], origin: 'cli' })]);
+    expect(clients).toEqual([
+      expect.objectContaining({ username: 'alice', permissions: ['incomingUser.*', 'webUserList'], origin: 'cli' }),
+    ]);
     const show = await cli('client', 'show', 'alice');
     expect(show.status, fail(show)).toBe(0);
     const one = JSON.parse(show.stdout);
     expect(one).toEqual({
-      username: 'alice', permissions: ['incomingUser.*', 'webUserList'], origin: 'cli',
-      createdAt: expect.any(String), updatedAt: expect.any(String), lastUsedAt: null,
+      username: 'alice',
+      permissions: ['incomingUser.*', 'webUserList'],
+      origin: 'cli',
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      lastUsedAt: null,
     });
     for (const out of [list.stdout, show.stdout]) {
       expect(out).not.toContain(secret);
@@ -67,23 +81,39 @@ describe('ecpds-edge client', () => {
   });
 
   it('update replaces the permission list', async () => {
-    const r = await cli('client', 'update', 'alice', '--permission', 'destinationList', '--permission', 'incomingUserList');
+    const r = await cli(
+      'client',
+      'update',
+      'alice',
+      '--permission',
+      'destinationList',
+      '--permission',
+      'incomingUserList',
+    );
     expect(r.status, fail(r)).toBe(0);
     expect(JSON.parse(r.stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
-    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
+    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual([
+      'destinationList',
+      'incomingUserList',
+    ]);
   });
 
   it('refuses an expression that does not compile, with a clear message, and changes nothing', async () => {
     const update = await cli('client', 'update', 'alice', '--permission', 'incoming(');
     expect(update.status).not.toBe(0);
     expect(update.stderr).toBe('ecpds-edge: Invalid permission expression: incoming(\n');
-    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual(['destinationList', 'incomingUserList']);
+    expect(JSON.parse((await cli('client', 'show', 'alice')).stdout).permissions).toEqual([
+      'destinationList',
+      'incomingUserList',
+    ]);
 
     const create = await cli('client', 'create', 'bob', '--permission', '[a-');
     expect(create.status).not.toBe(0);
     expect(create.stderr).toBe('ecpds-edge: Invalid permission expression: [a-\n');
     expect(create.stdout).toBe('');
-    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
+    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual([
+      'alice',
+    ]);
   });
 
   it('update needs at least one --permission; commands need a username', async () => {
@@ -97,7 +127,10 @@ describe('ecpds-edge client', () => {
 
   it('checks the command before it opens the database', async () => {
     // A database that cannot be reached: the usage error must come first, at once.
-    const unreachable = { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') };
+    const unreachable = {
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
     for (const [args, message] of [
       [['client', 'update', 'alice'], 'client update needs at least one --permission'],
       [['client', 'delete'], 'client delete needs a <username>'],
@@ -139,17 +172,26 @@ describe('ecpds-edge client', () => {
         const held = await cli(...args);
         expect(held.status, args.join(' ')).not.toBe(0);
         expect(held.stderr).toMatch(
-          new RegExp(`^ecpds-edge: the embedded database in .*data is in use by a running server \\(pid ${server.child.pid}\\); stop it first`),
+          new RegExp(
+            `^ecpds-edge: the embedded database in .*data is in use by a running server \\(pid ${server.child.pid}\\); stop it first`,
+          ),
         );
       }
     } finally {
       expect(await server.stop()).toBe(true);
     }
-    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual(['alice']);
+    expect(JSON.parse((await cli('client', 'list')).stdout).map((c: { username: string }) => c.username)).toEqual([
+      'alice',
+    ]);
   });
 
   it('reset-secret, show, update and delete of an unknown client fail with its name', async () => {
-    for (const args of [['reset-secret', 'ghost'], ['show', 'ghost'], ['update', 'ghost', '--permission', '.*'], ['delete', 'ghost']]) {
+    for (const args of [
+      ['reset-secret', 'ghost'],
+      ['show', 'ghost'],
+      ['update', 'ghost', '--permission', '.*'],
+      ['delete', 'ghost'],
+    ]) {
       const r = await cli('client', ...args);
       expect(r.status, args.join(' ')).not.toBe(0);
       expect(r.stderr).toBe('ecpds-edge: Client ghost not found\n');
@@ -181,19 +223,19 @@ describe('help', () => {
     for (const command of ['serve', 'migrate', 'client', 'webuser', 'fields', 'notes', 'monitoring', 'sweep']) {
       expect(top.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     }
-    expect(top.stdout).toMatch(/^  put --destination <name> <files>\.\.\. +register files/m);
+    expect(top.stdout).toMatch(/^ {2}put --destination <name> <files>\.\.\. +register files/m);
     expect((await runMain([], { env: {} })).stdout).toBe(top.stdout);
 
     const client = await runMain(['client', '--help'], { env: {} });
     expect(client.status, fail(client)).toBe(0);
     expect(client.stdout).toContain('Usage: ecpds-edge client <command> [options]');
-    expect(client.stdout).toMatch(/^  create <username> \[--permission <regex>\]\.\.\. +create a client/m);
-    expect(client.stdout).toMatch(/^  update <username> --permission <regex>\.\.\. +replace the permission list/m);
+    expect(client.stdout).toMatch(/^ {2}create <username> \[--permission <regex>\]\.\.\. +create a client/m);
+    expect(client.stdout).toMatch(/^ {2}update <username> --permission <regex>\.\.\. +replace the permission list/m);
 
     const put = await runMain(['help', 'put'], { env: {} });
     expect(put.status, fail(put)).toBe(0);
-    expect(put.stdout).toMatch(/^  --concurrency <n> +requests at a time/m);
-    expect(put.stdout).toMatch(/^Connection options:\n  --url <url>/m);
+    expect(put.stdout).toMatch(/^ {2}--concurrency <n> +requests at a time/m);
+    expect(put.stdout).toMatch(/^Connection options:\n {2}--url <url>/m);
   });
 
   it('prints the version, and refuses an unknown command or option with exit code 1', async () => {
@@ -201,10 +243,14 @@ describe('help', () => {
     expect(version).toEqual({ status: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\S*\n$/), stderr: '' });
     expect((await runMain(['version'], { env: {} })).stdout).toBe(version.stdout);
     expect(await runMain(['frobnicate'], { env: {} })).toEqual({
-      status: 1, stdout: '', stderr: "ecpds-edge: unknown command 'frobnicate' (see `ecpds-edge --help`)\n",
+      status: 1,
+      stdout: '',
+      stderr: "ecpds-edge: unknown command 'frobnicate' (see `ecpds-edge --help`)\n",
     });
     expect(await runMain(['client', 'list', '--frob'], { env: {} })).toEqual({
-      status: 1, stdout: '', stderr: "ecpds-edge: unknown option '--frob'\n",
+      status: 1,
+      stdout: '',
+      stderr: "ecpds-edge: unknown option '--frob'\n",
     });
   });
 });

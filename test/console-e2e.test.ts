@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -29,12 +29,16 @@ const temps: string[] = [];
 const cspErrors: string[] = [];
 const elsewhere: string[] = [];
 
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const s = net.createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-    const { port } = s.address() as net.AddressInfo;
-    s.close(() => resolve(port));
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net
+      .createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
   });
-});
 const tempDir = (prefix: string) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   temps.push(dir);
@@ -42,22 +46,36 @@ const tempDir = (prefix: string) => {
 };
 
 /** An API call from Node over HTTPS, accepting the server's self-signed certificate. */
-function api(method: string, urlPath: string, auth?: { username: string; secret: string }): Promise<{ status: number; json: any }> {
+function api(
+  method: string,
+  urlPath: string,
+  auth?: { username: string; secret: string },
+): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = auth ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.secret}`).toString('base64')}` } : {};
+    const headers: Record<string, string> = auth
+      ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.secret}`).toString('base64')}` }
+      : {};
     const req = https.request(`${base}${urlPath}`, { method, headers, rejectUnauthorized: false }, (res) => {
       let text = '';
-      res.setEncoding('utf8').on('data', (c: string) => void (text += c)).on('end', () => {
-        let json: unknown;
-        try { json = JSON.parse(text); } catch { json = text; }
-        resolve({ status: res.statusCode ?? 0, json });
-      });
+      res
+        .setEncoding('utf8')
+        .on('data', (c: string) => void (text += c))
+        .on('end', () => {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = text;
+          }
+          resolve({ status: res.statusCode ?? 0, json });
+        });
     });
     req.on('error', reject).end();
   });
 }
 const incomingList = (secret: string) => api('GET', '/v1/incoming/user/list', { username: 'e2e-client', secret });
-const expectRefused = async (secret: string) => expect((await incomingList(secret)).json).toEqual({ status: 'error', message: 'User not authorized' });
+const expectRefused = async (secret: string) =>
+  expect((await incomingList(secret)).json).toEqual({ status: 'error', message: 'User not authorized' });
 
 const shot = async (name: string) => {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -81,9 +99,19 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) if (!/^(DATABASE_URL|TEST_DATABASE_URL|HOST|PORT|TLS_.*|ECPDS_.*)$/.test(k)) env[k] = v;
-    Object.assign(env, { ECPDS_DATA_DIR: tempDir('ecpds-console-e2e-'), ECPDS_DEMO: '0', PORT: String(port), HOST: '127.0.0.1' });
-    server = spawn(process.execPath, [path.join(ROOT, 'functions/bin/ecpds-edge.mjs'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const [k, v] of Object.entries(process.env))
+      if (!/^(DATABASE_URL|TEST_DATABASE_URL|HOST|PORT|TLS_.*|ECPDS_.*)$/.test(k)) env[k] = v;
+    Object.assign(env, {
+      ECPDS_DATA_DIR: tempDir('ecpds-console-e2e-'),
+      ECPDS_DEMO: '0',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    });
+    server = spawn(process.execPath, [path.join(ROOT, 'functions/bin/ecpds-edge.mjs'), 'serve'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const started = new Promise<void>((resolve, reject) => {
       const read = (chunk: string) => {
         output += chunk;
@@ -102,8 +130,16 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
     context = await chromium.launchPersistentContext(tempDir('ecpds-chromium-'), {
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       ignoreHTTPSErrors: true,
       viewport: { width: 1200, height: 900 },
       permissions: ['clipboard-read', 'clipboard-write'],
@@ -156,7 +192,8 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
     expect(secret.length).toBeGreaterThan(20);
     await button('Copy secret').click();
     await page.waitForFunction("document.querySelector('[data-copy]').textContent !== 'Copy secret'");
-    if ((await button('Copied').count()) > 0) expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
+    if ((await button('Copied').count()) > 0)
+      expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
     await shot('03-client-created');
     expect((await incomingList(secret)).status).toBe(200);
     await page.goto(`${base}/console/clients`);
@@ -239,15 +276,20 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
   });
 
   it('a form post without the CSRF token is refused, even with the session cookie', async () => {
-    const status = await page.evaluate(async () =>
-      (await fetch('/console/clients', { method: 'POST', body: new URLSearchParams({ username: 'forged' }) })).status);
+    const status = await page.evaluate(
+      async () =>
+        (await fetch('/console/clients', { method: 'POST', body: new URLSearchParams({ username: 'forged' }) })).status,
+    );
     expect(status).toBe(403);
     await page.goto(`${base}/console/clients`);
     expect(await page.getByRole('link', { name: 'forged' }).count()).toBe(0);
   });
 
   it('web users, metadata fields and the audit trail', async () => {
-    const created = await api('POST', '/v1/web/user/add?id=viewer&pass=Viewer-Pass-1&active=true', { username: 'admin', secret: apiSecret });
+    const created = await api('POST', '/v1/web/user/add?id=viewer&pass=Viewer-Pass-1&active=true', {
+      username: 'admin',
+      secret: apiSecret,
+    });
     expect(created.status).toBe(200);
     await page.goto(`${base}/console/users`);
     expect(await page.locator('tr', { hasText: 'viewer' }).innerText()).toContain('none');
@@ -266,8 +308,14 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
     await shot('10-fields');
     await page.goto(`${base}/console/audit`);
     const audit = await page.locator('tbody').innerText();
-    for (const what of [/create\s+API client e2e-client/, /set permissions\s+API client e2e-client/, /reset secret\s+API client e2e-client/,
-      /delete\s+API client e2e-client/, /create\s+metadata field colour/]) expect(audit).toMatch(what);
+    for (const what of [
+      /create\s+API client e2e-client/,
+      /set permissions\s+API client e2e-client/,
+      /reset secret\s+API client e2e-client/,
+      /delete\s+API client e2e-client/,
+      /create\s+metadata field colour/,
+    ])
+      expect(audit).toMatch(what);
     await shot('11-audit');
   });
 

@@ -9,7 +9,13 @@ let adminPassword: string;
 let agents = 0;
 
 type Form = Record<string, string | string[]>;
-interface Page { status: number; text: string; headers: Headers; location: string | null; csrf: string | null }
+interface Page {
+  status: number;
+  text: string;
+  headers: Headers;
+  location: string | null;
+  csrf: string | null;
+}
 
 class Agent {
   readonly jar = new Map<string, string>();
@@ -17,8 +23,14 @@ class Agent {
 
   async request(method: string, path: string, form?: Form): Promise<Page> {
     const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const body = form && new URLSearchParams(Object.entries(form).flatMap(([k, v]) => [v].flat().map((x): [string, string] => [k, x])));
-    const headers = { 'x-test-address': this.address, ...(cookie && { cookie }), ...(body && { 'content-type': 'application/x-www-form-urlencoded' }) };
+    const body =
+      form &&
+      new URLSearchParams(Object.entries(form).flatMap(([k, v]) => [v].flat().map((x): [string, string] => [k, x])));
+    const headers = {
+      'x-test-address': this.address,
+      ...(cookie && { cookie }),
+      ...(body && { 'content-type': 'application/x-www-form-urlencoded' }),
+    };
     const res = await h.app.request(`https://localhost${path}`, { method, body, headers });
     for (const line of res.headers.getSetCookie()) {
       const [, name, value] = /^([^=]+)=([^;]*)/.exec(line)!;
@@ -26,7 +38,13 @@ class Agent {
       else this.jar.set(name!, value!);
     }
     const text = await res.text();
-    return { status: res.status, text, headers: res.headers, location: res.headers.get('location'), csrf: /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? null };
+    return {
+      status: res.status,
+      text,
+      headers: res.headers,
+      location: res.headers.get('location'),
+      csrf: /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? null,
+    };
   }
   get = (path: string) => this.request('GET', path);
   /** Posts a form with the CSRF token of the page it comes from. */
@@ -35,7 +53,8 @@ class Agent {
     expect(page.csrf, `${from} has a CSRF field`).toBeTruthy();
     return this.request('POST', action, { csrf: page.csrf!, ...form });
   }
-  login = (username: string, password: string) => this.submit('/console/login', '/console/login', { username, password });
+  login = (username: string, password: string) =>
+    this.submit('/console/login', '/console/login', { username, password });
 }
 
 async function loggedIn(username = 'admin', password = adminPassword) {
@@ -45,7 +64,9 @@ async function loggedIn(username = 'admin', password = adminPassword) {
   return agent;
 }
 const webUser = (id: string, active = true) =>
-  h.call('POST', `/v1/web/user/add?${new URLSearchParams({ id, pass: `${id}-Pass-1`, active: String(active) })}`, { auth: apiAdmin });
+  h.call('POST', `/v1/web/user/add?${new URLSearchParams({ id, pass: `${id}-Pass-1`, active: String(active) })}`, {
+    auth: apiAdmin,
+  });
 const incomingList = (auth: string) => h.call('GET', '/v1/incoming/user/list', { auth });
 const secretOf = (page: Page) => /<p id="secret" class="secret">([^<]+)<\/p>/.exec(page.text)?.[1] ?? '';
 const withClock = async (offsetMs: number, work: () => Promise<void>) => {
@@ -75,24 +96,38 @@ describe('login and sessions', () => {
     expect(page.csrf).toMatch(/^\S{20,}$/);
     expect(page.text).toMatch(/<label for="username">/);
     expect(agent.jar.has('ecpds_login_csrf')).toBe(true);
-    expect((await agent.request('POST', '/console/login', { username: 'admin', password: adminPassword })).status).toBe(403);
-    expect((await agent.request('POST', '/console/login', { csrf: 'forged', username: 'admin', password: adminPassword })).status).toBe(403);
+    expect((await agent.request('POST', '/console/login', { username: 'admin', password: adminPassword })).status).toBe(
+      403,
+    );
+    expect(
+      (await agent.request('POST', '/console/login', { csrf: 'forged', username: 'admin', password: adminPassword }))
+        .status,
+    ).toBe(403);
   });
 
   it('a good password opens a signed, HttpOnly, Secure, SameSite=Strict session cookie on /console', async () => {
     const agent = new Agent();
     const page = await agent.get('/console/login');
-    const r = await agent.request('POST', '/console/login', { csrf: page.csrf!, username: 'admin', password: adminPassword });
+    const r = await agent.request('POST', '/console/login', {
+      csrf: page.csrf!,
+      username: 'admin',
+      password: adminPassword,
+    });
     expect([r.status, r.location]).toEqual([303, '/console/clients']);
     const cookie = r.headers.getSetCookie().find((c) => c.startsWith('ecpds_console='))!;
-    for (const attribute of ['HttpOnly', 'Secure', 'SameSite=Strict', 'Path=/console']) expect(cookie).toContain(attribute);
+    for (const attribute of ['HttpOnly', 'Secure', 'SameSite=Strict', 'Path=/console'])
+      expect(cookie).toContain(attribute);
     expect((await agent.get('/console/clients')).text).toContain('<h1>API clients</h1>');
     agent.jar.set('ecpds_console', `forged${agent.jar.get('ecpds_console')}`);
     expect((await agent.get('/console/clients')).location).toBe('/console/login');
   });
 
   it('a wrong password, an unknown or an inactive user get the same 401 page', async () => {
-    for (const [username, password] of [['admin', 'wrong'], ['ghost', 'x'], ['dormant', 'dormant-Pass-1']]) {
+    for (const [username, password] of [
+      ['admin', 'wrong'],
+      ['ghost', 'x'],
+      ['dormant', 'dormant-Pass-1'],
+    ]) {
       const r = await new Agent().login(username!, password!);
       expect(r.status).toBe(401);
       expect(r.text).toContain('Invalid username or password');
@@ -113,7 +148,9 @@ describe('login and sessions', () => {
       expect(Number(later.headers.get('retry-after'))).toBeGreaterThan(590);
       expect(Number(later.headers.get('retry-after'))).toBeLessThanOrEqual(600);
     });
-    await withClock(16 * 60_000, async () => expect((await new Agent().login('victim', 'victim-Pass-1')).status).toBe(303));
+    await withClock(16 * 60_000, async () =>
+      expect((await new Agent().login('victim', 'victim-Pass-1')).status).toBe(303),
+    );
   });
 
   it('5 failures from one address: 429 for any username from it, others unaffected', async () => {
@@ -129,7 +166,13 @@ describe('login and sessions', () => {
 
   it('a user without a category logs in but sees "No access" on every admin page', async () => {
     const agent = await loggedIn('nobody', 'nobody-Pass-1');
-    for (const path of ['/console/clients', '/console/clients/new', '/console/users', '/console/fields', '/console/audit']) {
+    for (const path of [
+      '/console/clients',
+      '/console/clients/new',
+      '/console/users',
+      '/console/fields',
+      '/console/audit',
+    ]) {
       const r = await agent.get(path);
       expect(r.status, path).toBe(403);
       expect(r.text).toContain('<h1>No access</h1>');
@@ -183,7 +226,10 @@ describe('API clients', () => {
     expect(form.text).toContain('value="showSensitiveInfo"');
     const names = /<script type="application\/json" id="service-names">(.*?)<\/script>/.exec(form.text)![1]!;
     expect(JSON.parse(names)).toHaveLength(25); // raw text for the HTML parser: entities would break the live report
-    const r = await admin.submit('/console/clients/new', '/console/clients', { username: 'c1', service: ['incomingUserList', 'destinationList', 'bogus'] });
+    const r = await admin.submit('/console/clients/new', '/console/clients', {
+      username: 'c1',
+      service: ['incomingUserList', 'destinationList', 'bogus'],
+    });
     expect(r.status).toBe(200);
     secret = secretOf(r);
     expect(secret.length).toBeGreaterThan(20);
@@ -191,9 +237,12 @@ describe('API clients', () => {
     expect(await permissions()).toEqual(['incomingUserList', 'destinationList']);
     expect((await incomingList(basic('c1', secret))).status).toBe(200);
     await h.settle();
-    for (const path of ['/console/clients', '/console/clients/c1', '/console/audit']) expect((await admin.get(path)).text).not.toContain(secret);
+    for (const path of ['/console/clients', '/console/clients/c1', '/console/audit'])
+      expect((await admin.get(path)).text).not.toContain(secret);
     const list = (await admin.get('/console/clients')).text;
-    expect(list).toMatch(/<a href="\/console\/clients\/c1">c1<\/a><\/td><td>incomingUserList, destinationList<\/td><td>\d{4}-\d\d-\d\d \d\d:\d\d<\/td><td>\d{4}-/);
+    expect(list).toMatch(
+      /<a href="\/console\/clients\/c1">c1<\/a><\/td><td>incomingUserList, destinationList<\/td><td>\d{4}-\d\d-\d\d \d\d:\d\d<\/td><td>\d{4}-/,
+    );
   });
 
   it('refuses a duplicate or invalid username with a message', async () => {
@@ -216,7 +265,9 @@ describe('API clients', () => {
   });
 
   it('free expressions take effect too, and are shown in the editor', async () => {
-    expect((await edit({ service: 'destinationList', expressions: 'incomingUser.*\r\n\r\n  webUserList  ' })).status).toBe(303);
+    expect(
+      (await edit({ service: 'destinationList', expressions: 'incomingUser.*\r\n\r\n  webUserList  ' })).status,
+    ).toBe(303);
     expect(await permissions()).toEqual(['destinationList', 'incomingUser.*', 'webUserList']);
     expect((await incomingList(basic('c1', secret))).status).toBe(200);
     const page = (await admin.get('/console/clients/c1')).text;
@@ -262,17 +313,22 @@ describe('API clients', () => {
 });
 
 describe('web users', () => {
-  const row = async (id: string) => new RegExp(`<th scope="row">${id}</th>.*?</tr>`, 's').exec((await admin.get('/console/users')).text)?.[0] ?? '';
+  const row = async (id: string) =>
+    new RegExp(`<th scope="row">${id}</th>.*?</tr>`, 's').exec((await admin.get('/console/users')).text)?.[0] ?? '';
 
   it('lists users with their roles; grant and revoke change console access at once', async () => {
     expect(await row('admin')).toContain('administrator');
     expect(await row('later')).toContain('<td>none</td>');
     const later = await loggedIn('later', 'later-Pass-1');
     expect((await later.get('/console/clients')).status).toBe(403);
-    expect((await admin.submit('/console/users', '/console/users/later/grant', { category: 'administrator' })).location).toBe('/console/users');
+    expect(
+      (await admin.submit('/console/users', '/console/users/later/grant', { category: 'administrator' })).location,
+    ).toBe('/console/users');
     expect((await later.get('/console/clients')).status).toBe(200);
     await admin.submit('/console/users', '/console/users/later/grant', { category: 'operator' });
-    expect((await admin.submit('/console/users', '/console/users/later/revoke', { category: 'administrator' })).status).toBe(303);
+    expect(
+      (await admin.submit('/console/users', '/console/users/later/revoke', { category: 'administrator' })).status,
+    ).toBe(303);
     expect(await row('later')).toMatch(/operator <button/);
     expect((await later.get('/console/clients')).status).toBe(403);
   });
@@ -280,7 +336,9 @@ describe('web users', () => {
   it('an unknown category or user is refused with a message', async () => {
     const r = await admin.submit('/console/users', '/console/users/later/grant', { category: 'wizard' });
     expect([r.status, r.text.includes('Category wizard not found')]).toEqual([400, true]);
-    expect((await admin.submit('/console/users', '/console/users/ghost/active', { active: 'true' })).text).toContain('User ghost not found');
+    expect((await admin.submit('/console/users', '/console/users/ghost/active', { active: 'true' })).text).toContain(
+      'User ghost not found',
+    );
   });
 
   it('an administrator cannot lock themself out', async () => {
@@ -303,13 +361,24 @@ describe('web users', () => {
 });
 
 describe('metadata fields', () => {
-  const field = { name: 'colour', label: 'Colour <b>', type: 'text', category: 'General', maxOccurs: '1', position: '3', editable: 'on', active: 'on' };
+  const field = {
+    name: 'colour',
+    label: 'Colour <b>',
+    type: 'text',
+    category: 'General',
+    maxOccurs: '1',
+    position: '3',
+    editable: 'on',
+    active: 'on',
+  };
   const save = (form: Form, from = '/console/fields/new') => admin.submit(from, '/console/fields', form);
 
   it('creates a field and lists it, escaped', async () => {
     expect((await save(field)).location).toBe('/console/fields');
     const list = (await admin.get('/console/fields')).text;
-    expect(list).toMatch(/<a href="\/console\/fields\/\d+">colour<\/a><\/td><td>Colour &lt;b&gt;<\/td><td>text<\/td><td>General<\/td><td>yes<\/td><td>one<\/td><td>yes<\/td>/);
+    expect(list).toMatch(
+      /<a href="\/console\/fields\/\d+">colour<\/a><\/td><td>Colour &lt;b&gt;<\/td><td>text<\/td><td>General<\/td><td>yes<\/td><td>one<\/td><td>yes<\/td>/,
+    );
   });
 
   it.each([
@@ -331,8 +400,15 @@ describe('metadata fields', () => {
     const page = (await admin.get(`/console/fields/${id}`)).text;
     expect(page).toMatch(/name="name" type="text" value="colour" readonly=""/);
     expect(page).toMatch(/<option value="text" selected="">/);
-    expect((await save({ ...field, label: 'Colour', maxOccurs: '-1', editable: [] }, `/console/fields/${id}`)).status).toBe(303);
-    expect((await h.ports.repos.metadata.fields()).find((f) => f.name === 'colour')).toMatchObject({ label: 'Colour', maxOccurs: -1, editable: false, position: 3 });
+    expect(
+      (await save({ ...field, label: 'Colour', maxOccurs: '-1', editable: [] }, `/console/fields/${id}`)).status,
+    ).toBe(303);
+    expect((await h.ports.repos.metadata.fields()).find((f) => f.name === 'colour')).toMatchObject({
+      label: 'Colour',
+      maxOccurs: -1,
+      editable: false,
+      position: 3,
+    });
     const bad = await save({ ...field, maxOccurs: '0' }, `/console/fields/${id}`);
     expect([bad.status, bad.text.includes('<h1>Field colour</h1>')]).toEqual([400, true]);
   });
@@ -343,10 +419,16 @@ describe('metadata fields', () => {
     const id = (await stored()).id;
     const page = (await admin.get(`/console/fields/${id}`)).text;
     expect(page).not.toContain('S3cret-default');
-    await save({ ...field, name: 'token', type: 'password', label: 'Token', defaultValue: '', editable: [] }, `/console/fields/${id}`);
+    await save(
+      { ...field, name: 'token', type: 'password', label: 'Token', defaultValue: '', editable: [] },
+      `/console/fields/${id}`,
+    );
     expect(await h.ports.secrets.decrypt((await stored()).defaultValue!)).toBe('S3cret-default');
     expect((await stored()).label).toBe('Token');
-    await save({ ...field, name: 'token', type: 'password', defaultValue: '', clearDefault: 'on' }, `/console/fields/${id}`);
+    await save(
+      { ...field, name: 'token', type: 'password', defaultValue: '', clearDefault: 'on' },
+      `/console/fields/${id}`,
+    );
     expect((await stored()).defaultValue).toBeNull();
   });
 });
@@ -354,16 +436,41 @@ describe('metadata fields', () => {
 describe('audit trail and markup', () => {
   it('lists who changed what, newest first, never a secret', async () => {
     const text = (await admin.get('/console/audit')).text;
-    const rows = [...text.matchAll(/<tr><td>[^<]+<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td>/g)].map((m) => `${m[1]}|${m[2]}|${m[3]}`);
-    for (const entry of ['admin|create|API client c1', 'admin|set permissions|API client c1', 'admin|reset secret|API client c1', 'admin|delete|API client c1',
-      'admin|grant category|web user later', 'admin|revoke category|web user later', 'admin|deactivate|web user later', 'admin|activate|web user later',
-      'admin|create|metadata field colour', 'admin|update|metadata field colour', 'admin|login|web user admin']) expect(rows).toContain(entry);
-    expect(rows.indexOf('admin|update|metadata field colour')).toBeLessThan(rows.indexOf('admin|create|metadata field colour'));
+    const rows = [...text.matchAll(/<tr><td>[^<]+<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td>/g)].map(
+      (m) => `${m[1]}|${m[2]}|${m[3]}`,
+    );
+    for (const entry of [
+      'admin|create|API client c1',
+      'admin|set permissions|API client c1',
+      'admin|reset secret|API client c1',
+      'admin|delete|API client c1',
+      'admin|grant category|web user later',
+      'admin|revoke category|web user later',
+      'admin|deactivate|web user later',
+      'admin|activate|web user later',
+      'admin|create|metadata field colour',
+      'admin|update|metadata field colour',
+      'admin|login|web user admin',
+    ])
+      expect(rows).toContain(entry);
+    expect(rows.indexOf('admin|update|metadata field colour')).toBeLessThan(
+      rows.indexOf('admin|create|metadata field colour'),
+    );
     expect(text).not.toContain(adminPassword);
   });
 
   it('every page has a CSP, no external asset and accessible landmarks', async () => {
-    const pages = ['/console/login', '/console/clients', '/console/clients/new', '/console/clients/api-admin', '/console/clients/api-admin/delete', '/console/users', '/console/fields', '/console/fields/new', '/console/audit'];
+    const pages = [
+      '/console/login',
+      '/console/clients',
+      '/console/clients/new',
+      '/console/clients/api-admin',
+      '/console/clients/api-admin/delete',
+      '/console/users',
+      '/console/fields',
+      '/console/fields/new',
+      '/console/audit',
+    ];
     for (const path of pages) {
       const r = await (path === '/console/login' ? new Agent() : admin).get(path);
       expect(r.status, path).toBe(200);
@@ -373,7 +480,8 @@ describe('audit trail and markup', () => {
       expect(r.text).toContain('<meta name="viewport" content="width=device-width, initial-scale=1"/>');
       expect(r.text).not.toMatch(/(src|href|action)="(https?:)?\/\//);
       expect(r.text).not.toMatch(/ style=|<style|<script>/);
-      for (const [, id] of r.text.matchAll(/<(?:input|select|textarea) id="([^"]+)"/g)) expect(r.text, `${path} #${id}`).toContain(`for="${id}"`);
+      for (const [, id] of r.text.matchAll(/<(?:input|select|textarea) id="([^"]+)"/g))
+        expect(r.text, `${path} #${id}`).toContain(`for="${id}"`);
     }
     const css = await admin.get('/console/assets/console.css');
     expect([css.status, css.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);

@@ -1,14 +1,24 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { constantTimeEqualText, generateSecret, hashGeneratedSecret, sha256Base64, tokenMatches, verifySecretHash } from '../core/common/crypto.ts';
+import {
+  constantTimeEqualText,
+  generateSecret,
+  hashGeneratedSecret,
+  sha256Base64,
+  tokenMatches,
+  verifySecretHash,
+} from '../core/common/crypto.ts';
 import { nativeSha256Base64 } from '../functions/node/digest.ts';
 
 describe('SHA-256 of generated secrets', () => {
   it('is the same through Node and through the pure implementation, for any text', () => {
     // Full unicode and lone surrogates: both encode text as UTF-8 the same way (U+FFFD for a lone one).
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => {
-      expect(nativeSha256Base64(text)).toBe(sha256Base64(text));
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => {
+        expect(nativeSha256Base64(text)).toBe(sha256Base64(text));
+      }),
+      { numRuns: 500 },
+    );
     expect(nativeSha256Base64('')).toBe('47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=');
   });
 
@@ -28,10 +38,12 @@ describe('SHA-256 of generated secrets', () => {
 
 describe('constantTimeEqualText', () => {
   it('is equality of texts', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
-      expect(constantTimeEqualText(a, b)).toBe(a === b);
-      expect(constantTimeEqualText(a, a)).toBe(true);
-    }));
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
+        expect(constantTimeEqualText(a, b)).toBe(a === b);
+        expect(constantTimeEqualText(a, a)).toBe(true);
+      }),
+    );
     expect(constantTimeEqualText('abc', 'abc\u0000')).toBe(false);
     expect(constantTimeEqualText('', '')).toBe(true);
     // Two different lone surrogates are different texts, though UTF-8 would encode both as U+FFFD.
@@ -40,12 +52,13 @@ describe('constantTimeEqualText', () => {
 
   it('reads every character instead of stopping at the first difference', () => {
     let reads = 0;
-    const counting = (text: string) => Object.assign(new String(text), {
-      charCodeAt(i: number) {
-        reads++;
-        return String.prototype.charCodeAt.call(this, i);
-      },
-    }) as unknown as string;
+    const counting = (text: string) =>
+      Object.assign(new String(text), {
+        charCodeAt(i: number) {
+          reads++;
+          return String.prototype.charCodeAt.call(this, i);
+        },
+      }) as unknown as string;
     constantTimeEqualText(counting('Xbcdefgh'), counting('abcdefgh'));
     const firstDiffers = reads;
     reads = 0;

@@ -3,8 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { count, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, dataTransfers } from '../db/schema.ts';
 import { nodeSourceProber } from '../functions/node/sources.ts';
 import { createHarness, type Harness } from './support/harness.ts';
@@ -32,11 +32,15 @@ beforeAll(async () => {
   server = http.createServer((req, res) => {
     hits.push(`${req.method} ${req.url}`);
     const url = req.url!.split('?')[0];
-    if (url === '/file.grib') return void res.writeHead(200, { 'content-length': '4321' }).end(req.method === 'HEAD' ? undefined : Buffer.alloc(4321));
+    if (url === '/file.grib')
+      return void res
+        .writeHead(200, { 'content-length': '4321' })
+        .end(req.method === 'HEAD' ? undefined : Buffer.alloc(4321));
     if (url === '/hop') return void res.writeHead(302, { location: '/file.grib' }).end();
     if (url === '/out') return void res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
     if (url === '/ranged' && req.method === 'HEAD') return void res.writeHead(200).end();
-    if (url === '/ranged' && req.headers.range === 'bytes=0-0') return void res.writeHead(206, { 'content-range': 'bytes 0-0/98765' }).end('x');
+    if (url === '/ranged' && req.headers.range === 'bytes=0-0')
+      return void res.writeHead(206, { 'content-range': 'bytes 0-0/98765' }).end('x');
     if (url === '/hang') return; // never answers
     res.writeHead(404).end();
   });
@@ -63,7 +67,8 @@ const idOf = async (q: Record<string, string>) => {
   expect(r.text).toMatch(/^\{"status":"ok","id":\d+\}$/);
   return r.json.id as number;
 };
-const transfer = async (id: number) => (await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, id)))[0]!;
+const transfer = async (id: number) =>
+  (await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, id)))[0]!;
 const counts = async () => ({
   files: (await h.db.select({ n: count() }).from(dataFiles))[0]!.n,
   transfers: (await h.db.select({ n: count() }).from(dataTransfers))[0]!.n,
@@ -74,10 +79,22 @@ describe('datafile/put, size, del', () => {
   it('registers a local file with its size in bytes and the defaults of wire-decisions §10', async () => {
     const id = await idOf({ source: path.join(root, 'a.bin') });
     const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, id));
-    expect(file).toMatchObject({ source: path.join(root, 'a.bin'), size: 1234, registeredBy: 'admin', deletedAt: null });
+    expect(file).toMatchObject({
+      source: path.join(root, 'a.bin'),
+      size: 1234,
+      registeredBy: 'admin',
+      deletedAt: null,
+    });
     expect(await transfer(id)).toMatchObject({
-      destination: 'DEST', target: 'a.bin', uniqueName: '', priority: 99, status: 'WAIT', standby: false,
-      scheduledAt: NOW, expiresAt: new Date(NOW.getTime() + 48 * HOUR), metadata: [],
+      destination: 'DEST',
+      target: 'a.bin',
+      uniqueName: '',
+      priority: 99,
+      status: 'WAIT',
+      standby: false,
+      scheduledAt: NOW,
+      expiresAt: new Date(NOW.getTime() + 48 * HOUR),
+      metadata: [],
     });
     const size = await h.call('GET', `/v1/datafile/size?id=${id}`, { auth: admin });
     expect(size.text).toBe('{"status":"ok","size":1234}');
@@ -92,20 +109,33 @@ describe('datafile/put, size, del', () => {
   });
 
   it('accepts an empty file, a symlink that stays inside the root and a file: URL', async () => {
-    expect((await h.call('GET', `/v1/datafile/size?id=${await idOf({ source: path.join(root, 'empty.bin') })}`, { auth: admin })).json.size).toBe(0);
+    expect(
+      (
+        await h.call('GET', `/v1/datafile/size?id=${await idOf({ source: path.join(root, 'empty.bin') })}`, {
+          auth: admin,
+        })
+      ).json.size,
+    ).toBe(0);
     const viaLink = await idOf({ source: path.join(root, 'link-in'), target: 'linked.bin' });
     expect((await h.db.select().from(dataFiles).where(eq(dataFiles.id, viaLink)))[0]!.size).toBe(1234);
     expect((await transfer(await idOf({ source: `file://${root}/a.bin`, uniquename: 'url' }))).target).toBe('a.bin');
   });
 
   it('size and del of an unknown id; a non-integer id is 400; a missing one 412', async () => {
-    for (const [method, p] of [['GET', '/v1/datafile/size'], ['DELETE', '/v1/datafile/del']] as const) {
+    for (const [method, p] of [
+      ['GET', '/v1/datafile/size'],
+      ['DELETE', '/v1/datafile/del'],
+    ] as const) {
       const r = await h.call(method, `${p}?id=987654`, { auth: admin });
       expect([r.status, r.json]).toEqual([500, error('DataFile 987654 not found')]);
-      expect((await h.call(method, `${p}?id=x1`, { auth: admin })).text).toBe("Invalid value for parameter id: 'x1' (integer expected)");
+      expect((await h.call(method, `${p}?id=x1`, { auth: admin })).text).toBe(
+        "Invalid value for parameter id: 'x1' (integer expected)",
+      );
       expect((await h.call(method, p, { auth: admin })).text).toBe('Missing parameter: id');
     }
-    expect((await h.call('GET', '/v1/datafile/put?destination=DEST', { auth: admin })).text).toBe('Missing parameter: source');
+    expect((await h.call('GET', '/v1/datafile/put?destination=DEST', { auth: admin })).text).toBe(
+      'Missing parameter: source',
+    );
   });
 });
 
@@ -114,7 +144,11 @@ describe('sources that must be refused, with nothing stored', () => {
     ['a .. escape', () => `${root}/../${path.basename(outside)}/secret.txt`, "an absolute path without '..' expected"],
     ['a .. that stays inside', () => `${root}/sub/../a.bin`, "an absolute path without '..' expected"],
     ['a symlink leaving the root', () => `${root}/link-out`, 'outside the configured source roots'],
-    ['a file under a symlinked directory outside', () => `${root}/dir-out/secret.txt`, 'outside the configured source roots'],
+    [
+      'a file under a symlinked directory outside',
+      () => `${root}/dir-out/secret.txt`,
+      'outside the configured source roots',
+    ],
     ['a directory', () => `${root}/sub`, 'not a regular file'],
     ['the root itself', () => root, 'not a regular file'],
     ['/dev/null', () => '/dev/null', 'outside the configured source roots'],
@@ -123,8 +157,16 @@ describe('sources that must be refused, with nothing stored', () => {
     ['a missing file', () => `${root}/missing.bin`, 'not found'],
     ['another scheme', () => `ftp://127.0.0.1:${port}/file.grib`, 'unsupported scheme'],
     ['a host not on the allow-list', () => `http://localhost:${port}/file.grib`, 'not allowed: localhost:'],
-    ['the allowed host on another port', () => `http://127.0.0.1:1/file.grib`, '127.0.0.1:1 is not an allowed source host'],
-    ['a redirect to a host not on the list', () => `http://127.0.0.1:${port}/out`, '169.254.169.254 is not an allowed source host'],
+    [
+      'the allowed host on another port',
+      () => `http://127.0.0.1:1/file.grib`,
+      '127.0.0.1:1 is not an allowed source host',
+    ],
+    [
+      'a redirect to a host not on the list',
+      () => `http://127.0.0.1:${port}/out`,
+      '169.254.169.254 is not an allowed source host',
+    ],
     ['an HTTP error', () => `http://127.0.0.1:${port}/nothing`, 'not reachable: HTTP 404'],
   ])('%s', async (_, source, reason) => {
     const before = await counts();
@@ -144,8 +186,12 @@ describe('sources that must be refused, with nothing stored', () => {
     h.ports.sources = nodeSourceProber({ roots: [], hosts: [], timeoutMs: 300 });
     try {
       const r = await put({ source: path.join(root, 'a.bin') });
-      expect(r.json).toEqual(error(`Source ${path.join(root, 'a.bin')} not allowed: no local source roots are configured`));
-      expect((await put({ source: `http://127.0.0.1:${port}/file.grib` })).json.message).toContain('is not an allowed source host');
+      expect(r.json).toEqual(
+        error(`Source ${path.join(root, 'a.bin')} not allowed: no local source roots are configured`),
+      );
+      expect((await put({ source: `http://127.0.0.1:${port}/file.grib` })).json.message).toContain(
+        'is not an allowed source host',
+      );
     } finally {
       h.ports.sources = saved;
     }
@@ -208,7 +254,9 @@ describe('local sources under directories probed before: nothing is remembered',
       const prober = nodeSourceProber({ roots: [path.join(base, 'root')], hosts: [], timeoutMs: 1000 });
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 10 });
       fs.symlinkSync(path.join(base, 'secret.bin'), path.join(base, 'root', 'incoming', 'out.bin'));
-      await expect(prober.probe(path.join(base, 'root', 'incoming', 'out.bin'))).rejects.toThrow('outside the configured source roots');
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'out.bin'))).rejects.toThrow(
+        'outside the configured source roots',
+      );
       fs.symlinkSync(path.join(base, 'root', 'incoming', 'f.bin'), path.join(base, 'root', 'incoming', 'in.bin'));
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'in.bin'))).toEqual({ size: 10 });
     } finally {
@@ -229,7 +277,9 @@ describe('local sources under directories probed before: nothing is remembered',
       fs.mkdirSync(path.join(base, 'elsewhere'));
       fs.writeFileSync(path.join(base, 'elsewhere', 'f.bin'), Buffer.alloc(30));
       swapForLink(base, 'incoming', path.join(base, 'elsewhere'));
-      await expect(prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).rejects.toThrow('outside the configured source roots');
+      await expect(prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).rejects.toThrow(
+        'outside the configured source roots',
+      );
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
     }
@@ -260,7 +310,9 @@ describe('local sources under directories probed before: nothing is remembered',
       fs.writeFileSync(path.join(base, 'new-root', 'incoming', 'f.bin'), Buffer.alloc(50));
       fs.symlinkSync(path.join(base, 'new-root'), path.join(base, 'root'));
       expect(await prober.probe(path.join(base, 'root', 'incoming', 'f.bin'))).toEqual({ size: 50 });
-      await expect(prober.probe(path.join(base, 'old-root', 'incoming', 'f.bin'))).rejects.toThrow('outside the configured source roots');
+      await expect(prober.probe(path.join(base, 'old-root', 'incoming', 'f.bin'))).rejects.toThrow(
+        'outside the configured source roots',
+      );
     } finally {
       fs.rmSync(base, { recursive: true, force: true });
     }
@@ -323,13 +375,20 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
     const replies = await Promise.all([1, 2, 3].map(() => put({ source: src(), target: 'race.bin', uniquename: 'r' })));
     const ok = replies.filter((r) => r.status === 200);
     expect(ok).toHaveLength(1);
-    for (const r of replies.filter((x) => x.status !== 200)) expect(r.json).toEqual(error(`DataFile already exists (DataFileId=${ok[0]!.json.id})`));
+    for (const r of replies.filter((x) => x.status !== 200))
+      expect(r.json).toEqual(error(`DataFile already exists (DataFileId=${ok[0]!.json.id})`));
     expect(await counts()).toEqual({ files: before.files + 1, transfers: before.transfers + 1 });
   });
 
   it('standby=true starts in HOLD, standby=false in WAIT', async () => {
-    expect(await transfer(await idOf({ source: src(), target: 'hold.bin', standby: 'true' }))).toMatchObject({ status: 'HOLD', standby: true });
-    expect(await transfer(await idOf({ source: src(), target: 'wait.bin', standby: 'False' }))).toMatchObject({ status: 'WAIT', standby: false });
+    expect(await transfer(await idOf({ source: src(), target: 'hold.bin', standby: 'true' }))).toMatchObject({
+      status: 'HOLD',
+      standby: true,
+    });
+    expect(await transfer(await idOf({ source: src(), target: 'wait.bin', standby: 'False' }))).toMatchObject({
+      status: 'WAIT',
+      standby: false,
+    });
   });
 
   it.each([
@@ -349,7 +408,11 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
 
   it('an expiry already past is refused and nothing is stored', async () => {
     const before = await counts();
-    const cases: Array<Record<string, string>> = [{ at: '20291230000000' }, { at: '2029-12-31T23:00:00Z', lifetime: '1h' }, { at: '2029-12-31T23:59:59Z', lifetime: '1s' }];
+    const cases: Array<Record<string, string>> = [
+      { at: '20291230000000' },
+      { at: '2029-12-31T23:00:00Z', lifetime: '1h' },
+      { at: '2029-12-31T23:59:59Z', lifetime: '1s' },
+    ];
     for (const q of cases) {
       const r = await put({ source: src(), target: 'late.bin', ...q });
       expect(r.status).toBe(500);
@@ -359,9 +422,12 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
   });
 
   it.each([
-    ['priority', '100', 'integer from 0 to 99 expected'], ['priority', '-1', 'integer from 0 to 99 expected'],
-    ['priority', 'high', 'integer expected'], ['at', 'tomorrow', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
-    ['at', '20301301000000', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'], ['at', '+5y', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['priority', '100', 'integer from 0 to 99 expected'],
+    ['priority', '-1', 'integer from 0 to 99 expected'],
+    ['priority', 'high', 'integer expected'],
+    ['at', 'tomorrow', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['at', '20301301000000', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
+    ['at', '+5y', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
     ['at', '2030-02-30T00:00:00Z', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
     ['at', '+99999999d', 'ISO 8601 date-time, yyyyMMddHHmmss or +<n><unit> expected'],
     ['lifetime', '5y', '<n> with unit s, m, h, d or w, or an ISO 8601 duration expected'],
@@ -380,7 +446,9 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
   });
 
   it('the last storable day is kept', async () => {
-    const t = await transfer(await idOf({ source: src(), target: 'last.bin', at: '9999-12-29T00:00:00Z', lifetime: '1d' }));
+    const t = await transfer(
+      await idOf({ source: src(), target: 'last.bin', at: '9999-12-29T00:00:00Z', lifetime: '1d' }),
+    );
     expect(t.expiresAt.toISOString()).toBe('9999-12-30T00:00:00.000Z');
   });
 
@@ -388,9 +456,15 @@ describe('unique key, force, standby, schedule, priority, metadata', () => {
     expect((await transfer(await idOf({ source: src(), target: 'p0.bin', priority: '0' }))).priority).toBe(0);
     expect((await transfer(await idOf({ source: src(), target: 'p99.bin', priority: '99' }))).priority).toBe(99);
     const id = await idOf({ source: src(), target: 'meta.bin', metadata: 'k=v,k2=v2=x, k3 = 3 ' });
-    expect((await transfer(id)).metadata).toEqual([['k', 'v'], ['k2', 'v2=x'], ['k3', '3']]);
+    expect((await transfer(id)).metadata).toEqual([
+      ['k', 'v'],
+      ['k2', 'v2=x'],
+      ['k3', '3'],
+    ]);
     const before = await counts();
-    expect((await put({ source: src(), target: 'meta2.bin', metadata: 'k=v,oops' })).json).toEqual(error("Malformed metadata: 'oops' (k=v expected)"));
+    expect((await put({ source: src(), target: 'meta2.bin', metadata: 'k=v,oops' })).json).toEqual(
+      error("Malformed metadata: 'oops' (k=v expected)"),
+    );
     expect(await counts()).toEqual(before);
   });
 });
@@ -407,7 +481,10 @@ describe('permissions', () => {
     const before = await counts();
     expect((await put({ source: path.join(root, 'a.bin'), target: 'perm2.bin' }, reader)).json).toEqual(denied);
     expect(await counts()).toEqual(before);
-    expect((await h.call('GET', `/v1/datafile/size?id=${id}`, { auth: reader })).json).toEqual({ status: 'ok', size: 1234 });
+    expect((await h.call('GET', `/v1/datafile/size?id=${id}`, { auth: reader })).json).toEqual({
+      status: 'ok',
+      size: 1234,
+    });
     expect((await h.call('DELETE', `/v1/datafile/del?id=${id}`, { auth: reader })).json).toEqual({ status: 'ok' });
     expect((await h.db.select().from(dataFiles).where(eq(dataFiles.id, id)))[0]!.registeredBy).toBe('putter');
   });

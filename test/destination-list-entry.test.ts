@@ -22,12 +22,22 @@ afterAll(() => h.close());
 
 // Any text Postgres can store: every code point but NUL, lone surrogates excluded by fast-check's
 // string units; quotes, backslashes, control characters, U+2028 and astral characters included.
-const storable = fc.string({ unit: fc.oneof(fc.constantFrom('"', '\\', '\n', '\t', '\u0001', '\u001f', '\u007f', '\u2028', '/', '😀', 'é'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })), maxLength: 24 })
+const storable = fc
+  .string({
+    unit: fc.oneof(
+      fc.constantFrom('"', '\\', '\n', '\t', '\u0001', '\u001f', '\u007f', '\u2028', '/', '😀', 'é'),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+    ),
+    maxLength: 24,
+  })
   .map((s) => s.replaceAll('\u0000', ''));
 const optional = fc.option(storable, { nil: null });
 
 async function entryOf(name: string) {
-  const [row] = await h.db.select({ entry: destinations.listEntry }).from(destinations).where(eq(destinations.name, name));
+  const [row] = await h.db
+    .select({ entry: destinations.listEntry })
+    .from(destinations)
+    .where(eq(destinations.name, name));
   return row!.entry;
 }
 
@@ -38,13 +48,26 @@ describe('the list entry of a destination', () => {
     let n = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ comment: optional, userMail: optional, filterName: optional, active: fc.boolean(), monitor: fc.boolean(), backup: fc.boolean(), acquisition: fc.boolean(), type: fc.constantFrom(0, 1, 2), statusCode: storable.filter((s) => s.length > 0) }),
+        fc.record({
+          comment: optional,
+          userMail: optional,
+          filterName: optional,
+          active: fc.boolean(),
+          monitor: fc.boolean(),
+          backup: fc.boolean(),
+          acquisition: fc.boolean(),
+          type: fc.constantFrom(0, 1, 2),
+          statusCode: storable.filter((s) => s.length > 0),
+        }),
         optional,
         async (values, laterComment) => {
           const name = `prop_${n++}`;
           await h.db.insert(destinations).values({ name, countryIso: 'fr', ...values });
           expect(await entryOf(name)).toBe(await expected(name));
-          await h.db.update(destinations).set({ comment: laterComment, active: !values.active, countryIso: 'de' }).where(eq(destinations.name, name));
+          await h.db
+            .update(destinations)
+            .set({ comment: laterComment, active: !values.active, countryIso: 'de' })
+            .where(eq(destinations.name, name));
           expect(await entryOf(name)).toBe(await expected(name));
         },
       ),
@@ -53,7 +76,9 @@ describe('the list entry of a destination', () => {
   });
 
   it('follows a rename and is what the API lists, in name order', async () => {
-    await h.db.insert(destinations).values({ name: 'zz_before', countryIso: 'gb', type: 1, comment: 'line\nbreak "quoted"' });
+    await h.db
+      .insert(destinations)
+      .values({ name: 'zz_before', countryIso: 'gb', type: 1, comment: 'line\nbreak "quoted"' });
     await h.db.update(destinations).set({ name: 'aa_after' }).where(eq(destinations.name, 'zz_before'));
     const reply = await h.call('GET', '/v1/destination/list', { auth: admin });
     expect(reply.status).toBe(200);
@@ -83,7 +108,9 @@ describe('the list entry of a destination', () => {
 
 describe('the rendered list kept with its version', () => {
   const names = async (path = '/v1/destination/list') =>
-    ((await h.call('GET', path, { auth: admin })).json as { destinationList: Array<{ name: string }> }).destinationList.map((d) => d.name);
+    (
+      (await h.call('GET', path, { auth: admin })).json as { destinationList: Array<{ name: string }> }
+    ).destinationList.map((d) => d.name);
   const version = async () => Number((await h.db.select({ v: listVersions.version }).from(listVersions))[0]!.v);
 
   it('is not rendered again while nothing changed, and is after any change', async () => {
@@ -107,8 +134,11 @@ describe('the rendered list kept with its version', () => {
       expect(rendered.at(-1)).toBe(false);
 
       await h.db.update(destinations).set({ comment: 'changed' }).where(eq(destinations.name, 'cache_new'));
-      const entry = ((await h.call('GET', '/v1/destination/list', { auth: admin })).json as { destinationList: Array<{ name: string; comment: string | null }> })
-        .destinationList.find((d) => d.name === 'cache_new');
+      const entry = (
+        (await h.call('GET', '/v1/destination/list', { auth: admin })).json as {
+          destinationList: Array<{ name: string; comment: string | null }>;
+        }
+      ).destinationList.find((d) => d.name === 'cache_new');
       expect(entry?.comment).toBe('changed');
 
       await h.db.delete(destinations).where(eq(destinations.name, 'cache_new'));
@@ -120,25 +150,42 @@ describe('the rendered list kept with its version', () => {
 
   it('follows associations for the list of one incoming user', async () => {
     await h.db.insert(destinations).values({ name: 'assoc_dest', countryIso: 'gb', type: 1 });
-    expect((await h.call('POST', '/v1/incoming/user/add2?id=cacheuser&email=c%40example.org&iso=gb&active=true', { auth: admin })).status).toBe(200);
+    expect(
+      (
+        await h.call('POST', '/v1/incoming/user/add2?id=cacheuser&email=c%40example.org&iso=gb&active=true', {
+          auth: admin,
+        })
+      ).status,
+    ).toBe(200);
     expect(await names('/v1/destination/list?id=cacheuser')).toEqual([]);
-    expect((await h.call('POST', '/v1/incoming/association/add?id=cacheuser&destination=assoc_dest', { auth: admin })).status).toBe(200);
+    expect(
+      (await h.call('POST', '/v1/incoming/association/add?id=cacheuser&destination=assoc_dest', { auth: admin }))
+        .status,
+    ).toBe(200);
     expect(await names('/v1/destination/list?id=cacheuser')).toEqual(['assoc_dest']);
-    expect((await h.call('DELETE', '/v1/incoming/association/del?id=cacheuser&destination=assoc_dest', { auth: admin })).status).toBe(200);
+    expect(
+      (await h.call('DELETE', '/v1/incoming/association/del?id=cacheuser&destination=assoc_dest', { auth: admin }))
+        .status,
+    ).toBe(200);
     expect(await names('/v1/destination/list?id=cacheuser')).toEqual([]);
   });
 
   it('moves once per committed transaction, however many rows it changed, and not for a rolled back one', async () => {
     const before = await version();
     await h.db.transaction(async (tx) => {
-      await tx.insert(destinations).values([{ name: 'bulk_1', countryIso: 'gb', type: 1 }, { name: 'bulk_2', countryIso: 'gb', type: 1 }]);
+      await tx.insert(destinations).values([
+        { name: 'bulk_1', countryIso: 'gb', type: 1 },
+        { name: 'bulk_2', countryIso: 'gb', type: 1 },
+      ]);
       await tx.update(destinations).set({ comment: 'bulk' }).where(eq(destinations.name, 'bulk_1'));
     });
     expect(await version()).toBe(before + 1);
-    await expect(h.db.transaction(async (tx) => {
-      await tx.insert(destinations).values({ name: 'bulk_3', countryIso: 'gb', type: 1 });
-      throw new Error('rolled back');
-    })).rejects.toThrow('rolled back');
+    await expect(
+      h.db.transaction(async (tx) => {
+        await tx.insert(destinations).values({ name: 'bulk_3', countryIso: 'gb', type: 1 });
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
     expect(await version()).toBe(before + 1);
     expect(await names()).toEqual(expect.arrayContaining(['bulk_1', 'bulk_2']));
     expect(await names()).not.toContain('bulk_3');

@@ -16,7 +16,16 @@ beforeAll(async () => {
   // Inserted out of name order on purpose.
   await h.db.insert(destinations).values([
     { name: 'gamma', countryIso: 'de', type: 2, active: false, statusCode: 'STOP' },
-    { name: 'beta', countryIso: 'fr', type: 1, comment: 'Paris feed', monitor: true, backup: true, userMail: 'ops@example.org', filterName: 'gzip' },
+    {
+      name: 'beta',
+      countryIso: 'fr',
+      type: 1,
+      comment: 'Paris feed',
+      monitor: true,
+      backup: true,
+      userMail: 'ops@example.org',
+      filterName: 'gzip',
+    },
     { name: 'alpha', countryIso: 'gb', type: 0, acquisition: true },
     { name: 'list', countryIso: 'gb', type: 1 },
   ]);
@@ -24,19 +33,38 @@ beforeAll(async () => {
     expect((await h.call('POST', `/v1/incoming/user/add2?${p}`, { auth: admin })).status).toBe(200);
   }
   for (const d of ['gamma', 'beta']) {
-    expect((await h.call('POST', `/v1/incoming/association/add?id=u1&destination=${d}`, { auth: admin })).json).toEqual({ status: 'ok' });
+    expect((await h.call('POST', `/v1/incoming/association/add?id=u1&destination=${d}`, { auth: admin })).json).toEqual(
+      { status: 'ok' },
+    );
   }
 });
 afterAll(() => h.close());
 
 const error = (message: string) => JSON.stringify({ status: 'error', message });
 const record = (name: string, over: Record<string, unknown>) => ({
-  name, type: 1, country: 'gb', countryIso: 'gb', active: true, statusCode: 'INIT', backup: false,
-  comment: null, monitor: false, acquisition: false, userMail: null, filterName: null, ...over,
+  name,
+  type: 1,
+  country: 'gb',
+  countryIso: 'gb',
+  active: true,
+  statusCode: 'INIT',
+  backup: false,
+  comment: null,
+  monitor: false,
+  acquisition: false,
+  userMail: null,
+  filterName: null,
+  ...over,
 });
 const ALPHA = record('alpha', { type: 0, acquisition: true });
 const BETA = record('beta', {
-  country: 'fr', countryIso: 'fr', comment: 'Paris feed', monitor: true, backup: true, userMail: 'ops@example.org', filterName: 'gzip',
+  country: 'fr',
+  countryIso: 'fr',
+  comment: 'Paris feed',
+  monitor: true,
+  backup: true,
+  userMail: 'ops@example.org',
+  filterName: 'gzip',
 });
 const GAMMA = record('gamma', { type: 2, country: 'de', countryIso: 'de', active: false, statusCode: 'STOP' });
 const LIST = record('list', {});
@@ -53,7 +81,18 @@ describe('GET /v1/destination/list', () => {
     expect(r.json).toEqual({ status: 'ok', destinationList: [ALPHA, BETA, GAMMA, LIST] });
     expect(Object.keys(r.json)).toEqual(['status', 'destinationList']);
     expect(Object.keys(r.json.destinationList[0])).toEqual([
-      'name', 'type', 'country', 'countryIso', 'active', 'statusCode', 'backup', 'comment', 'monitor', 'acquisition', 'userMail', 'filterName',
+      'name',
+      'type',
+      'country',
+      'countryIso',
+      'active',
+      'statusCode',
+      'backup',
+      'comment',
+      'monitor',
+      'acquisition',
+      'userMail',
+      'filterName',
     ]);
     expect(r.text).toBe(JSON.stringify(r.json)); // compact single-line JSON
   });
@@ -130,7 +169,10 @@ describe('GET /v1/destination/{name}', () => {
   });
 
   it('is Basic only: a client without permissions may call it, a wrong secret or unknown user may not', async () => {
-    expect((await h.call('GET', '/v1/destination/gamma', { auth: nobody })).json).toEqual({ status: 'ok', destination: GAMMA });
+    expect((await h.call('GET', '/v1/destination/gamma', { auth: nobody })).json).toEqual({
+      status: 'ok',
+      destination: GAMMA,
+    });
     for (const auth of [basic('nobody', 'wrong'), basic('ghost', 'whatever')]) {
       const r = await h.call('GET', '/v1/destination/gamma', { auth });
       expect(r.status).toBe(500);
@@ -170,13 +212,17 @@ describe('GET /v1/destination/country/list', () => {
   });
 
   it('follows new destinations, including restored ones', async () => {
-    const body = { backup: { destinations: [{ destination: { name: 'roma', countryIso: 'it', type: 1 }, associations: [] }] } };
+    const body = {
+      backup: { destinations: [{ destination: { name: 'roma', countryIso: 'it', type: 1 }, associations: [] }] },
+    };
     const restored = await h.call('PUT', '/v1/destination/backup', { auth: admin, body });
     expect(restored.json).toEqual({ status: 'ok', message: 'Number of Destination(s) created: 1' });
     const r = await h.call('GET', '/v1/destination/country/list', { auth: countryLister });
     expect(r.json.countryList.map((c: { iso: string }) => c.iso)).toEqual(['de', 'fr', 'gb', 'it']);
     expect(r.json.countryList[3]).toEqual({ iso: 'it', name: 'Italy' });
-    expect((await h.call('GET', '/v1/destination/roma', { auth: nobody })).json.destination).toEqual(record('roma', { country: 'it', countryIso: 'it' }));
+    expect((await h.call('GET', '/v1/destination/roma', { auth: nobody })).json.destination).toEqual(
+      record('roma', { country: 'it', countryIso: 'it' }),
+    );
     expect(await names('?iso=IT')).toEqual(['roma']);
   });
 
@@ -198,15 +244,21 @@ describe('routing', () => {
     // The list operation needs its permission; the Basic-only detail would not.
     expect((await h.call('GET', '/v1/destination/list', { auth: nobody })).text).toBe(error('User not authorized'));
     // Same for the other literal words: they are their own operations.
-    expect((await h.call('GET', '/v1/destination/country/list', { auth: nobody })).text).toBe(error('User not authorized'));
+    expect((await h.call('GET', '/v1/destination/country/list', { auth: nobody })).text).toBe(
+      error('User not authorized'),
+    );
     expect((await h.call('GET', '/v1/destination/backup', { auth: nobody })).text).toBe(error('User not authorized'));
-    expect((await h.call('GET', '/v1/destination/metadata/fields', { auth: nobody })).text).toBe(error('User not authorized'));
+    expect((await h.call('GET', '/v1/destination/metadata/fields', { auth: nobody })).text).toBe(
+      error('User not authorized'),
+    );
   });
 
   it('a destination named like a literal path is still reached through the other endpoints', async () => {
     expect(await names('?iso=gb&type=1')).toEqual(['list']);
     const backup = await h.call('GET', '/v1/destination/backup/list', { auth: admin });
-    expect(backup.json.backup.destinations.map((d: { destination: { name: string } }) => d.destination.name)).toEqual(['list']);
+    expect(backup.json.backup.destinations.map((d: { destination: { name: string } }) => d.destination.name)).toEqual([
+      'list',
+    ]);
   });
 
   it('answers 405 for another method on a destination path', async () => {

@@ -1,11 +1,14 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../functions/node/config.ts';
-import { workerConfig, type WorkerEnv } from '../functions/workers/runtime.ts';
+import { type WorkerEnv, workerConfig } from '../functions/workers/runtime.ts';
 
 const workerEnv = (vars: Record<string, unknown>) =>
-  ({ HYPERDRIVE: { connectionString: 'postgres://unused' }, ECPDS_SECRET_KEY: 'a2V5', ...vars }) as
-    unknown as WorkerEnv;
+  ({
+    HYPERDRIVE: { connectionString: 'postgres://unused' },
+    ECPDS_SECRET_KEY: 'a2V5',
+    ...vars,
+  }) as unknown as WorkerEnv;
 
 describe('the Node configuration', () => {
   it('has the documented defaults, and reads an empty variable as unset', () => {
@@ -58,12 +61,14 @@ describe('the Node configuration', () => {
 
 describe('the Workers configuration', () => {
   it('reads the shared variables with the same rules as Node, numbers and booleans of `vars` too', () => {
-    const config = workerConfig(workerEnv({
-      ECPDS_MAX_BODY_BYTES: 2048,
-      ECPDS_METRICS_PUBLIC: true,
-      ECPDS_SOURCE_HOSTS: 'a.example, b.example',
-      ECPDS_SOURCE_TIMEOUT_MS: '500',
-    }));
+    const config = workerConfig(
+      workerEnv({
+        ECPDS_MAX_BODY_BYTES: 2048,
+        ECPDS_METRICS_PUBLIC: true,
+        ECPDS_SOURCE_HOSTS: 'a.example, b.example',
+        ECPDS_SOURCE_TIMEOUT_MS: '500',
+      }),
+    );
     expect(config).toMatchObject({
       ECPDS_MAX_BODY_BYTES: 2048,
       ECPDS_METRICS_PUBLIC: true,

@@ -88,9 +88,12 @@ describe('setOption', () => {
     }
   });
 
-  it.each(['a.b c', 'a.b\nevil.k', 'a.b=c', 'a.b\tc', 'a.b"c'])('refuses a name that could not be read back: %j', (name) => {
-    expect(() => setOption('x.y = "1"', name, 'v')).toThrow(`Malformed name: ${name}`);
-  });
+  it.each(['a.b c', 'a.b\nevil.k', 'a.b=c', 'a.b\tc', 'a.b"c'])(
+    'refuses a name that could not be read back: %j',
+    (name) => {
+      expect(() => setOption('x.y = "1"', name, 'v')).toThrow(`Malformed name: ${name}`);
+    },
+  );
 });
 
 describe('POST /v1/host/option', () => {
@@ -100,8 +103,12 @@ describe('POST /v1/host/option', () => {
   let otherHostid: number;
   const INITIAL = `# managed\nsftp.port = "22"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`;
 
-  const post = (query: string, form?: Record<string, string>, auth = admin) => h.call('POST', `/v1/host/option${query}`, { auth, form });
-  const hostsOf = async (name: string) => (await h.call('GET', `/v1/destination/backup/${name}`, { auth: admin })).json.backup.destinations[0].associations.map((a: any) => a.host);
+  const post = (query: string, form?: Record<string, string>, auth = admin) =>
+    h.call('POST', `/v1/host/option${query}`, { auth, form });
+  const hostsOf = async (name: string) =>
+    (
+      await h.call('GET', `/v1/destination/backup/${name}`, { auth: admin })
+    ).json.backup.destinations[0].associations.map((a: any) => a.host);
   const dataOf = async (name: string) => (await hostsOf(name))[0].data as string;
   const error = (message: string) => JSON.stringify({ status: 'error', message });
 
@@ -111,8 +118,14 @@ describe('POST /v1/host/option', () => {
     const body = {
       backup: {
         destinations: [
-          { destination: { name: 'OPT_DEST', countryIso: 'gb', type: 1 }, associations: [{ priority: 0, host: { hostid: 1, nickname: 'opt-host', data: INITIAL } }] },
-          { destination: { name: 'OPT_OTHER', countryIso: 'gb', type: 1 }, associations: [{ priority: 0, host: { hostid: 2, nickname: 'opt-other', data: 'sftp.port = "22"' } }] },
+          {
+            destination: { name: 'OPT_DEST', countryIso: 'gb', type: 1 },
+            associations: [{ priority: 0, host: { hostid: 1, nickname: 'opt-host', data: INITIAL } }],
+          },
+          {
+            destination: { name: 'OPT_OTHER', countryIso: 'gb', type: 1 },
+            associations: [{ priority: 0, host: { hostid: 2, nickname: 'opt-other', data: 'sftp.port = "22"' } }],
+          },
         ],
       },
     };
@@ -125,7 +138,9 @@ describe('POST /v1/host/option', () => {
   it('upserts one option line and keeps the rest of the data', async () => {
     const r = await post(`?hostid=${hostid}&name=sftp.port`, { value: '2222' });
     expect([r.status, r.text]).toEqual([200, '{"status":"ok"}']);
-    expect(await dataOf('OPT_DEST')).toBe(`# managed\nsftp.port = "2222"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`);
+    expect(await dataOf('OPT_DEST')).toBe(
+      `# managed\nsftp.port = "2222"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`,
+    );
     expect((await post(`?hostid=${hostid}&name=sftp.password`, { value: 'tok "en"\\x' })).status).toBe(200);
     expect(await dataOf('OPT_DEST')).toBe(
       `# managed\nsftp.password = "tok \\"en\\"\\\\x"\nsftp.port = "2222"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`,
@@ -154,7 +169,10 @@ describe('POST /v1/host/option', () => {
   });
 
   it('412 for a missing or blank parameter', async () => {
-    expect([(await post(`?hostid=${hostid}&name=a.b`)).status, (await post(`?hostid=${hostid}&name=a.b`)).text]).toEqual([412, 'Missing parameter: value']);
+    expect([
+      (await post(`?hostid=${hostid}&name=a.b`)).status,
+      (await post(`?hostid=${hostid}&name=a.b`)).text,
+    ]).toEqual([412, 'Missing parameter: value']);
     expect((await post(`?hostid=${hostid}&name=a.b`, { value: '' })).text).toBe('Missing parameter: value');
     expect((await post('?name=a.b', { value: 'v' })).text).toBe('Missing parameter: hostid');
     expect((await post(`?hostid=${hostid}`, { value: 'v' })).text).toBe('Missing parameter: name');
@@ -175,9 +193,13 @@ describe('POST /v1/host/option', () => {
   it('needs the updateHostOption permission', async () => {
     const allowed = await h.client('rotator', ['updateHostOption']);
     const denied = await h.client('reader', ['destinationBackupList|putDestinationBackup']);
-    expect((await post(`?hostid=${otherHostid}&name=token.value`, { value: 'x' }, denied)).text).toBe(error('User not authorized'));
+    expect((await post(`?hostid=${otherHostid}&name=token.value`, { value: 'x' }, denied)).text).toBe(
+      error('User not authorized'),
+    );
     expect(await dataOf('OPT_OTHER')).not.toContain('token.value');
-    expect((await post(`?hostid=${otherHostid}&name=token.value`, { value: 'rotated' }, allowed)).text).toBe('{"status":"ok"}');
+    expect((await post(`?hostid=${otherHostid}&name=token.value`, { value: 'rotated' }, allowed)).text).toBe(
+      '{"status":"ok"}',
+    );
     expect(await dataOf('OPT_OTHER')).toContain('token.value = "rotated"');
   });
 

@@ -24,9 +24,11 @@ const post = (path: string, p: Record<string, string>, auth = admin) => h.call('
 const add = (p: Record<string, string>, auth = admin) => post('/v1/incoming/user/add', p, auth);
 const add2 = (p: Record<string, string>, auth = admin) => post('/v1/incoming/user/add2', p, auth);
 const fields = (id: string) => ({ id, email: `${id}@example.org`, iso: 'gb' });
-const categories = (id: string, body: unknown) => h.call('POST', `/v1/incoming/category/add?id=${id}`, { auth: admin, body });
+const categories = (id: string, body: unknown) =>
+  h.call('POST', `/v1/incoming/category/add?id=${id}`, { auth: admin, body });
 const associate = (id: string, destination: string) => post('/v1/incoming/association/add', { id, destination });
-const associations = async (id: string) => (await h.call('GET', `/v1/incoming/association/list?id=${id}`, { auth: admin })).json.associationList;
+const associations = async (id: string) =>
+  (await h.call('GET', `/v1/incoming/association/list?id=${id}`, { auth: admin })).json.associationList;
 async function listed(id: string, auth = admin) {
   const r = await h.call('GET', '/v1/incoming/user/list', { auth });
   expect(r.status).toBe(200);
@@ -34,7 +36,14 @@ async function listed(id: string, auth = admin) {
 }
 const row = async (id: string) => (await h.db.select().from(incomingUsers).where(eq(incomingUsers.id, id)))[0];
 const record = (id: string, over: Record<string, unknown> = {}) => ({
-  id, email: `${id}@example.org`, iso: 'gb', portalService: 'standard-login', active: false, associations: [], lastLoginDate: null, ...over,
+  id,
+  email: `${id}@example.org`,
+  iso: 'gb',
+  portalService: 'standard-login',
+  active: false,
+  associations: [],
+  lastLoginDate: null,
+  ...over,
 });
 
 describe('POST /v1/incoming/user/add', () => {
@@ -52,7 +61,9 @@ describe('POST /v1/incoming/user/add', () => {
 
   it('takes portalService and active on creation and stores iso in lower case', async () => {
     const id = uid();
-    expect((await add({ ...fields(id), iso: 'FR', pass: 'p', portalService: 'self-service', active: 'TRUE' })).text).toBe(OK);
+    expect(
+      (await add({ ...fields(id), iso: 'FR', pass: 'p', portalService: 'self-service', active: 'TRUE' })).text,
+    ).toBe(OK);
     expect(await listed(id, plain)).toEqual(record(id, { iso: 'fr', portalService: 'self-service', active: true }));
   });
 
@@ -60,7 +71,9 @@ describe('POST /v1/incoming/user/add', () => {
     const id = uid();
     await add({ ...fields(id), pass: 'old', portalService: 'open-access', active: 'true' });
     expect((await add({ id, email: 'new@example.org', iso: 'de', pass: 'new' })).text).toBe(OK);
-    expect(await listed(id)).toEqual(record(id, { email: 'new@example.org', iso: 'de', portalService: 'open-access', active: true, password: 'new' }));
+    expect(await listed(id)).toEqual(
+      record(id, { email: 'new@example.org', iso: 'de', portalService: 'open-access', active: true, password: 'new' }),
+    );
     expect((await add({ ...fields(id), pass: 'new', portalService: '', active: '' })).text).toBe(OK);
     expect(await listed(id, plain)).toMatchObject({ portalService: 'open-access', active: true });
     await add({ ...fields(id), pass: 'new', portalService: 'standard-login', active: 'false' });
@@ -86,7 +99,9 @@ describe('POST /v1/incoming/user/add', () => {
   ])('400 for %s=%s', async (name, value, expected) => {
     const r = await add({ ...fields(uid()), pass: 'p', [name]: value });
     expect(r.status).toBe(400);
-    expect(r.text).toBe(`Invalid value for parameter ${name}: '${value.length > 80 ? `${value.slice(0, 80)}...` : value}' (${expected})`);
+    expect(r.text).toBe(
+      `Invalid value for parameter ${name}: '${value.length > 80 ? `${value.slice(0, 80)}...` : value}' (${expected})`,
+    );
   });
 
   it('accepts letters, digits, _ . @ in ids and refuses an unknown country', async () => {
@@ -100,9 +115,15 @@ describe('POST /v1/incoming/user/add', () => {
   });
   it('concurrent creations of one id all succeed; the later ones apply as updates', async () => {
     const id = uid();
-    const replies = await Promise.all(['a', 'b', 'c'].map((x) => add({ ...fields(id), pass: x, portalService: 'open-access' })));
+    const replies = await Promise.all(
+      ['a', 'b', 'c'].map((x) => add({ ...fields(id), pass: x, portalService: 'open-access' })),
+    );
     expect(replies.map((r) => r.text)).toEqual([OK, OK, OK]);
-    expect(await listed(id)).toMatchObject({ id, portalService: 'open-access', password: expect.stringMatching(/^[abc]$/) });
+    expect(await listed(id)).toMatchObject({
+      id,
+      portalService: 'open-access',
+      password: expect.stringMatching(/^[abc]$/),
+    });
   });
 });
 
@@ -140,7 +161,9 @@ describe('GET /v1/incoming/user/list', () => {
     const [b, a] = [`zb${uid()}`, `za${uid()}`];
     await add({ ...fields(b), pass: 'p' });
     await add2(fields(a));
-    const ids: string[] = (await h.call('GET', '/v1/incoming/user/list', { auth: plain })).json.userList.map((u: { id: string }) => u.id);
+    const ids: string[] = (await h.call('GET', '/v1/incoming/user/list', { auth: plain })).json.userList.map(
+      (u: { id: string }) => u.id,
+    );
     expect(ids).toEqual([...ids].sort());
     expect(ids).toEqual(expect.arrayContaining([a, b]));
     expect(ids.indexOf(a)).toBeLessThan(ids.indexOf(b));
@@ -158,13 +181,21 @@ describe('GET /v1/incoming/user/list', () => {
     await associate(u2, dest);
     await associate(u3, other);
     const r = await h.call('GET', `/v1/incoming/user/list?destination=${dest}`, { auth: plain });
-    const users = [record(u1, { active: true, associations: [dest, other].sort() }), record(u2, { active: true, associations: [dest] })];
+    const users = [
+      record(u1, { active: true, associations: [dest, other].sort() }),
+      record(u2, { active: true, associations: [dest] }),
+    ];
     expect(r.text).toBe(JSON.stringify({ status: 'ok', userList: users }));
     const s = await h.call('GET', `/v1/incoming/user/list?destination=${dest}`, { auth: admin });
-    expect(s.json.userList).toEqual([{ ...users[0], password: 'pw1' }, { ...users[1], password: null }]);
+    expect(s.json.userList).toEqual([
+      { ...users[0], password: 'pw1' },
+      { ...users[1], password: null },
+    ]);
     const empty = uid('dest');
     await h.addDestination(empty);
-    expect((await h.call('GET', `/v1/incoming/user/list?destination=${empty}`, { auth: admin })).text).toBe('{"status":"ok","userList":[]}');
+    expect((await h.call('GET', `/v1/incoming/user/list?destination=${empty}`, { auth: admin })).text).toBe(
+      '{"status":"ok","userList":[]}',
+    );
   });
 
   it('refuses an unknown destination', async () => {
@@ -254,14 +285,19 @@ describe('incoming associations', () => {
     const [id, dest] = [uid(), uid('dest')];
     await h.addDestination(dest);
     await add2(fields(id));
-    const del = (u: string, d: string) => h.call('DELETE', `/v1/incoming/association/del?id=${u}&destination=${d}`, { auth: admin });
+    const del = (u: string, d: string) =>
+      h.call('DELETE', `/v1/incoming/association/del?id=${u}&destination=${d}`, { auth: admin });
     expect((await del('ghost', dest)).text).toBe(error('User ghost not found'));
     expect((await del(id, 'nowhere')).text).toBe(error('Destination nowhere not found'));
     const missing = await del(id, dest);
     expect(missing.status).toBe(500);
     expect(missing.json.status).toBe('error');
-    expect((await h.call('GET', '/v1/incoming/association/list?id=ghost', { auth: admin })).text).toBe(error('User ghost not found'));
-    expect((await h.call('GET', `/v1/incoming/association/list?id=${id}`, { auth: admin })).text).toBe('{"status":"ok","associationList":[]}');
+    expect((await h.call('GET', '/v1/incoming/association/list?id=ghost', { auth: admin })).text).toBe(
+      error('User ghost not found'),
+    );
+    expect((await h.call('GET', `/v1/incoming/association/list?id=${id}`, { auth: admin })).text).toBe(
+      '{"status":"ok","associationList":[]}',
+    );
   });
 
   it.each([

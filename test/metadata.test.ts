@@ -1,7 +1,7 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FieldDefinitionInput, importFields } from '../core/metadata/fields.ts';
 import type { Repositories } from '../core/ports.ts';
-import { importFields, type FieldDefinitionInput } from '../core/metadata/fields.ts';
 import { destinations, metadataFields, metadataValues } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
@@ -19,7 +19,15 @@ const DEFINITIONS: FieldDefinitionInput[] = [
   { name: 'group', label: 'Group', type: 'mail-group', category: 'Contacts', position: 3 },
   { name: 'board', label: 'Switchboard', type: 'switchboard', category: 'Contacts', position: 4 },
   { name: 'secret', label: 'Secret', type: 'password', category: 'Security', defaultValue: 'pw-default', position: 1 },
-  { name: 'locked', label: 'Policy', type: 'text', category: 'Security', defaultValue: 'fixed v1', editable: false, position: 2 },
+  {
+    name: 'locked',
+    label: 'Policy',
+    type: 'text',
+    category: 'Security',
+    defaultValue: 'fixed v1',
+    editable: false,
+    position: 2,
+  },
 ];
 const LOCKED = DEFINITIONS.find((d) => d.name === 'locked')!;
 
@@ -31,7 +39,9 @@ let ids: Record<string, number>;
 beforeAll(async () => {
   h = await createHarness();
   admin = await h.client('admin', ['.*']);
-  reader = await h.client('reader', ['getDestinationMetaFields|getDestinationMetaValuesByDestination|setDestinationMetaValues']);
+  reader = await h.client('reader', [
+    'getDestinationMetaFields|getDestinationMetaValuesByDestination|setDestinationMetaValues',
+  ]);
   sensitive = await h.client('sensitive', ['getDestinationMeta.*', 'showSensitiveInfo']);
   onlySensitive = await h.client('onlysensitive', ['showSensitiveInfo']);
   await h.addDestination('early'); // exists before the fields: seeded by the import
@@ -46,8 +56,10 @@ const restore = async (name: string) => {
   expect((await h.call('PUT', '/v1/destination/backup', { auth: admin, body })).json.status).toBe('ok');
 };
 const expectOk = <T extends { status: number }>(r: T) => (expect(r.status).toBe(200), r);
-const get = async (name: string, auth = admin) => expectOk(await h.call('GET', `/v1/destination/${name}/metadata`, { auth })).json;
-const put = (name: string, body: unknown, auth = admin) => h.call('PUT', `/v1/destination/${name}/metadata`, { auth, body });
+const get = async (name: string, auth = admin) =>
+  expectOk(await h.call('GET', `/v1/destination/${name}/metadata`, { auth })).json;
+const put = (name: string, body: unknown, auth = admin) =>
+  h.call('PUT', `/v1/destination/${name}/metadata`, { auth, body });
 /** PUTs, expects success and answers the `count` of the response. */
 const putOk = async (name: string, body: Body, auth = admin) => {
   const { json } = expectOk(await put(name, body, auth));
@@ -55,7 +67,11 @@ const putOk = async (name: string, body: Body, auth = admin) => {
   return json.count as number;
 };
 const rows = (name: string) =>
-  h.db.select().from(metadataValues).where(eq(metadataValues.destination, name)).orderBy(asc(metadataValues.fieldId), asc(metadataValues.position));
+  h.db
+    .select()
+    .from(metadataValues)
+    .where(eq(metadataValues.destination, name))
+    .orderBy(asc(metadataValues.fieldId), asc(metadataValues.position));
 const error = (message: string) => JSON.stringify({ status: 'error', message });
 const EMPTY = {
   Contacts: { owner: null, contacts: null, group: null, board: null },
@@ -63,7 +79,9 @@ const EMPTY = {
   Security: { secret: 'pw-default', locked: 'fixed v1' },
 };
 const flags = (on: string[] = []) =>
-  Object.fromEntries(Object.entries(EMPTY).map(([c, g]) => [c, Object.fromEntries(Object.keys(g).map((f) => [f, on.includes(f)]))]));
+  Object.fromEntries(
+    Object.entries(EMPTY).map(([c, g]) => [c, Object.fromEntries(Object.keys(g).map((f) => [f, on.includes(f)]))]),
+  );
 const MD = '# Title\n\n<script>alert(1)</script> **bold** | a | b |\n|---|---|';
 
 describe('GET /v1/destination/metadata/fields', () => {
@@ -73,11 +91,46 @@ describe('GET /v1/destination/metadata/fields', () => {
     expect(Object.keys(r.json)).toEqual(['success', 'fields']);
     expect(r.json.success).toBe('yes');
     const byName = Object.fromEntries(r.json.fields.map((f: Body) => [f.name, f]));
-    expect(r.json.fields.map((f: Body) => f.name)).toEqual(['owner', 'contacts', 'group', 'board', 'summary', 'notes', 'doc', 'site', 'mail', 'phones', 'region', 'secret', 'locked']);
-    expect(Object.keys(byName.summary)).toEqual(['id', 'name', 'label', 'type', 'category', 'tooltip', 'defaultValue', 'editable', 'maxOccurs', 'position', 'active']);
+    expect(r.json.fields.map((f: Body) => f.name)).toEqual([
+      'owner',
+      'contacts',
+      'group',
+      'board',
+      'summary',
+      'notes',
+      'doc',
+      'site',
+      'mail',
+      'phones',
+      'region',
+      'secret',
+      'locked',
+    ]);
+    expect(Object.keys(byName.summary)).toEqual([
+      'id',
+      'name',
+      'label',
+      'type',
+      'category',
+      'tooltip',
+      'defaultValue',
+      'editable',
+      'maxOccurs',
+      'position',
+      'active',
+    ]);
     expect(byName.summary).toEqual({
-      id: ids.summary, name: 'summary', label: 'Summary', type: 'text', category: 'General', tooltip: 'One line',
-      defaultValue: null, editable: true, maxOccurs: 1, position: 1, active: true,
+      id: ids.summary,
+      name: 'summary',
+      label: 'Summary',
+      type: 'text',
+      category: 'General',
+      tooltip: 'One line',
+      defaultValue: null,
+      editable: true,
+      maxOccurs: 1,
+      position: 1,
+      active: true,
     });
     expect(byName.locked).toMatchObject({ editable: false, defaultValue: 'fixed v1', tooltip: null });
     expect([byName.owner.maxOccurs, byName.contacts.maxOccurs, byName.phones.maxOccurs]).toEqual([1, -1, -1]);
@@ -85,7 +138,9 @@ describe('GET /v1/destination/metadata/fields', () => {
 
   it('shows a password default only with showSensitiveInfo; it is stored sealed', async () => {
     const secretOf = async (auth: string) =>
-      (await h.call('GET', '/v1/destination/metadata/fields', { auth })).json.fields.find((f: Body) => f.name === 'secret');
+      (await h.call('GET', '/v1/destination/metadata/fields', { auth })).json.fields.find(
+        (f: Body) => f.name === 'secret',
+      );
     expect((await secretOf(reader)).defaultValue).toBeNull();
     expect((await secretOf(admin)).defaultValue).toBe('pw-default');
     const [row] = await h.db.select().from(metadataFields).where(eq(metadataFields.name, 'secret'));
@@ -98,7 +153,13 @@ describe('GET /v1/destination/{name}/metadata', () => {
     await restore('g1');
     const r = await h.call('GET', '/v1/destination/g1/metadata', { auth: admin });
     expect(Object.keys(r.json)).toEqual(['success', 'destination', 'exportedAt', 'metadata', 'includeInNotes']);
-    expect(r.json).toEqual({ success: 'yes', destination: 'g1', exportedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), metadata: EMPTY, includeInNotes: flags() });
+    expect(r.json).toEqual({
+      success: 'yes',
+      destination: 'g1',
+      exportedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      metadata: EMPTY,
+      includeInNotes: flags(),
+    });
     expect(Math.abs(Date.parse(r.json.exportedAt) - Date.now())).toBeLessThan(60_000);
   });
 
@@ -108,13 +169,21 @@ describe('GET /v1/destination/{name}/metadata', () => {
     await putOk('g2', {
       metadata: {
         General: { summary: 'S', doc: MD, phones: '+44 1', region: null },
-        Contacts: { owner: { name: 'Ann', email: 'ann@example.org' }, contacts: [ann, { fax: '12' }], group: { name: 'G', email: 'g@example.org' }, board: { phone: '99' } },
+        Contacts: {
+          owner: { name: 'Ann', email: 'ann@example.org' },
+          contacts: [ann, { fax: '12' }],
+          group: { name: 'G', email: 'g@example.org' },
+          board: { phone: '99' },
+        },
       },
     });
     const { metadata } = await get('g2');
     expect(metadata.General).toEqual({ ...EMPTY.General, summary: 'S', doc: MD, phones: ['+44 1'], region: null });
     expect(metadata.Contacts).toEqual({
-      owner: ann, contacts: [ann, { name: null, email: null, phone: null, fax: '12' }], group: { name: 'G', email: 'g@example.org' }, board: { name: null, phone: '99' },
+      owner: ann,
+      contacts: [ann, { name: null, email: null, phone: null, fax: '12' }],
+      group: { name: 'G', email: 'g@example.org' },
+      board: { name: null, phone: '99' },
     });
   });
 
@@ -141,15 +210,21 @@ describe('GET /v1/destination/{name}/metadata', () => {
   });
 
   it('names a missing destination and needs its permission', async () => {
-    expect((await h.call('GET', '/v1/destination/nowhere/metadata', { auth: admin })).text).toBe(error('Destination nowhere not found'));
-    expect((await h.call('GET', '/v1/destination/g1/metadata', { auth: onlySensitive })).text).toBe(error('User not authorized'));
+    expect((await h.call('GET', '/v1/destination/nowhere/metadata', { auth: admin })).text).toBe(
+      error('Destination nowhere not found'),
+    );
+    expect((await h.call('GET', '/v1/destination/g1/metadata', { auth: onlySensitive })).text).toBe(
+      error('User not authorized'),
+    );
   });
 });
 
 describe('PUT /v1/destination/{name}/metadata', () => {
   it('answers success yes, the destination and the number of values stored', async () => {
     await restore('p1');
-    const r = await put('p1', { metadata: { General: { summary: 'x', phones: ['1', '2'] }, Contacts: { owner: { name: 'A' } } } });
+    const r = await put('p1', {
+      metadata: { General: { summary: 'x', phones: ['1', '2'] }, Contacts: { owner: { name: 'A' } } },
+    });
     expect(r.text).toBe('{"success":"yes","destination":"p1","count":4}');
     expect(await rows('p1')).toHaveLength(4);
   });
@@ -159,7 +234,11 @@ describe('PUT /v1/destination/{name}/metadata', () => {
     await putOk('p2', { metadata: { General: { summary: 'one', notes: 'n' }, Security: { secret: 's1' } } });
     expect(await putOk('p2', { metadata: { General: { notes: 'two', summary: null } } })).toBe(1);
     const { metadata } = await get('p2');
-    expect(metadata).toEqual({ ...EMPTY, General: { ...EMPTY.General, notes: 'two', region: null }, Security: { secret: null, locked: 'fixed v1' } });
+    expect(metadata).toEqual({
+      ...EMPTY,
+      General: { ...EMPTY.General, notes: 'two', region: null },
+      Security: { secret: null, locked: 'fixed v1' },
+    });
     expect((await rows('p2')).map((r) => r.fieldId)).toEqual([ids.notes]);
   });
 
@@ -169,7 +248,9 @@ describe('PUT /v1/destination/{name}/metadata', () => {
       const r = await put('p3', { metadata: { Security: { locked }, General: { summary: 's' } } });
       expect(r.json).toEqual({ success: 'yes', destination: 'p3', count: 1 });
     }
-    const logged = h.logLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'value of a locked metadata field ignored' && l.destination === 'p3');
+    const logged = h.logLines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'value of a locked metadata field ignored' && l.destination === 'p3');
     expect(logged).toHaveLength(3);
     expect(logged[0]).toMatchObject({ level: 'info', destination: 'p3', field: 'locked' });
     expect((await get('p3')).metadata.Security.locked).toBe('fixed v1');
@@ -179,7 +260,10 @@ describe('PUT /v1/destination/{name}/metadata', () => {
   it('includeInNotes: absent names are false, an omitted property clears all, locked fields may be flagged (rule 4)', async () => {
     await restore('p4');
     const metadata = { General: { summary: 's' } };
-    await putOk('p4', { metadata, includeInNotes: { General: { summary: true, notes: false }, Security: { locked: true, secret: true } } });
+    await putOk('p4', {
+      metadata,
+      includeInNotes: { General: { summary: true, notes: false }, Security: { locked: true, secret: true } },
+    });
     expect((await get('p4')).includeInNotes).toEqual(flags(['summary', 'locked', 'secret']));
     await putOk('p4', { metadata, includeInNotes: { Anything: { doc: true } } });
     expect((await get('p4')).includeInNotes).toEqual(flags(['doc']));
@@ -190,7 +274,11 @@ describe('PUT /v1/destination/{name}/metadata', () => {
   it('a GET sent back unchanged leaves the GET unchanged (rule 5)', async () => {
     await restore('p5');
     await putOk('p5', {
-      metadata: { General: { summary: 's', doc: MD, phones: ['1', '2'] }, Contacts: { contacts: [{ name: 'C' }] }, Security: { secret: 'top' } },
+      metadata: {
+        General: { summary: 's', doc: MD, phones: ['1', '2'] },
+        Contacts: { contacts: [{ name: 'C' }] },
+        Security: { secret: 'top' },
+      },
       includeInNotes: { General: { doc: true }, Security: { locked: true } },
     });
     for (const auth of [admin, reader]) {
@@ -222,7 +310,9 @@ describe('PUT /v1/destination/{name}/metadata', () => {
     const two = await put('p7', { metadata: { General: { summary: ['a', 'b'] } } });
     expect(two.status).toBe(500);
     expect(two.json).toEqual({ status: 'error', message: expect.stringContaining('summary') });
-    expect((await put('p7', { metadata: { General: { phones: ['1', '2', '3', '4'] } } })).json.message).toContain('phones');
+    expect((await put('p7', { metadata: { General: { phones: ['1', '2', '3', '4'] } } })).json.message).toContain(
+      'phones',
+    );
     await putOk('p7', { metadata: { General: { summary: ['only'] } } });
     expect((await get('p7')).metadata.General.summary).toBe('only');
   });
@@ -231,14 +321,35 @@ describe('PUT /v1/destination/{name}/metadata', () => {
     await restore('p8');
     const count = await putOk('p8', {
       metadata: {
-        General: { summary: '  padded  ', notes: '   ', phones: [' 1 ', '', '  '], mail: ' ops@example.org ', site: 'https://example.org/a?b=c' },
-        Contacts: { owner: { name: ' ', email: '', phone: null }, group: { name: ' G ' }, contacts: [{}, { name: 'N' }] },
+        General: {
+          summary: '  padded  ',
+          notes: '   ',
+          phones: [' 1 ', '', '  '],
+          mail: ' ops@example.org ',
+          site: 'https://example.org/a?b=c',
+        },
+        Contacts: {
+          owner: { name: ' ', email: '', phone: null },
+          group: { name: ' G ' },
+          contacts: [{}, { name: 'N' }],
+        },
       },
     });
     expect(count).toBe(6);
     const { metadata } = await get('p8');
-    expect(metadata.General).toMatchObject({ summary: 'padded', notes: null, phones: ['1'], mail: 'ops@example.org', site: 'https://example.org/a?b=c' });
-    expect(metadata.Contacts).toEqual({ owner: null, contacts: [{ name: 'N', email: null, phone: null, fax: null }], group: { name: 'G', email: null }, board: null });
+    expect(metadata.General).toMatchObject({
+      summary: 'padded',
+      notes: null,
+      phones: ['1'],
+      mail: 'ops@example.org',
+      site: 'https://example.org/a?b=c',
+    });
+    expect(metadata.Contacts).toEqual({
+      owner: null,
+      contacts: [{ name: 'N', email: null, phone: null, fax: null }],
+      group: { name: 'G', email: null },
+      board: null,
+    });
   });
 
   it.each([
@@ -257,18 +368,26 @@ describe('PUT /v1/destination/{name}/metadata', () => {
   });
 
   it('names a missing destination', async () => {
-    expect((await put('nowhere', { metadata: { General: { summary: 'x' } } })).text).toBe(error('Destination nowhere not found'));
+    expect((await put('nowhere', { metadata: { General: { summary: 'x' } } })).text).toBe(
+      error('Destination nowhere not found'),
+    );
   });
 
-  it.each([[{}], [{ metadata: [] }], [{ metadata: 'x' }], [{ metadata: null }], [[1]], ['"text"']])('refuses a body without a metadata object: %j', async (body) => {
-    const r = await put('g1', body);
-    expect(r.status).toBe(500);
-    expect(r.text).toBe(error("Request body must contain a 'metadata' object grouped by category"));
-  });
+  it.each([[{}], [{ metadata: [] }], [{ metadata: 'x' }], [{ metadata: null }], [[1]], ['"text"']])(
+    'refuses a body without a metadata object: %j',
+    async (body) => {
+      const r = await put('g1', body);
+      expect(r.status).toBe(500);
+      expect(r.text).toBe(error("Request body must contain a 'metadata' object grouped by category"));
+    },
+  );
 
   it('keeps the stored password values when the caller cannot see them', async () => {
     await restore('p11');
-    await putOk('p11', { metadata: { Security: { secret: 'kept-pw' } }, includeInNotes: { Security: { secret: true } } });
+    await putOk('p11', {
+      metadata: { Security: { secret: 'kept-pw' } },
+      includeInNotes: { Security: { secret: true } },
+    });
     await putOk('p11', { metadata: { General: { summary: 'by reader' }, Security: { secret: 'ignored' } } }, reader);
     const seen = await get('p11', sensitive);
     expect(seen.metadata.General.summary).toBe('by reader');
@@ -287,15 +406,25 @@ describe('PUT /v1/destination/{name}/metadata', () => {
 
   it('is one transaction: a failure after the values were replaced leaves everything as it was', async () => {
     await restore('t1');
-    await putOk('t1', { metadata: { General: { summary: 'before', phones: ['1'] } }, includeInNotes: { General: { summary: true } } });
+    await putOk('t1', {
+      metadata: { General: { summary: 'before', phones: ['1'] } },
+      includeInNotes: { General: { summary: true } },
+    });
     const [beforeRows, beforeGet] = [await rows('t1'), await get('t1')];
     const original = h.ports.repos.transaction;
     let insideTransaction: unknown;
     const failingFlags = (repos: Repositories): Repositories => ({
       ...repos,
-      metadata: { ...repos.metadata, replaceFlags: async () => { insideTransaction = await repos.metadata.values('t1'); throw new Error('flags failed'); } },
+      metadata: {
+        ...repos.metadata,
+        replaceFlags: async () => {
+          insideTransaction = await repos.metadata.values('t1');
+          throw new Error('flags failed');
+        },
+      },
     });
-    h.ports.repos.transaction = ((work: (r: Repositories) => Promise<unknown>) => original((repos) => work(failingFlags(repos)))) as Repositories['transaction'];
+    h.ports.repos.transaction = ((work: (r: Repositories) => Promise<unknown>) =>
+      original((repos) => work(failingFlags(repos)))) as Repositories['transaction'];
     try {
       const r = await put('t1', { metadata: { General: { summary: 'after' } } });
       expect(r.status).toBe(500);
@@ -345,18 +474,25 @@ describe('defaults', () => {
   });
 
   it('a field added later seeds every destination without touching stored values', async () => {
-    await importFields(h.ports, 'test', [{ name: 'tier', label: 'Tier', type: 'text', category: 'General', defaultValue: 'gold', position: 9 }]);
+    await importFields(h.ports, 'test', [
+      { name: 'tier', label: 'Tier', type: 'text', category: 'General', defaultValue: 'gold', position: 9 },
+    ]);
     const [tier] = await h.db.select().from(metadataFields).where(eq(metadataFields.name, 'tier'));
     expect((await get('early')).metadata.General.tier).toBe('gold');
     expect((await get('p2')).metadata.General).toMatchObject({ notes: 'two', tier: 'gold' });
     await restore('later');
     expect((await get('later')).metadata.General.tier).toBe('gold');
-    const seeded = await h.db.select().from(metadataValues).where(and(eq(metadataValues.fieldId, tier!.id), eq(metadataValues.value, 'gold')));
+    const seeded = await h.db
+      .select()
+      .from(metadataValues)
+      .where(and(eq(metadataValues.fieldId, tier!.id), eq(metadataValues.value, 'gold')));
     expect(seeded).toHaveLength((await h.db.select().from(destinations)).length);
   });
 
   it('a locked field never stores a value', async () => {
-    await importFields(h.ports, 'test', [{ name: 'frozen', label: 'Frozen', type: 'text', category: 'Security', defaultValue: 'ice', editable: false }]);
+    await importFields(h.ports, 'test', [
+      { name: 'frozen', label: 'Frozen', type: 'text', category: 'Security', defaultValue: 'ice', editable: false },
+    ]);
     const [frozen] = await h.db.select().from(metadataFields).where(eq(metadataFields.name, 'frozen'));
     await restore('last');
     await putOk('last', { metadata: { Security: { frozen: 'mine', locked: 'mine' } } });

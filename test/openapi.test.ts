@@ -1,32 +1,41 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import * as backups from '../core/backups/handlers.ts';
 import { catalogue, type Operation, type OperationId, type SuccessEnvelopeId } from '../core/catalogue.ts';
 import { envelopes } from '../core/common/operation.ts';
-import { handlers } from '../core/handlers.ts';
-import * as backups from '../core/backups/handlers.ts';
 import * as datafiles from '../core/data-files/handlers.ts';
-import { loadDemoData } from '../core/system/demo.ts';
 import * as destinations from '../core/destinations/handlers.ts';
+import { handlers } from '../core/handlers.ts';
 import * as hosts from '../core/hosts/handlers.ts';
 import * as incomingUsers from '../core/incoming-users/handlers.ts';
 import * as metadata from '../core/metadata/handlers.ts';
 import * as monitoring from '../core/monitoring/handlers.ts';
+import { loadDemoData } from '../core/system/demo.ts';
 import * as system from '../core/system/handlers.ts';
 import * as webUsers from '../core/web-users/handlers.ts';
-import { DOCS_SCRIPT, DOCS_STYLE } from '../functions/http/docs-page.ts';
 import { servedDocument } from '../functions/http/docs.ts';
+import { DOCS_SCRIPT, DOCS_STYLE } from '../functions/http/docs-page.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const doc = servedDocument() as any;
 const entries = Object.entries(catalogue) as Array<[OperationId, Operation]>;
 const operationOf = (op: Operation) => doc.paths[op.path][op.method.toLowerCase()];
-const resolve = (o: any): any => (o?.$ref ? resolve(o.$ref.slice(2).split('/').reduce((a: any, k: string) => a[k], doc)) : o);
-const param = (id: OperationId, name: string) => operationOf(catalogue[id]).parameters.find((p: any) => p.name === name);
+const resolve = (o: any): any =>
+  o?.$ref
+    ? resolve(
+        o.$ref
+          .slice(2)
+          .split('/')
+          .reduce((a: any, k: string) => a[k], doc),
+      )
+    : o;
+const param = (id: OperationId, name: string) =>
+  operationOf(catalogue[id]).parameters.find((p: any) => p.name === name);
 
 describe('the OpenAPI document', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -45,20 +54,40 @@ describe('the OpenAPI document', () => {
       expect(o.tags).toEqual([op.service ?? op.access]);
       expect(o.security).toEqual(op.access === 'none' ? [] : [{ basic: [] }]);
     }
-    const documented = Object.entries(doc.paths).filter(([p]) => p.startsWith('/v1/')).flatMap(([, item]) => Object.values(item as object));
+    const documented = Object.entries(doc.paths)
+      .filter(([p]) => p.startsWith('/v1/'))
+      .flatMap(([, item]) => Object.values(item as object));
     expect(documented).toHaveLength(entries.length);
-    expect(doc.tags.map((t: any) => t.name)).toEqual(expect.arrayContaining(['none', 'basic', 'datafilePut', 'monitoringSummaryList', 'metrics']));
+    expect(doc.tags.map((t: any) => t.name)).toEqual(
+      expect.arrayContaining(['none', 'basic', 'datafilePut', 'monitoringSummaryList', 'metrics']),
+    );
   });
 
   it('gives query parameters their wire type: integer, boolean, enum, pattern', () => {
-    expect(param('datafileSize', 'id')).toEqual({ name: 'id', in: 'query', required: true, schema: { type: 'integer' }, description: 'integer expected' });
+    expect(param('datafileSize', 'id')).toEqual({
+      name: 'id',
+      in: 'query',
+      required: true,
+      schema: { type: 'integer' },
+      description: 'integer expected',
+    });
     expect(param('datafilePut', 'standby')).toMatchObject({ required: false, schema: { type: 'boolean' } });
     expect(param('datafilePut', 'priority').description).toContain('integer from 0 to 99 expected');
     expect(param('datafilePut', 'lifetime').schema).toEqual({ type: 'string' });
-    expect(param('incomingUserAdd', 'portalService').schema).toEqual({ type: 'string', enum: ['standard-login', 'open-access', 'self-service'] });
+    expect(param('incomingUserAdd', 'portalService').schema).toEqual({
+      type: 'string',
+      enum: ['standard-login', 'open-access', 'self-service'],
+    });
     expect(param('incomingUserAdd', 'iso').schema).toEqual({ type: 'string', pattern: '^[A-Za-z]{2}$' });
-    expect(param('webUserAdd', 'id')).toMatchObject({ required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,32}$' } });
-    expect(param('monitoringHistory', 'step')).toMatchObject({ in: 'path', required: true, schema: { type: 'integer' } });
+    expect(param('webUserAdd', 'id')).toMatchObject({
+      required: true,
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,32}$' },
+    });
+    expect(param('monitoringHistory', 'step')).toMatchObject({
+      in: 'path',
+      required: true,
+      schema: { type: 'integer' },
+    });
     expect(param('destinationGet', 'name')).toMatchObject({ in: 'path', required: true });
     expect(operationOf(catalogue.version).parameters).toBeUndefined();
   });
@@ -81,14 +110,25 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(put)).toEqual(['200', '400', '401', '403', '412', '500', '503']);
     expect(resolve(put[401]).content['text/plain'].example).toBe('Operation only available to registered users');
     expect(resolve(put[401]).headers['WWW-Authenticate']).toBeDefined();
-    expect(resolve(put[403]).content['text/plain'].example).toBe('Operation only available through a secure connection (https)');
+    expect(resolve(put[403]).content['text/plain'].example).toBe(
+      'Operation only available through a secure connection (https)',
+    );
     expect(resolve(put[412]).content['text/plain'].example).toBe('Missing parameter: id');
     expect(resolve(put[400]).content['text/plain'].schema).toEqual({ type: 'string' });
     expect(resolve(resolve(put[500]).content['application/json'].schema)).toEqual({
-      type: 'object', properties: { status: { type: 'string', const: 'error' }, message: { type: 'string' } }, required: ['status', 'message'], additionalProperties: false,
+      type: 'object',
+      properties: { status: { type: 'string', const: 'error' }, message: { type: 'string' } },
+      required: ['status', 'message'],
+      additionalProperties: false,
     });
     expect(Object.keys(operationOf(catalogue.version).responses)).toEqual(['200', '403', '500']);
-    expect(Object.keys(operationOf(catalogue.destinationTypeList).responses)).toEqual(['200', '401', '403', '500', '503']);
+    expect(Object.keys(operationOf(catalogue.destinationTypeList).responses)).toEqual([
+      '200',
+      '401',
+      '403',
+      '500',
+      '503',
+    ]);
     expect(operationOf(catalogue.metadataPut).responses[413]).toBeDefined();
     const answer = resolve(operationOf(catalogue.metadataGet).responses[200].content['application/json'].schema);
     expect(answer.properties.success).toEqual({ type: 'string', const: 'yes' });
@@ -137,21 +177,47 @@ describe('serving the document and the page', () => {
 
 // The handlers, typed as their services return: checked against the documented answers below.
 const served = {
-  version: system.version, incomingUserAdd: incomingUsers.add, incomingUserAdd2: incomingUsers.add2, incomingUserList: incomingUsers.list,
-  incomingUserDel: incomingUsers.del, incomingCategoryAdd: incomingUsers.addCategories, incomingAssociationAdd: incomingUsers.addAssociation,
-  incomingAssociationDel: incomingUsers.removeAssociation, incomingAssociationList: incomingUsers.listAssociations, webUserAdd: webUsers.add,
-  webUserAdd2: webUsers.add2, webUserList: webUsers.list, webUserDel: webUsers.del, destinationList: destinations.list,
-  destinationGet: destinations.get, destinationTypeList: destinations.types, destinationCountryList: destinations.countries,
-  metadataFields: metadata.fields, metadataGet: metadata.get, metadataPut: metadata.put, backupList: backups.list, backupGet: backups.get,
-  backupPut: backups.put, hostOption: hosts.setHostOption, monitoringSummary: monitoring.summary, monitoringSummaryProduct: monitoring.summaryProduct,
-  monitoringSummaryCycle: monitoring.summaryCycle, monitoringHistory: monitoring.history, datafilePut: datafiles.put, datafileSize: datafiles.size,
+  version: system.version,
+  incomingUserAdd: incomingUsers.add,
+  incomingUserAdd2: incomingUsers.add2,
+  incomingUserList: incomingUsers.list,
+  incomingUserDel: incomingUsers.del,
+  incomingCategoryAdd: incomingUsers.addCategories,
+  incomingAssociationAdd: incomingUsers.addAssociation,
+  incomingAssociationDel: incomingUsers.removeAssociation,
+  incomingAssociationList: incomingUsers.listAssociations,
+  webUserAdd: webUsers.add,
+  webUserAdd2: webUsers.add2,
+  webUserList: webUsers.list,
+  webUserDel: webUsers.del,
+  destinationList: destinations.list,
+  destinationGet: destinations.get,
+  destinationTypeList: destinations.types,
+  destinationCountryList: destinations.countries,
+  metadataFields: metadata.fields,
+  metadataGet: metadata.get,
+  metadataPut: metadata.put,
+  backupList: backups.list,
+  backupGet: backups.get,
+  backupPut: backups.put,
+  hostOption: hosts.setHostOption,
+  monitoringSummary: monitoring.summary,
+  monitoringSummaryProduct: monitoring.summaryProduct,
+  monitoringSummaryCycle: monitoring.summaryCycle,
+  monitoringHistory: monitoring.history,
+  datafilePut: datafiles.put,
+  datafileSize: datafiles.size,
   datafileDel: datafiles.del,
 } satisfies Record<OperationId, unknown>;
 // Backups and metadata values are built from key lists, typed loosely, and the destination list
 // and type list are JSON text rendered ahead; the run below checks them.
 type Loose = 'backupList' | 'backupGet' | 'metadataGet' | 'destinationList' | 'destinationTypeList';
 type Undocumented = {
-  [K in Exclude<OperationId, Loose>]: Awaited<ReturnType<(typeof served)[K]>> extends z.input<(typeof catalogue)[K]['answer']> ? never : K
+  [K in Exclude<OperationId, Loose>]: Awaited<ReturnType<(typeof served)[K]>> extends z.input<
+    (typeof catalogue)[K]['answer']
+  >
+    ? never
+    : K;
 }[Exclude<OperationId, Loose>];
 const everyAnswerTyped: [Undocumented] extends [never] ? true : false = true;
 
@@ -168,8 +234,15 @@ describe('the documented answers are the real ones', () => {
     const at = (iso: string) => new Date(iso);
     for (const code of ['INIT', 'DONE']) {
       await monitoring.ingest(h.ports, {
-        product: 'Smoke', time: '00', step: 1, type: 'fc', buffer: 0, code, productTime: at('2025-03-10T00:00:00Z'),
-        scheduledTime: at('2025-03-10T06:00:00Z'), at: at(code === 'INIT' ? '2025-03-10T03:00:00Z' : '2025-03-10T05:00:00Z'),
+        product: 'Smoke',
+        time: '00',
+        step: 1,
+        type: 'fc',
+        buffer: 0,
+        code,
+        productTime: at('2025-03-10T00:00:00Z'),
+        scheduledTime: at('2025-03-10T06:00:00Z'),
+        at: at(code === 'INIT' ? '2025-03-10T03:00:00Z' : '2025-03-10T05:00:00Z'),
       });
     }
   });
@@ -178,7 +251,7 @@ describe('the documented answers are the real ones', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  it('the type of every handler fits its documented answer; the typed envelopes are the catalogue\'s', () => {
+  it("the type of every handler fits its documented answer; the typed envelopes are the catalogue's", () => {
     expect(everyAnswerTyped).toBe(true);
     const typedAsSuccess: SuccessEnvelopeId[] = ['metadataFields', 'metadataGet', 'metadataPut'];
     expect(entries.filter(([, op]) => op.envelope === 'success').map(([id]) => id)).toEqual(typedAsSuccess);
@@ -187,7 +260,12 @@ describe('the documented answers are the real ones', () => {
 
   it('every operation answers exactly the documented shape', async () => {
     const seen = new Set<OperationId>();
-    const call = async (id: OperationId, method: string, url: string, opts: { body?: unknown; form?: Record<string, string> } = {}) => {
+    const call = async (
+      id: OperationId,
+      method: string,
+      url: string,
+      opts: { body?: unknown; form?: Record<string, string> } = {},
+    ) => {
       const r = await h.call(method, url, { auth: admin, ...opts });
       expect(r.status, `${id}: ${r.text}`).toBe(200);
       const op: Operation = catalogue[id];
@@ -198,12 +276,18 @@ describe('the documented answers are the real ones', () => {
       return r.json;
     };
     await call('version', 'GET', '/v1/version');
-    await call('incomingUserAdd', 'POST', '/v1/incoming/user/add?id=jdoe&pass=pw&email=jdoe%40example.org&iso=gb&active=true');
+    await call(
+      'incomingUserAdd',
+      'POST',
+      '/v1/incoming/user/add?id=jdoe&pass=pw&email=jdoe%40example.org&iso=gb&active=true',
+    );
     await call('incomingUserAdd2', 'POST', '/v1/incoming/user/add2?id=feed1&email=feed%40example.org&iso=fr');
     await call('incomingCategoryAdd', 'POST', '/v1/incoming/category/add?id=jdoe', { body: ['ecpds-users'] });
     await call('incomingAssociationAdd', 'POST', '/v1/incoming/association/add?id=jdoe&destination=MO_EXETER');
     expect((await call('incomingUserList', 'GET', '/v1/incoming/user/list')).userList.length).toBeGreaterThan(1);
-    expect((await call('incomingAssociationList', 'GET', '/v1/incoming/association/list?id=jdoe')).associationList).toEqual(['MO_EXETER']);
+    expect(
+      (await call('incomingAssociationList', 'GET', '/v1/incoming/association/list?id=jdoe')).associationList,
+    ).toEqual(['MO_EXETER']);
     await call('incomingAssociationDel', 'DELETE', '/v1/incoming/association/del?id=jdoe&destination=MO_EXETER');
     await call('incomingUserDel', 'DELETE', '/v1/incoming/user/del/feed1');
     await call('webUserAdd', 'POST', '/v1/web/user/add?id=ops1&pass=pw&name=Operator&active=true');
@@ -220,13 +304,21 @@ describe('the documented answers are the real ones', () => {
     const backup = await call('backupList', 'GET', '/v1/destination/backup?iso=gb');
     expect(backup.backup.destinations[0].associations[0].host.passwd).toBeTypeOf('string');
     await call('backupGet', 'GET', '/v1/destination/backup/MO_EXETER');
-    expect((await call('backupPut', 'PUT', '/v1/destination/backup', { body: backup })).message).toBe('Number of Destination(s) created: 0');
+    expect((await call('backupPut', 'PUT', '/v1/destination/backup', { body: backup })).message).toBe(
+      'Number of Destination(s) created: 0',
+    );
     await call('hostOption', 'POST', '/v1/host/option?hostid=1&name=sftp.port', { form: { value: '2222' } });
     expect((await call('monitoringSummary', 'GET', '/v1/monitoring/summary')).stepStatusList).toHaveLength(1);
     await call('monitoringSummaryProduct', 'GET', '/v1/monitoring/summary/Smoke');
     await call('monitoringSummaryCycle', 'GET', '/v1/monitoring/summary/Smoke/00');
-    expect((await call('monitoringHistory', 'GET', '/v1/monitoring/summary/Smoke/00/1/fc')).stepStatusHistoryList).toHaveLength(2);
-    const { id } = await call('datafilePut', 'GET', `/v1/datafile/put?destination=MO_EXETER&source=${encodeURIComponent(path.join(root, 'fc.grib'))}`);
+    expect(
+      (await call('monitoringHistory', 'GET', '/v1/monitoring/summary/Smoke/00/1/fc')).stepStatusHistoryList,
+    ).toHaveLength(2);
+    const { id } = await call(
+      'datafilePut',
+      'GET',
+      `/v1/datafile/put?destination=MO_EXETER&source=${encodeURIComponent(path.join(root, 'fc.grib'))}`,
+    );
     expect((await call('datafileSize', 'GET', `/v1/datafile/size?id=${id}`)).size).toBe(1234);
     await call('datafileDel', 'DELETE', `/v1/datafile/del?id=${id}`);
     expect([...seen].sort()).toEqual(Object.keys(catalogue).sort());

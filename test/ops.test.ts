@@ -108,8 +108,9 @@ describe('/metrics', () => {
     const count = sample(text, 'ecpds_http_request_duration_seconds_count', { service: 'datafileSize' });
     expect(count).toBe(3);
     expect(sample(text, 'ecpds_http_request_duration_seconds_bucket', { service: 'datafileSize', le: '+Inf' })).toBe(3);
-    const buckets = ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']
-      .map((le) => sample(text, 'ecpds_http_request_duration_seconds_bucket', { service: 'datafileSize', le })!);
+    const buckets = ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'].map(
+      (le) => sample(text, 'ecpds_http_request_duration_seconds_bucket', { service: 'datafileSize', le })!,
+    );
     expect(buckets.every((n, i) => i === 0 || n >= buckets[i - 1]!)).toBe(true);
     expect(sample(text, 'ecpds_http_request_duration_seconds_sum', { service: 'datafileSize' })).toBeGreaterThan(0);
     // The request being answered is the /metrics call itself.

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogue, SERVICE_NAMES, type Operation, type OperationId } from '../core/catalogue.ts';
+import { catalogue, type Operation, type OperationId, SERVICE_NAMES } from '../core/catalogue.ts';
 import { createHarness, type Harness, type Reply } from './support/harness.ts';
-import { operationSamples, samplePath, type Sample, type SampleFixture } from './support/operation-samples.ts';
+import { operationSamples, type Sample, type SampleFixture, samplePath } from './support/operation-samples.ts';
 
 // Every operation of the catalogue against three callers: nobody, a client holding every
 // permission but the operation's own, and a client holding exactly that permission. A new

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres, rowsOf, type DbHandle } from '../db/client.ts';
+import { type DbHandle, openPostgres, rowsOf } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { createRepositories } from '../db/repositories/index.ts';
 import { onPostgres } from './support/database.ts';
@@ -36,11 +36,15 @@ describe.skipIf(!onPostgres())('the Postgres client', () => {
   it('a rolled back transaction and its savepoints leave the client usable', async () => {
     const handle = open();
     const repos = createRepositories(handle.db);
-    await expect(repos.transaction(async (tx) => {
-      await tx.countries.exists('gb');
-      throw new Error('roll back');
-    })).rejects.toThrow('roll back');
-    const nested = await handle.db.transaction(async (tx) => tx.transaction(async (inner) => rowsOf<{ one: number }>(await inner.execute(sql`select ${1}::int as one`))));
+    await expect(
+      repos.transaction(async (tx) => {
+        await tx.countries.exists('gb');
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    const nested = await handle.db.transaction(async (tx) =>
+      tx.transaction(async (inner) => rowsOf<{ one: number }>(await inner.execute(sql`select ${1}::int as one`))),
+    );
     expect(nested[0]!.one).toBe(1);
   });
 });

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import type { Server } from 'node:http';
 import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,7 +27,11 @@ let secret: string;
 /** How many of the next API requests the front answers 503 (a database restarting). */
 let unavailable = 0;
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** The command line through main(), in this process (the server answers from it too). */
 type Options = { env?: Record<string, string>; input?: string; cwd?: string };
@@ -57,7 +61,12 @@ function spawnCli(args: string[]): Promise<Run> {
     child.stdin.end();
   });
 }
-const lines = (text: string) => text.trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
+const lines = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-remote-'));
@@ -79,7 +88,10 @@ beforeAll(async () => {
     return h.app.fetch(request);
   };
   server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: front, hostname: '127.0.0.1', port: 0, createServer: https.createServer, serverOptions: tls }, () => resolve(s as Server));
+    const s = serve(
+      { fetch: front, hostname: '127.0.0.1', port: 0, createServer: https.createServer, serverOptions: tls },
+      () => resolve(s as Server),
+    );
   });
   url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -93,13 +105,33 @@ afterAll(async () => {
 
 describe('ecpds-edge put', () => {
   it('registers every file a glob matches, by absolute path, one JSON line each; the exit code counts failures', async () => {
-    const r = await cli(['put', '--insecure', '--json', '--destination', 'MO_EXETER', '--priority', '5', '--lifetime', '1d', 'out/**/*.grib', 'missing.grib']);
+    const r = await cli([
+      'put',
+      '--insecure',
+      '--json',
+      '--destination',
+      'MO_EXETER',
+      '--priority',
+      '5',
+      '--lifetime',
+      '1d',
+      'out/**/*.grib',
+      'missing.grib',
+    ]);
     expect(r.code).toBe(1);
     const results = lines(r.stdout);
     expect(results).toHaveLength(4);
-    expect(results.find((x) => x.file === 'missing.grib')).toEqual({ file: 'missing.grib', ok: false, status: null, error: 'no such file', attempts: 0 });
+    expect(results.find((x) => x.file === 'missing.grib')).toEqual({
+      file: 'missing.grib',
+      ok: false,
+      status: null,
+      error: 'no such file',
+      attempts: 0,
+    });
     const ok = results.filter((x) => x.ok);
-    expect(ok.map((x) => x.file).sort()).toEqual(['a.grib', 'b.grib', 'deep/c.grib'].map((f) => path.join(dir, 'out', f)));
+    expect(ok.map((x) => x.file).sort()).toEqual(
+      ['a.grib', 'b.grib', 'deep/c.grib'].map((f) => path.join(dir, 'out', f)),
+    );
     for (const x of ok) {
       const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, x.id));
       expect(file?.source).toBe(x.file);
@@ -110,7 +142,19 @@ describe('ecpds-edge put', () => {
   it('reports each refused file and counts them in the exit code', async () => {
     const outside = path.join(dir, 'outside.grib');
     fs.writeFileSync(outside, 'x');
-    const r = await cli(['put', '--insecure', '--destination', 'MO_EXETER', '--concurrency', '2', outside, 'out/a.grib', 'out/notes.txt', '--uniquename', 'second']);
+    const r = await cli([
+      'put',
+      '--insecure',
+      '--destination',
+      'MO_EXETER',
+      '--concurrency',
+      '2',
+      outside,
+      'out/a.grib',
+      'out/notes.txt',
+      '--uniquename',
+      'second',
+    ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(new RegExp(`^FAIL  ${outside}  HTTP 500: .+$`, 'm'));
     expect(r.stdout).toMatch(/^ok {4}.+a\.grib {2}id=\d+$/m);
@@ -127,13 +171,44 @@ describe('ecpds-edge put', () => {
 
   it('retries a 503 with backoff, and gives up after --retries', async () => {
     unavailable = 2;
-    const r = await cli(['put', '--insecure', '--json', '--retry-delay', '1', '--destination', 'MO_EXETER', '--uniquename', 'retried', 'out/b.grib']);
+    const r = await cli([
+      'put',
+      '--insecure',
+      '--json',
+      '--retry-delay',
+      '1',
+      '--destination',
+      'MO_EXETER',
+      '--uniquename',
+      'retried',
+      'out/b.grib',
+    ]);
     expect(r.code).toBe(0);
     expect(lines(r.stdout)).toEqual([expect.objectContaining({ ok: true, attempts: 3 })]);
     unavailable = 5;
-    const gaveUp = await cli(['put', '--insecure', '--json', '--retries', '1', '--retry-delay', '1', '--destination', 'MO_EXETER', '--uniquename', 'never', 'out/b.grib']);
+    const gaveUp = await cli([
+      'put',
+      '--insecure',
+      '--json',
+      '--retries',
+      '1',
+      '--retry-delay',
+      '1',
+      '--destination',
+      'MO_EXETER',
+      '--uniquename',
+      'never',
+      'out/b.grib',
+    ]);
     expect(gaveUp.code).toBe(1);
-    expect(lines(gaveUp.stdout)).toEqual([expect.objectContaining({ ok: false, status: 503, error: 'Service unavailable: database unreachable', attempts: 2 })]);
+    expect(lines(gaveUp.stdout)).toEqual([
+      expect.objectContaining({
+        ok: false,
+        status: 503,
+        error: 'Service unavailable: database unreachable',
+        attempts: 2,
+      }),
+    ]);
     unavailable = 0;
   });
 
@@ -149,7 +224,16 @@ describe('ecpds-edge put', () => {
 
 describe('the real binary', () => {
   it('put registers a file and prints its JSON line', async () => {
-    const r = await spawnCli(['put', '--insecure', '--json', '--destination', 'MO_EXETER', '--uniquename', 'spawned', 'out/a.grib']);
+    const r = await spawnCli([
+      'put',
+      '--insecure',
+      '--json',
+      '--destination',
+      'MO_EXETER',
+      '--uniquename',
+      'spawned',
+      'out/a.grib',
+    ]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const [line] = lines(r.stdout);
@@ -169,7 +253,9 @@ describe('credentials and configuration', () => {
   it('reads url, credentials and insecure from --config <file.json>', async () => {
     const file = path.join(dir, 'remote.json');
     fs.writeFileSync(file, JSON.stringify({ url, username: 'pipeline', secret, insecure: true }), { mode: 0o600 });
-    const r = await cli(['summary', '--config', file], { env: { ECPDS_URL: '', ECPDS_USERNAME: '', ECPDS_SECRET: '' } });
+    const r = await cli(['summary', '--config', file], {
+      env: { ECPDS_URL: '', ECPDS_USERNAME: '', ECPDS_SECRET: '' },
+    });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const missing = await cli(['summary', '--insecure'], { env: { ECPDS_SECRET: '' } });
@@ -180,7 +266,16 @@ describe('credentials and configuration', () => {
 
 describe('size, del, summary, metadata', () => {
   it('size and del a data file', async () => {
-    const put = await cli(['put', '--insecure', '--json', '--destination', 'MO_EXETER', '--uniquename', 'sized', 'out/deep/c.grib']);
+    const put = await cli([
+      'put',
+      '--insecure',
+      '--json',
+      '--destination',
+      'MO_EXETER',
+      '--uniquename',
+      'sized',
+      'out/deep/c.grib',
+    ]);
     const [{ id }] = lines(put.stdout);
     const size = await cli(['size', String(id)], { env: { ECPDS_INSECURE: '1' } });
     expect(size).toMatchObject({ code: 0, stdout: '300\n' });
@@ -193,13 +288,22 @@ describe('size, del, summary, metadata', () => {
   it('summary prints the step status table', async () => {
     const at = (iso: string) => new Date(iso);
     await ingest(h.ports, {
-      product: 'Smoke', time: '00', step: 1, type: 'fc', buffer: 0, code: 'INIT', productTime: at('2025-03-10T00:00:00Z'),
-      scheduledTime: at('2025-03-10T06:00:00Z'), at: at('2025-03-10T03:00:00Z'),
+      product: 'Smoke',
+      time: '00',
+      step: 1,
+      type: 'fc',
+      buffer: 0,
+      code: 'INIT',
+      productTime: at('2025-03-10T00:00:00Z'),
+      scheduledTime: at('2025-03-10T06:00:00Z'),
+      at: at('2025-03-10T03:00:00Z'),
     });
     const r = await cli(['summary', 'Smoke', '00', '--insecure']);
     expect(r.code).toBe(0);
     const [head, row] = r.stdout.trim().split('\n');
-    expect(head).toMatch(/^PRODUCT\s+TIME\s+STEP\s+TYPE\s+STATUS\s+CODE\s+LEVEL\s+SCHEDULED \(UTC\)\s+ARRIVAL \(UTC\)\s+MIN BEFORE$/);
+    expect(head).toMatch(
+      /^PRODUCT\s+TIME\s+STEP\s+TYPE\s+STATUS\s+CODE\s+LEVEL\s+SCHEDULED \(UTC\)\s+ARRIVAL \(UTC\)\s+MIN BEFORE$/,
+    );
     expect(row).toMatch(/^Smoke\s+00\s+1\s+fc\s+Expected\s+INIT\s+5\s+2025-03-10 06:00\s+-\s+-?\d+$/);
     const json = await cli(['summary', '--insecure', '--json', '--type', 'fc']);
     expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ product: 'Smoke', statusCode: 'INIT' })]);
@@ -216,24 +320,43 @@ describe('size, del, summary, metadata', () => {
     expect(put.code).toBe(0);
     expect(put.stdout).toMatch(/^Destination MO_EXETER: \d+ value\(s\) stored\.\n$/);
     const auth = `Basic ${Buffer.from(`pipeline:${secret}`).toString('base64')}`;
-    expect((await h.call('GET', '/v1/destination/MO_EXETER/metadata', { auth })).json.metadata.General.notes).toBe('Edited by a pipeline');
+    expect((await h.call('GET', '/v1/destination/MO_EXETER/metadata', { auth })).json.metadata.General.notes).toBe(
+      'Edited by a pipeline',
+    );
     meta.metadata.General.notes = 'From stdin';
-    expect((await cli(['metadata', 'put', 'MO_EXETER', '-', '--insecure'], { input: JSON.stringify(meta) })).code).toBe(0);
-    expect((await h.call('GET', '/v1/destination/MO_EXETER/metadata', { auth })).json.metadata.General.notes).toBe('From stdin');
+    expect((await cli(['metadata', 'put', 'MO_EXETER', '-', '--insecure'], { input: JSON.stringify(meta) })).code).toBe(
+      0,
+    );
+    expect((await h.call('GET', '/v1/destination/MO_EXETER/metadata', { auth })).json.metadata.General.notes).toBe(
+      'From stdin',
+    );
   });
 });
 
 describe('pattern expansion', () => {
   it('expands *, ?, [...] and ** like a shell, skipping dot files, and reports what matched nothing', () => {
     const base = path.join(dir, 'globs');
-    for (const f of ['x1.grib', 'x2.grib', 'y1.grib', '.hidden.grib', 'sub/x3.grib', 'sub/deeper/x4.grib', '.dot/x5.grib']) {
+    for (const f of [
+      'x1.grib',
+      'x2.grib',
+      'y1.grib',
+      '.hidden.grib',
+      'sub/x3.grib',
+      'sub/deeper/x4.grib',
+      '.dot/x5.grib',
+    ]) {
       fs.mkdirSync(path.dirname(path.join(base, f)), { recursive: true });
       fs.writeFileSync(path.join(base, f), f);
     }
     const rel = (files: string[]) => files.map((f) => path.relative(base, f));
     expect(rel(expandPatterns(['*.grib'], base).files)).toEqual(['x1.grib', 'x2.grib', 'y1.grib']);
     expect(rel(expandPatterns(['x?.grib', '[!x]*.grib'], base).files)).toEqual(['x1.grib', 'x2.grib', 'y1.grib']);
-    expect(rel(expandPatterns(['**/x*.grib'], base).files)).toEqual(['sub/deeper/x4.grib', 'sub/x3.grib', 'x1.grib', 'x2.grib']);
+    expect(rel(expandPatterns(['**/x*.grib'], base).files)).toEqual([
+      'sub/deeper/x4.grib',
+      'sub/x3.grib',
+      'x1.grib',
+      'x2.grib',
+    ]);
     expect(rel(expandPatterns(['.*.grib', 'x1.grib', './x1.grib'], base).files)).toEqual(['.hidden.grib', 'x1.grib']);
     expect(expandPatterns(['*.nc', 'sub', 'gone.grib'], base).problems).toEqual([
       { pattern: '*.nc', reason: 'no file matches' },

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogue, SERVICE_NAMES, SHOW_SENSITIVE_INFO, type OperationId } from '../core/catalogue.ts';
+import { catalogue, type OperationId, SERVICE_NAMES, SHOW_SENSITIVE_INFO } from '../core/catalogue.ts';
 import { hashPassword } from '../core/common/crypto.ts';
 import { importFields } from '../core/metadata/fields.ts';
-import { basic, createHarness, type CallOptions, type Harness, type Reply } from './support/harness.ts';
+import { basic, type CallOptions, createHarness, type Harness, type Reply } from './support/harness.ts';
 
 /**
  * A pass over every endpoint with known secrets in play. No log line and no event entry may
@@ -65,17 +65,45 @@ async function call(op: OperationId, who: 'admin' | 'plain', url: string, opts: 
   return reply;
 }
 
-const both = async (op: OperationId, url: string, opts: CallOptions = {}) => [await call(op, 'admin', url, opts), await call(op, 'plain', url, opts)];
+const both = async (op: OperationId, url: string, opts: CallOptions = {}) => [
+  await call(op, 'admin', url, opts),
+  await call(op, 'plain', url, opts),
+];
 
 function backupOf(name: string, passwd: string) {
   return {
     backup: {
-      destinations: [{
-        destination: { name, countryIso: 'gb', type: 1, ecuserName: 'leak' },
-        associations: [{ priority: 0, host: { nickname: `${name.toLowerCase()}-h`, host: 'h.example.org', login: 'ecpds', passwd, transferMethodName: 'sftp', ecuserName: 'leak' } }],
-      }],
+      destinations: [
+        {
+          destination: { name, countryIso: 'gb', type: 1, ecuserName: 'leak' },
+          associations: [
+            {
+              priority: 0,
+              host: {
+                nickname: `${name.toLowerCase()}-h`,
+                host: 'h.example.org',
+                login: 'ecpds',
+                passwd,
+                transferMethodName: 'sftp',
+                ecuserName: 'leak',
+              },
+            },
+          ],
+        },
+      ],
       ecusers: [{ name: 'leak', uid: 1, gid: 1, dir: '/home/leak', shell: '/bin/sh', comment: null }],
-      methods: [{ name: 'sftp', ectransModuleName: 'sftp', value: null, restrict: false, resolve: true, comment: null, active: true, ectransModule: { name: 'sftp', classe: 'x', archive: null, active: true } }],
+      methods: [
+        {
+          name: 'sftp',
+          ectransModuleName: 'sftp',
+          value: null,
+          restrict: false,
+          resolve: true,
+          comment: null,
+          active: true,
+          ectransModule: { name: 'sftp', classe: 'x', archive: null, active: true },
+        },
+      ],
       aliases: [],
     },
   };
@@ -87,30 +115,57 @@ const metadataOf = (vault: string) => ({ metadata: { General: { motto: 'hello' }
 function* leaves(value: unknown, at = ''): Generator<[string, string]> {
   if (typeof value === 'string') yield [at, value];
   else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* leaves(v, at ? `${at}.${i}` : String(i));
-  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) yield* leaves(v, at ? `${at}.${k}` : k);
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) yield* leaves(v, at ? `${at}.${k}` : k);
 }
 
 beforeAll(async () => {
   h = await createHarness({ sourceRoots: [SOURCES] });
-  const adminClient = await import('../core/api-clients/clients.ts').then((m) => m.create(h.ports, 'test', { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }));
+  const adminClient = await import('../core/api-clients/clients.ts').then((m) =>
+    m.create(h.ports, 'test', { username: 'leak-admin', permissions: ['.*'], origin: 'cli' }),
+  );
   admin = basic('leak-admin', adminClient.secret);
   // Every permission by name except showSensitiveInfo (`.*` would grant it).
   const plainClient = await import('../core/api-clients/clients.ts').then((m) =>
-    m.create(h.ports, 'test', { username: 'leak-plain', permissions: SERVICE_NAMES.filter((s) => s !== SHOW_SENSITIVE_INFO), origin: 'cli' }),
+    m.create(h.ports, 'test', {
+      username: 'leak-plain',
+      permissions: SERVICE_NAMES.filter((s) => s !== SHOW_SENSITIVE_INFO),
+      origin: 'cli',
+    }),
   );
   plain = basic('leak-plain', plainClient.secret);
   generated.push(adminClient.secret, plainClient.secret, admin.slice(6), plain.slice(6));
   // A client provisioned from a properties file: a password a person chose, stored as scrypt.
   const now = new Date();
   await h.ports.repos.clients.insert({
-    username: 'leak-props', secretHash: await hashPassword(SECRET.propertiesClient), permissions: ['destinationList'],
-    origin: 'properties', createdAt: now, updatedAt: now, lastUsedAt: null,
+    username: 'leak-props',
+    secretHash: await hashPassword(SECRET.propertiesClient),
+    permissions: ['destinationList'],
+    origin: 'properties',
+    createdAt: now,
+    updatedAt: now,
+    lastUsedAt: null,
   });
   generated.push(basic('leak-props', SECRET.propertiesClient).slice(6));
   await importFields(h.ports, 'test', [
     { name: 'motto', label: 'Motto', type: 'text', category: 'General', position: 1 },
-    { name: 'vault_key', label: 'Vault key', type: 'password', category: 'Access', position: 1, defaultValue: SECRET.fieldDefault },
-    { name: 'locked_key', label: 'Locked key', type: 'password', category: 'Access', position: 2, defaultValue: SECRET.lockedDefault, editable: false },
+    {
+      name: 'vault_key',
+      label: 'Vault key',
+      type: 'password',
+      category: 'Access',
+      position: 1,
+      defaultValue: SECRET.fieldDefault,
+    },
+    {
+      name: 'locked_key',
+      label: 'Locked key',
+      type: 'password',
+      category: 'Access',
+      position: 2,
+      defaultValue: SECRET.lockedDefault,
+      editable: false,
+    },
   ]);
 });
 
@@ -122,22 +177,62 @@ afterAll(async () => {
 describe('a pass over every endpoint with known secrets', () => {
   it('calls every operation as a client with and one without showSensitiveInfo', async () => {
     // Writes that carry secrets, once by each client.
-    expect((await call('backupPut', 'admin', '/v1/destination/backup', { body: backupOf('LEAK_A', SECRET.hostByAdmin) })).status).toBe(200);
-    expect((await call('backupPut', 'plain', '/v1/destination/backup', { body: backupOf('LEAK_B', SECRET.hostByPlain) })).status).toBe(200);
-    expect((await call('incomingUserAdd', 'admin', `/v1/incoming/user/add?id=leak_in1&pass=${SECRET.incomingByAdmin}&email=a@example.org&iso=gb&active=true`)).status).toBe(200);
-    expect((await call('incomingUserAdd', 'plain', `/v1/incoming/user/add?id=leak_in2&pass=${SECRET.incomingByPlain}&email=b@example.org&iso=gb&active=true`)).status).toBe(200);
-    expect((await call('incomingUserAdd2', 'plain', '/v1/incoming/user/add2?id=leak_in3&email=c@example.org&iso=gb')).status).toBe(200);
-    expect((await call('webUserAdd', 'admin', `/v1/web/user/add?id=leak.web1&pass=${SECRET.webByAdmin}&active=true`)).status).toBe(200);
-    expect((await call('webUserAdd', 'plain', `/v1/web/user/add?id=leak.web2&pass=${SECRET.webByPlain}&active=true`)).status).toBe(200);
-    for (const [who, id] of [['admin', 'leak.gen1'], ['plain', 'leak.gen2']] as const) {
+    expect(
+      (await call('backupPut', 'admin', '/v1/destination/backup', { body: backupOf('LEAK_A', SECRET.hostByAdmin) }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call('backupPut', 'plain', '/v1/destination/backup', { body: backupOf('LEAK_B', SECRET.hostByPlain) }))
+        .status,
+    ).toBe(200);
+    expect(
+      (
+        await call(
+          'incomingUserAdd',
+          'admin',
+          `/v1/incoming/user/add?id=leak_in1&pass=${SECRET.incomingByAdmin}&email=a@example.org&iso=gb&active=true`,
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call(
+          'incomingUserAdd',
+          'plain',
+          `/v1/incoming/user/add?id=leak_in2&pass=${SECRET.incomingByPlain}&email=b@example.org&iso=gb&active=true`,
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call('incomingUserAdd2', 'plain', '/v1/incoming/user/add2?id=leak_in3&email=c@example.org&iso=gb')).status,
+    ).toBe(200);
+    expect(
+      (await call('webUserAdd', 'admin', `/v1/web/user/add?id=leak.web1&pass=${SECRET.webByAdmin}&active=true`)).status,
+    ).toBe(200);
+    expect(
+      (await call('webUserAdd', 'plain', `/v1/web/user/add?id=leak.web2&pass=${SECRET.webByPlain}&active=true`)).status,
+    ).toBe(200);
+    for (const [who, id] of [
+      ['admin', 'leak.gen1'],
+      ['plain', 'leak.gen2'],
+    ] as const) {
       const r = await call('webUserAdd2', who, `/v1/web/user/add2?id=${id}&active=true`);
       expect(r.status).toBe(200);
       generated.push(r.json.pass);
     }
-    expect((await call('metadataPut', 'admin', '/v1/destination/LEAK_A/metadata', { body: metadataOf(SECRET.metaByAdmin) })).status).toBe(200);
-    expect((await call('metadataPut', 'admin', '/v1/destination/LEAK_B/metadata', { body: metadataOf(SECRET.metaByAdmin) })).status).toBe(200);
+    expect(
+      (await call('metadataPut', 'admin', '/v1/destination/LEAK_A/metadata', { body: metadataOf(SECRET.metaByAdmin) }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call('metadataPut', 'admin', '/v1/destination/LEAK_B/metadata', { body: metadataOf(SECRET.metaByAdmin) }))
+        .status,
+    ).toBe(200);
     // Without showSensitiveInfo the password value is ignored and the stored one kept.
-    expect((await call('metadataPut', 'plain', '/v1/destination/LEAK_B/metadata', { body: metadataOf(SECRET.metaByPlain) })).status).toBe(200);
+    expect(
+      (await call('metadataPut', 'plain', '/v1/destination/LEAK_B/metadata', { body: metadataOf(SECRET.metaByPlain) }))
+        .status,
+    ).toBe(200);
     // A refused write that carries a secret: the error names the field, not the value.
     const rejected = await call('metadataPut', 'admin', '/v1/destination/LEAK_A/metadata', {
       body: { metadata: { Access: { vault_key: [SECRET.metaRejected, SECRET.metaRejected] } } },
@@ -160,13 +255,18 @@ describe('a pass over every endpoint with known secrets', () => {
     await both('metadataGet', '/v1/destination/LEAK_B/metadata');
     await both('backupList', '/v1/destination/backup');
     await both('backupGet', '/v1/destination/backup/LEAK_A');
-    const hostid = (await call('backupGet', 'admin', '/v1/destination/backup/LEAK_B')).json.backup.destinations[0].associations[0].host.hostid;
+    const hostid = (await call('backupGet', 'admin', '/v1/destination/backup/LEAK_B')).json.backup.destinations[0]
+      .associations[0].host.hostid;
     await both('hostOption', '/v1/host/option', { form: { hostid: String(hostid), name: 'sftp.port', value: '2222' } });
     await both('monitoringSummary', '/v1/monitoring/summary');
     await both('monitoringSummaryProduct', '/v1/monitoring/summary/Smoke');
     await both('monitoringSummaryCycle', '/v1/monitoring/summary/Smoke/00');
     await both('monitoringHistory', '/v1/monitoring/summary/Smoke/00/1/fc');
-    const put = await call('datafilePut', 'plain', `/v1/datafile/put?destination=LEAK_A&source=${encodeURIComponent(path.join(SOURCES, 'fc.grib'))}`);
+    const put = await call(
+      'datafilePut',
+      'plain',
+      `/v1/datafile/put?destination=LEAK_A&source=${encodeURIComponent(path.join(SOURCES, 'fc.grib'))}`,
+    );
     expect(put.status).toBe(200);
     await both('datafileSize', `/v1/datafile/size?id=${put.json.id}`);
     await call('datafileDel', 'admin', `/v1/datafile/del?id=${put.json.id}`);
@@ -209,15 +309,20 @@ describe('a pass over every endpoint with known secrets', () => {
       for (const secret of allSecrets()) {
         if (!reply.text.includes(secret)) continue;
         // The one exception: add2 shows the password it generated, once, to whoever created it.
-        const own = op === 'webUserAdd2' && reply.json?.pass === secret && Object.keys(reply.json).sort().join() === 'pass,status';
+        const own =
+          op === 'webUserAdd2' &&
+          reply.json?.pass === secret &&
+          Object.keys(reply.json).sort().join() === 'pass,status';
         expect(own, `${who} ${op} answer holds ${secret}: ${reply.text.slice(0, 300)}`).toBe(true);
       }
     }
     // The keys that carry secrets are absent altogether, not null.
     const plainLists = seen.filter((s) => s.who === 'plain' && (s.op === 'incomingUserList' || s.op === 'webUserList'));
-    for (const { reply } of plainLists) for (const user of reply.json.userList) expect(user).not.toHaveProperty('password');
+    for (const { reply } of plainLists)
+      for (const user of reply.json.userList) expect(user).not.toHaveProperty('password');
     for (const { reply } of seen.filter((s) => s.who === 'plain' && (s.op === 'backupList' || s.op === 'backupGet'))) {
-      for (const d of reply.json.backup.destinations) for (const a of d.associations) expect(a.host).not.toHaveProperty('passwd');
+      for (const d of reply.json.backup.destinations)
+        for (const a of d.associations) expect(a.host).not.toHaveProperty('passwd');
     }
     for (const { reply } of seen.filter((s) => s.who === 'plain' && s.op === 'metadataGet')) {
       expect(reply.json.metadata.Access ?? {}).toEqual({});
@@ -247,13 +352,28 @@ describe('a pass over every endpoint with known secrets', () => {
     expect(where(SECRET.incomingByAdmin)).toEqual(['incomingUserList:userList.*.password']);
     expect(where(SECRET.incomingByPlain)).toEqual(['incomingUserList:userList.*.password']);
     expect(where(SECRET.webByAdmin)).toEqual(['webUserList:userList.*.password']);
-    expect(where(SECRET.hostByAdmin)).toEqual(['backupGet:backup.destinations.*.associations.*.host.passwd', 'backupList:backup.destinations.*.associations.*.host.passwd']);
-    expect(where(SECRET.hostByPlain)).toEqual(['backupGet:backup.destinations.*.associations.*.host.passwd', 'backupList:backup.destinations.*.associations.*.host.passwd']);
+    expect(where(SECRET.hostByAdmin)).toEqual([
+      'backupGet:backup.destinations.*.associations.*.host.passwd',
+      'backupList:backup.destinations.*.associations.*.host.passwd',
+    ]);
+    expect(where(SECRET.hostByPlain)).toEqual([
+      'backupGet:backup.destinations.*.associations.*.host.passwd',
+      'backupList:backup.destinations.*.associations.*.host.passwd',
+    ]);
     expect(where(SECRET.metaByAdmin)).toEqual(['metadataGet:metadata.Access.vault_key']);
     expect(where(SECRET.fieldDefault)).toEqual(['metadataFields:fields.*.defaultValue']);
-    expect(where(SECRET.lockedDefault)).toEqual(['metadataFields:fields.*.defaultValue', 'metadataGet:metadata.Access.locked_key']);
+    expect(where(SECRET.lockedDefault)).toEqual([
+      'metadataFields:fields.*.defaultValue',
+      'metadataGet:metadata.Access.locked_key',
+    ]);
     // Never shown to anyone: what a client without the permission tried to set, what was refused, client secrets.
-    for (const never of [SECRET.metaByPlain, SECRET.metaRejected, SECRET.propertiesClient, SECRET.wrongGuess, ...generated.slice(0, 5)]) {
+    for (const never of [
+      SECRET.metaByPlain,
+      SECRET.metaRejected,
+      SECRET.propertiesClient,
+      SECRET.wrongGuess,
+      ...generated.slice(0, 5),
+    ]) {
       expect(where(never), never).toEqual([]);
     }
     // The web user deleted by `plain` is gone; the one `admin` created with add2 is listed with its password.
@@ -263,7 +383,11 @@ describe('a pass over every endpoint with known secrets', () => {
   // The source of a refused data file is quoted in the service error, which is logged: user info is masked.
   it('credentials inside a data-file source URL are not logged', async () => {
     const secret = mark('url-pass');
-    const r = await h.call('GET', `/v1/datafile/put?destination=LEAK_A&source=${encodeURIComponent(`https://user:${secret}@elsewhere.example/x`)}`, { auth: admin });
+    const r = await h.call(
+      'GET',
+      `/v1/datafile/put?destination=LEAK_A&source=${encodeURIComponent(`https://user:${secret}@elsewhere.example/x`)}`,
+      { auth: admin },
+    );
     expect(r.status).toBe(500);
     expect(h.logLines.filter((l) => l.includes(secret))).toEqual([]);
   });

@@ -1,13 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { VERSION } from '../core/system/version.ts';
-import {
-  basic, freePort, killAll, removeTempDirs, request, runCli, startServer, tempDir, type ServerProcess,
-} from './support/processes.ts';
 import { onPostgres } from './support/database.ts';
+import {
+  basic,
+  freePort,
+  killAll,
+  removeTempDirs,
+  request,
+  runCli,
+  type ServerProcess,
+  startServer,
+  tempDir,
+} from './support/processes.ts';
 
 // `ecpds-edge serve` as operators run it: a child process on a free port, spoken to over HTTPS.
 // The embedded-database servers do not read TEST_DATABASE_URL, so only the PGlite pass runs them.
@@ -82,18 +90,27 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
     expect(ok.json).toMatchObject({ status: 'ok', userList: [] });
     // Twice in a row (the second call is answered from the verification cache).
     expect((await request(url, 'GET', '/v1/incoming/user/list', { authorization: auth })).status).toBe(200);
-    const wrong = await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic(CLIENT.username, `${PASSWORD}x`) });
+    const wrong = await request(url, 'GET', '/v1/incoming/user/list', {
+      authorization: basic(CLIENT.username, `${PASSWORD}x`),
+    });
     expect(wrong.status).toBe(500);
     expect(wrong.json).toEqual({ status: 'error', message: 'User not authorized' });
     // Its expression is enforced: webUserList is not granted.
-    expect((await request(url, 'GET', '/v1/web/user/list', { authorization: auth })).json.message).toBe('User not authorized');
+    expect((await request(url, 'GET', '/v1/web/user/list', { authorization: auth })).json.message).toBe(
+      'User not authorized',
+    );
   });
 
   it('logs and skips a malformed line and an expression that does not compile', async () => {
     const skipped = server.logs().filter((l) => l.msg === 'properties entry skipped');
-    expect(skipped.map((l) => [l.level, l.line])).toEqual([['warn', 6], ['warn', 7]]);
+    expect(skipped.map((l) => [l.level, l.line])).toEqual([
+      ['warn', 6],
+      ['warn', 7],
+    ]);
     expect(skipped[1]!.reason).toMatch(/Invalid permission expression: incoming\(/);
-    const bad = await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic('badregex', 'Another-pass-1') });
+    const bad = await request(url, 'GET', '/v1/incoming/user/list', {
+      authorization: basic('badregex', 'Another-pass-1'),
+    });
     expect(bad.json).toEqual({ status: 'error', message: 'User not authorized' });
   });
 
@@ -109,7 +126,8 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
   it('never logs a client secret or an Authorization value', async () => {
     await request(url, 'GET', '/v1/incoming/user/list', { authorization: auth, 'x-request-id': 'secret-check' });
     // Log lines are written once per turn of the server's event loop, just after the answer.
-    for (let i = 0; i < 100 && !server.output().includes('"requestId":"secret-check"'); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !server.output().includes('"requestId":"secret-check"'); i++)
+      await new Promise((r) => setTimeout(r, 20));
     const log = server.output();
     expect(log).toContain('"requestId":"secret-check"');
     expect(log).not.toContain(PASSWORD);
@@ -118,7 +136,11 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
   });
 
   it('refuses a second server on the same data directory', async () => {
-    const second = startServer({ PORT: String(await freePort()), ECPDS_DATA_DIR: dataDir, ECPDS_PROPERTIES: propsFile });
+    const second = startServer({
+      PORT: String(await freePort()),
+      ECPDS_DATA_DIR: dataDir,
+      ECPDS_PROPERTIES: propsFile,
+    });
     expect(await second.exited).not.toBe(0);
     expect(second.output()).toMatch(/embedded database in .* is in use by a running server \(pid \d+\)/);
     // The first one still holds and serves it.
@@ -126,7 +148,9 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
   });
 
   it('stops on SIGTERM within 10 s, and a restart keeps the data written before', async () => {
-    const add = await request(url, 'POST', '/v1/incoming/user/add2?id=x&email=x%40example.org&iso=gb', { authorization: auth });
+    const add = await request(url, 'POST', '/v1/incoming/user/add2?id=x&email=x%40example.org&iso=gb', {
+      authorization: auth,
+    });
     expect(add.status, add.text).toBe(200);
     expect(await server.stop(10_000)).toBe(true);
     expect(await server.exited).toBe(0);
@@ -139,8 +163,13 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
     url = await waitReady(server);
     const list = await request(url, 'GET', '/v1/incoming/user/list', { authorization: auth });
     expect(list.status).toBe(200);
-    expect(list.json.userList).toEqual([expect.objectContaining({ id: 'x', email: 'x@example.org', iso: 'gb', active: true })]);
-    expect((await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic(CLIENT.username, 'Changed-pass-9') })).status).toBe(500);
+    expect(list.json.userList).toEqual([
+      expect.objectContaining({ id: 'x', email: 'x@example.org', iso: 'gb', active: true }),
+    ]);
+    expect(
+      (await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic(CLIENT.username, 'Changed-pass-9') }))
+        .status,
+    ).toBe(500);
     expect(server.logs().some((l) => /deprecated/.test(l.msg))).toBe(false);
     expect(await server.stop(10_000)).toBe(true);
   });
@@ -159,7 +188,9 @@ describe.skipIf(onPostgres())('bootstrap admin', () => {
     expect(server.logs().some((l) => JSON.stringify(l).includes(secret!))).toBe(false);
     const r = await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic('admin', secret!) });
     expect(r.status).toBe(200);
-    expect((await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic('admin', 'nope') })).status).toBe(500);
+    expect(
+      (await request(url, 'GET', '/v1/incoming/user/list', { authorization: basic('admin', 'nope') })).status,
+    ).toBe(500);
     expect(await server.stop()).toBe(true);
 
     // A restart does not create another one.
@@ -213,7 +244,9 @@ describe.skipIf(onPostgres())('trust-proxy mode', () => {
 describe.skipIf(onPostgres())('configuration errors', () => {
   it('refuses DATABASE_URL without ECPDS_SECRET_KEY with a clear message', () => {
     const r = runCli(['serve'], {
-      PORT: '0', ECPDS_DATA_DIR: path.join(tempDir(), 'data'), DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      PORT: '0',
+      ECPDS_DATA_DIR: path.join(tempDir(), 'data'),
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
     });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/^ecpds-edge: ECPDS_SECRET_KEY is required with DATABASE_URL/m);
@@ -244,15 +277,20 @@ describe.runIf(process.env.TEST_DATABASE_URL)('server on Postgres', () => {
     const props = path.join(dir, 'ecpds.properties');
     fs.writeFileSync(props, `[API]\npgclient=Pg-pass-123:.*\n`);
     const env = {
-      PORT: String(await freePort()), ECPDS_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: target.toString(),
-      ECPDS_SECRET_KEY: randomBytes(32).toString('base64'), ECPDS_PROPERTIES: props,
+      PORT: String(await freePort()),
+      ECPDS_DATA_DIR: path.join(dir, 'data'),
+      DATABASE_URL: target.toString(),
+      ECPDS_SECRET_KEY: randomBytes(32).toString('base64'),
+      ECPDS_PROPERTIES: props,
     };
     const server = startServer(env);
     const url = await waitReady(server);
     expect(server.logs().find((l) => l.msg === 'listening')).toMatchObject({ database: 'postgres' });
     expect((await request(url, 'GET', '/v1/version')).status).toBe(200);
     const auth = basic('pgclient', 'Pg-pass-123');
-    const add = await request(url, 'POST', '/v1/incoming/user/add2?id=pg&email=pg%40example.org&iso=gb', { authorization: auth });
+    const add = await request(url, 'POST', '/v1/incoming/user/add2?id=pg&email=pg%40example.org&iso=gb', {
+      authorization: auth,
+    });
     expect(add.status, add.text).toBe(200);
     expect(await server.stop()).toBe(true);
     expect(await server.exited).toBe(0);

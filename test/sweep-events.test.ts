@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errEvent, formatEvent, prsEvent } from '../core/common/events.ts';
 import { sweepExpired } from '../core/data-files/handlers.ts';
 import { openPglite } from '../db/pglite.ts';
@@ -29,13 +29,19 @@ beforeAll(async () => {
   admin = await h.client('admin', ['.*']);
   const restored = await h.call('PUT', '/v1/destination/backup', {
     auth: admin,
-    body: { backup: { destinations: [{
-      destination: { name: 'SWEEPD', countryIso: 'gb', type: 2 },
-      associations: [
-        { priority: 1, host: { nickname: 'second', host: 'b.example', networkCode: 'B' } },
-        { priority: 0, host: { nickname: 'first', host: 'a.example', networkCode: 'NET;1' } },
-      ],
-    }] } },
+    body: {
+      backup: {
+        destinations: [
+          {
+            destination: { name: 'SWEEPD', countryIso: 'gb', type: 2 },
+            associations: [
+              { priority: 1, host: { nickname: 'second', host: 'b.example', networkCode: 'B' } },
+              { priority: 0, host: { nickname: 'first', host: 'a.example', networkCode: 'NET;1' } },
+            ],
+          },
+        ],
+      },
+    },
   });
   expect(restored.json).toEqual({ status: 'ok', message: 'Number of Destination(s) created: 1' });
   await h.addDestination('NOHOST');
@@ -46,13 +52,22 @@ afterAll(async () => {
 });
 
 const put = async (q: Record<string, string>) => {
-  const r = await h.call('GET', `/v1/datafile/put?${new URLSearchParams({ destination: 'SWEEPD', source: path.join(root, 'a.txt'), lifetime: '1h', ...q })}`, { auth: admin });
+  const r = await h.call(
+    'GET',
+    `/v1/datafile/put?${new URLSearchParams({ destination: 'SWEEPD', source: path.join(root, 'a.txt'), lifetime: '1h', ...q })}`,
+    { auth: admin },
+  );
   expect(r.status, r.text).toBe(200);
   const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
   return { fileId: r.json.id as number, transferId: t!.id };
 };
 const statusOf = async (transferId: number) =>
-  (await h.db.select({ status: dataTransfers.status, message: dataTransfers.message }).from(dataTransfers).where(eq(dataTransfers.id, transferId)))[0];
+  (
+    await h.db
+      .select({ status: dataTransfers.status, message: dataTransfers.message })
+      .from(dataTransfers)
+      .where(eq(dataTransfers.id, transferId))
+  )[0];
 
 describe('sweepExpired', () => {
   it('fails live transfers past their expiry, one ERR entry each with the first host network code', async () => {
@@ -98,7 +113,17 @@ describe('sweepExpired', () => {
 
 describe('event entries', () => {
   it('escape backslash, semicolon and line breaks so one entry stays one line', () => {
-    const line = formatEvent('ERR', { A: 'x;y', B: 'l1\nl2', C: 'back\\slash', D: null, E: undefined, F: 'cr\r', G: 42, H: 'a\\;', I: 'k=v' });
+    const line = formatEvent('ERR', {
+      A: 'x;y',
+      B: 'l1\nl2',
+      C: 'back\\slash',
+      D: null,
+      E: undefined,
+      F: 'cr\r',
+      G: 42,
+      H: 'a\\;',
+      I: 'k=v',
+    });
     expect(line).toBe('ERR;A=x\\;y;B=l1\\nl2;C=back\\\\slash;D=;E=;F=cr\\r;G=42;H=a\\\\\\;;I=k=v');
     expect(line).not.toMatch(/[\r\n]/);
     // splitting at the unescaped separators gives back the fields
@@ -108,12 +133,36 @@ describe('event entries', () => {
   });
 
   it('PRS and ERR carry their fields in the reference order, times in epoch ms', () => {
-    expect(prsEvent({
-      at: T0, code: 'INIT', product: 'p', step: 3, productTime: T0, type: 't', scheduledTime: null, lastUpdate: plus(1), error: 'e;1',
-    })).toBe(`PRS;TimeStamp=${T0.getTime()};StatusCode=INIT;DataStream=p;TimeStep=3;TimeBase=${T0.getTime()};Type=t;ScheduleTime=;LastUpdate=${plus(1).getTime()};ErrorMessage=e\\;1`);
-    expect(errEvent({
-      at: T0, transferId: 7, destination: 'D', destinationType: 0, fileName: 'f', fileSize: 0, scheduledTime: plus(2), networkCode: null, message: 'm\n',
-    })).toBe(`ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=0;FileName=f;FileSize=0;ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`);
+    expect(
+      prsEvent({
+        at: T0,
+        code: 'INIT',
+        product: 'p',
+        step: 3,
+        productTime: T0,
+        type: 't',
+        scheduledTime: null,
+        lastUpdate: plus(1),
+        error: 'e;1',
+      }),
+    ).toBe(
+      `PRS;TimeStamp=${T0.getTime()};StatusCode=INIT;DataStream=p;TimeStep=3;TimeBase=${T0.getTime()};Type=t;ScheduleTime=;LastUpdate=${plus(1).getTime()};ErrorMessage=e\\;1`,
+    );
+    expect(
+      errEvent({
+        at: T0,
+        transferId: 7,
+        destination: 'D',
+        destinationType: 0,
+        fileName: 'f',
+        fileSize: 0,
+        scheduledTime: plus(2),
+        networkCode: null,
+        message: 'm\n',
+      }),
+    ).toBe(
+      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=0;FileName=f;FileSize=0;ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`,
+    );
   });
 });
 
@@ -126,12 +175,22 @@ describe.skipIf(onPostgres())('command line', () => {
   let env: NodeJS.ProcessEnv;
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-cli-'));
-    env = { ...process.env, ECPDS_DATA_DIR: path.join(dir, 'data'), ECPDS_EVENT_LOG: path.join(dir, 'events.log'), DATABASE_URL: '', ECPDS_SECRET_KEY: '' };
+    env = {
+      ...process.env,
+      ECPDS_DATA_DIR: path.join(dir, 'data'),
+      ECPDS_EVENT_LOG: path.join(dir, 'events.log'),
+      DATABASE_URL: '',
+      ECPDS_SECRET_KEY: '',
+    };
     fs.writeFileSync(path.join(dir, 'events.log'), 'PRE;existing\n');
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   const cli = (...args: string[]) => run(process.execPath, [bin, ...args], { env, cwd: dir, timeout: SLOW });
-  const logLines = () => fs.readFileSync(path.join(dir, 'events.log'), 'utf8').split('\n').filter((l) => l !== '');
+  const logLines = () =>
+    fs
+      .readFileSync(path.join(dir, 'events.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
 
   const key = { product: 'cli', time: '00', step: 0, type: 'fc', productTime: '2030-01-01T00:00:00Z' };
   const lines = [
@@ -145,54 +204,93 @@ describe.skipIf(onPostgres())('command line', () => {
     JSON.stringify({ ...key, code: 'DONE', at: '2030-01-01T02:00:00Z' }),
   ];
 
-  it('monitoring import: bad lines reported by number and skipped, counts summed, PRS entries appended', async () => {
-    const file = path.join(dir, 'notes.ndjson');
-    fs.writeFileSync(file, `${lines.join('\n')}\n`);
-    const first = await cli('monitoring', 'import', file);
-    expect(first.stdout).toBe('Notifications: 2 accepted, 1 ignored, 1 refused, 3 bad lines.\n');
-    expect(first.stderr).toContain('line 3: not valid JSON; skipped\n');
-    expect(first.stderr).toMatch(/line 4: step: [^\n]+; skipped\n/);
-    expect(first.stderr).toMatch(/line 7: step: [^\n]+; skipped\n/);
-    expect(first.stderr).not.toMatch(/line [1256]:/);
-    const tb = Date.parse('2030-01-01T00:00:00Z');
-    const log = logLines();
-    expect(log).toHaveLength(3);
-    expect(log[0]).toBe('PRE;existing');
-    expect(log[1]).toMatch(new RegExp(`^PRS;TimeStamp=\\d+;StatusCode=INIT;DataStream=cli;TimeStep=0;TimeBase=${tb};Type=fc;ScheduleTime=${tb + 6 * 3_600_000};LastUpdate=${tb + 3_600_000};ErrorMessage=cli/00/0/fc: already expected$`));
-    expect(log[2]).toMatch(new RegExp(`^PRS;TimeStamp=\\d+;StatusCode=EXEC;DataStream=other;TimeStep=1;TimeBase=${tb};Type=fc;ScheduleTime=;LastUpdate=;ErrorMessage=other/00/1/fc: not found$`));
+  it(
+    'monitoring import: bad lines reported by number and skipped, counts summed, PRS entries appended',
+    async () => {
+      const file = path.join(dir, 'notes.ndjson');
+      fs.writeFileSync(file, `${lines.join('\n')}\n`);
+      const first = await cli('monitoring', 'import', file);
+      expect(first.stdout).toBe('Notifications: 2 accepted, 1 ignored, 1 refused, 3 bad lines.\n');
+      expect(first.stderr).toContain('line 3: not valid JSON; skipped\n');
+      expect(first.stderr).toMatch(/line 4: step: [^\n]+; skipped\n/);
+      expect(first.stderr).toMatch(/line 7: step: [^\n]+; skipped\n/);
+      expect(first.stderr).not.toMatch(/line [1256]:/);
+      const tb = Date.parse('2030-01-01T00:00:00Z');
+      const log = logLines();
+      expect(log).toHaveLength(3);
+      expect(log[0]).toBe('PRE;existing');
+      expect(log[1]).toMatch(
+        new RegExp(
+          `^PRS;TimeStamp=\\d+;StatusCode=INIT;DataStream=cli;TimeStep=0;TimeBase=${tb};Type=fc;ScheduleTime=${tb + 6 * 3_600_000};LastUpdate=${tb + 3_600_000};ErrorMessage=cli/00/0/fc: already expected$`,
+        ),
+      );
+      expect(log[2]).toMatch(
+        new RegExp(
+          `^PRS;TimeStamp=\\d+;StatusCode=EXEC;DataStream=other;TimeStep=1;TimeBase=${tb};Type=fc;ScheduleTime=;LastUpdate=;ErrorMessage=other/00/1/fc: not found$`,
+        ),
+      );
 
-    // the data dir keeps what was accepted: the same file again is all ignored or refused
-    const second = await cli('monitoring', 'import', file);
-    expect(second.stdout).toBe('Notifications: 0 accepted, 3 ignored, 1 refused, 3 bad lines.\n');
-    const again = logLines();
-    expect(again).toHaveLength(7);
-    expect(again.slice(3).map((l) => l.replace(/^.*ErrorMessage=/, ''))).toEqual([
-      'cli/00/0/fc: already expected', 'cli/00/0/fc: already expected', 'other/00/1/fc: not found', 'cli/00/0/fc: already completed',
-    ]);
-  }, SLOW);
+      // the data dir keeps what was accepted: the same file again is all ignored or refused
+      const second = await cli('monitoring', 'import', file);
+      expect(second.stdout).toBe('Notifications: 0 accepted, 3 ignored, 1 refused, 3 bad lines.\n');
+      const again = logLines();
+      expect(again).toHaveLength(7);
+      expect(again.slice(3).map((l) => l.replace(/^.*ErrorMessage=/, ''))).toEqual([
+        'cli/00/0/fc: already expected',
+        'cli/00/0/fc: already expected',
+        'other/00/1/fc: not found',
+        'cli/00/0/fc: already completed',
+      ]);
+    },
+    SLOW,
+  );
 
-  it('monitoring import of a missing file fails with a message', async () => {
-    const missing = path.join(dir, 'missing.ndjson');
-    await expect(cli('monitoring', 'import', missing)).rejects.toMatchObject({ code: 1, stderr: `ecpds-edge: cannot read ${missing}: no such file\n` });
-  }, SLOW);
-
-  it('sweep runs once and fails the expired transfers of the data dir', async () => {
-    expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
-    // the command runs on the real clock: this transfer expired a minute ago
-    const scheduled = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000);
-    const handle = await openPglite(path.join(dir, 'data', 'pgdata'));
-    try {
-      await handle.db.insert(destinations).values({ name: 'CLID', countryIso: 'gb', type: 1 });
-      const [file] = await handle.db.insert(dataFiles).values({ source: '/x/y.bin', size: 9, registeredBy: 'test' }).returning();
-      await handle.db.insert(dataTransfers).values({
-        dataFileId: file!.id, destination: 'CLID', target: 'y.bin', priority: 99, status: 'WAIT', scheduledAt: scheduled, expiresAt: new Date(Date.now() - 60_000),
+  it(
+    'monitoring import of a missing file fails with a message',
+    async () => {
+      const missing = path.join(dir, 'missing.ndjson');
+      await expect(cli('monitoring', 'import', missing)).rejects.toMatchObject({
+        code: 1,
+        stderr: `ecpds-edge: cannot read ${missing}: no such file\n`,
       });
-    } finally {
-      await handle.close();
-    }
-    expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 1.\n');
-    const last = logLines().at(-1)!;
-    expect(last).toMatch(new RegExp(`^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=1;FileName=y\\.bin;FileSize=9;ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`));
-    expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
-  }, SLOW);
+    },
+    SLOW,
+  );
+
+  it(
+    'sweep runs once and fails the expired transfers of the data dir',
+    async () => {
+      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
+      // the command runs on the real clock: this transfer expired a minute ago
+      const scheduled = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000);
+      const handle = await openPglite(path.join(dir, 'data', 'pgdata'));
+      try {
+        await handle.db.insert(destinations).values({ name: 'CLID', countryIso: 'gb', type: 1 });
+        const [file] = await handle.db
+          .insert(dataFiles)
+          .values({ source: '/x/y.bin', size: 9, registeredBy: 'test' })
+          .returning();
+        await handle.db.insert(dataTransfers).values({
+          dataFileId: file!.id,
+          destination: 'CLID',
+          target: 'y.bin',
+          priority: 99,
+          status: 'WAIT',
+          scheduledAt: scheduled,
+          expiresAt: new Date(Date.now() - 60_000),
+        });
+      } finally {
+        await handle.close();
+      }
+      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 1.\n');
+      const last = logLines().at(-1)!;
+      expect(last).toMatch(
+        new RegExp(
+          `^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=1;FileName=y\\.bin;FileSize=9;ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`,
+        ),
+      );
+      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
+    },
+    SLOW,
+  );
 });

@@ -25,7 +25,8 @@ const add2 = (p: Record<string, string>, auth = admin) => h.call('POST', `/v1/we
 const del = (id: string, auth = admin) => h.call('DELETE', `/v1/web/user/del/${id}`, { auth });
 const list = (query = '', auth = admin) => h.call('GET', `/v1/web/user/list${query}`, { auth });
 const row = async (id: string) => (await h.db.select().from(webUsers).where(eq(webUsers.id, id)))[0];
-const grant = (id: string, ...categories: string[]) => h.db.insert(webUserCategories).values(categories.map((category) => ({ userId: id, category })));
+const grant = (id: string, ...categories: string[]) =>
+  h.db.insert(webUserCategories).values(categories.map((category) => ({ userId: id, category })));
 const clear = async (id: string) => h.ports.secrets.decrypt((await row(id))!.passwordSealed);
 async function listed(id: string, auth = admin) {
   const r = await list('', auth);
@@ -79,7 +80,12 @@ describe('POST /v1/web/user/add', () => {
     expect((await add({ id })).text).toBe(OK);
     expect((await add({ id, pass: '', name: '', active: '' })).text).toBe(OK);
     const after = (await row(id))!;
-    expect(after).toMatchObject({ name: 'First', active: true, passwordSealed: before.passwordSealed, passwordHash: before.passwordHash });
+    expect(after).toMatchObject({
+      name: 'First',
+      active: true,
+      passwordSealed: before.passwordSealed,
+      passwordHash: before.passwordHash,
+    });
     expect(await clear(id)).toBe('first');
   });
 
@@ -168,10 +174,21 @@ describe('GET /v1/web/user/list', () => {
     await grant(a, cat);
     await grant(idle, cat);
     const r = await list(`?category=${cat}`, plain);
-    const users = [{ id: a, name: null, active: true, categories: [cat] }, { id: b, name: 'B', active: true, categories: ['alpha', cat, 'zeta'].sort() }];
+    const users = [
+      { id: a, name: null, active: true, categories: [cat] },
+      { id: b, name: 'B', active: true, categories: ['alpha', cat, 'zeta'].sort() },
+    ];
     expect(r.text).toBe(JSON.stringify({ status: 'ok', userList: users }));
     const s = await list(`?category=${cat}`, admin);
-    expect(s.text).toBe(JSON.stringify({ status: 'ok', userList: [{ ...users[0], password: 'pa' }, { ...users[1], password: 'pb' }] }));
+    expect(s.text).toBe(
+      JSON.stringify({
+        status: 'ok',
+        userList: [
+          { ...users[0], password: 'pa' },
+          { ...users[1], password: 'pb' },
+        ],
+      }),
+    );
     expect((await list('?category=nobody-has-this')).text).toBe('{"status":"ok","userList":[]}');
   });
 

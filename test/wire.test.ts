@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, SERVICE_NAMES } from '../core/catalogue.ts';
 import { VERSION } from '../core/system/version.ts';
-import { basic, createHarness, type Harness } from './support/harness.ts';
 import pkg from '../package.json' with { type: 'json' };
+import { basic, createHarness, type Harness } from './support/harness.ts';
 
 let h: Harness;
 let admin: string;
@@ -30,7 +30,11 @@ describe('GET /v1/version', () => {
   });
 
   it('carries the same response headers on answers and on errors, echoing a well-formed request id', async () => {
-    for (const [path, status] of [['/v1/version', 200], ['/v1/destination/list', 401], ['/v1/nowhere', 404]] as const) {
+    for (const [path, status] of [
+      ['/v1/version', 200],
+      ['/v1/destination/list', 401],
+      ['/v1/nowhere', 404],
+    ] as const) {
       const r = await h.call('GET', path, { headers: { 'x-request-id': 'trace-42' } });
       expect(r.status, path).toBe(status);
       expect(r.headers.get('x-request-id'), path).toBe('trace-42');
@@ -96,16 +100,24 @@ describe('HTTP-level answers', () => {
   });
 
   it('400 names the parameter and what was expected', async () => {
-    const r = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&active=maybe', { auth: admin });
+    const r = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&active=maybe', {
+      auth: admin,
+    });
     expect(r.status).toBe(400);
     expect(r.text).toBe("Invalid value for parameter active: 'maybe' (true or false expected)");
-    const e = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&portalService=Open-Access', { auth: admin });
+    const e = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&portalService=Open-Access', {
+      auth: admin,
+    });
     expect(e.status).toBe(400);
-    expect(e.text).toBe("Invalid value for parameter portalService: 'Open-Access' (one of standard-login, open-access, self-service expected)");
+    expect(e.text).toBe(
+      "Invalid value for parameter portalService: 'Open-Access' (one of standard-login, open-access, self-service expected)",
+    );
   });
 
   it('400 for a type error comes before the permission check', async () => {
-    const r = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&active=1', { auth: basic('nobody', 'x') });
+    const r = await h.call('POST', '/v1/incoming/user/add2?id=u&email=u@example.org&iso=gb&active=1', {
+      auth: basic('nobody', 'x'),
+    });
     expect(r.status).toBe(400);
   });
 
@@ -135,7 +147,10 @@ describe('HTTP-level answers', () => {
   });
 
   it('413 for a body over the limit', async () => {
-    const r = await h.call('POST', '/v1/incoming/category/add?id=u', { auth: admin, body: JSON.stringify(['x'.repeat(2 * 1024 * 1024)]) });
+    const r = await h.call('POST', '/v1/incoming/category/add?id=u', {
+      auth: admin,
+      body: JSON.stringify(['x'.repeat(2 * 1024 * 1024)]),
+    });
     expect(r.status).toBe(413);
     expect(r.headers.get('content-type')).toMatch(/^text\/plain/);
   });
@@ -201,9 +216,14 @@ describe('trust-proxy mode', () => {
     try {
       expect((await proxied.call('GET', '/v1/version', { scheme: 'http' })).status).toBe(403);
       expect((await proxied.call('GET', '/v1/version', { scheme: 'https' })).status).toBe(403);
-      const ok = await proxied.call('GET', '/v1/version', { scheme: 'http', headers: { 'x-forwarded-proto': 'https' } });
+      const ok = await proxied.call('GET', '/v1/version', {
+        scheme: 'http',
+        headers: { 'x-forwarded-proto': 'https' },
+      });
       expect(ok.status).toBe(200);
-      expect((await proxied.call('GET', '/v1/version', { scheme: 'http', headers: { 'x-forwarded-proto': 'http' } })).status).toBe(403);
+      expect(
+        (await proxied.call('GET', '/v1/version', { scheme: 'http', headers: { 'x-forwarded-proto': 'http' } })).status,
+      ).toBe(403);
     } finally {
       await proxied.close();
     }

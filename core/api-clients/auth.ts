@@ -1,11 +1,18 @@
-import { hashGeneratedSecret, isSlowHash, keyedHash, sha256Base64, verifySecretHash, type Sha256Base64 } from '../common/crypto.ts';
-import { decodeStrictBase64 } from '../common/encoding.ts';
-import { expiringCache } from '../common/expiring-cache.ts';
-import { throttled, unauthorized } from '../common/errors.ts';
 import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
+import {
+  hashGeneratedSecret,
+  isSlowHash,
+  keyedHash,
+  type Sha256Base64,
+  sha256Base64,
+  verifySecretHash,
+} from '../common/crypto.ts';
+import { decodeStrictBase64 } from '../common/encoding.ts';
+import { throttled, unauthorized } from '../common/errors.ts';
+import { expiringCache } from '../common/expiring-cache.ts';
+import type { Caller, Ports } from '../ports.ts';
 import { grants } from './permissions.ts';
 import type { ApiClient, CredentialCache } from './ports.ts';
-import type { Caller, Ports } from '../ports.ts';
 
 export interface Credentials {
   username: string;
@@ -86,7 +93,12 @@ async function secretMatches(cache: CredentialCache, client: ApiClient, secret: 
  * Every failure gives the same answer, so the caller learns nothing about which check failed.
  * `address` is the client's address as the shell sees it, for the failed-authentication limit.
  */
-export async function authenticate(ports: Ports, credentials: Credentials, service: string | null, address?: string): Promise<Caller> {
+export async function authenticate(
+  ports: Ports,
+  credentials: Credentials,
+  service: string | null,
+  address?: string,
+): Promise<Caller> {
   const now = ports.clock().getTime();
   // Checked before the database is asked, so a guessing caller costs nothing once refused.
   const wait = ports.authThrottle.retryAfter(credentials.username, address, now);

@@ -1,9 +1,9 @@
 import { generateSecret, hashGeneratedSecret, hashPassword } from '../common/crypto.ts';
 import { conflict, invalid, notFound } from '../common/errors.ts';
-import { checkPermissions } from './permissions.ts';
-import type { ApiClient, ClientOrigin } from './ports.ts';
 import { audited } from '../console/audit.ts';
 import type { Ports } from '../ports.ts';
+import { checkPermissions } from './permissions.ts';
+import type { ApiClient, ClientOrigin } from './ports.ts';
 
 /** Client management used by the command line and the console (spec §5.1). */
 
@@ -43,7 +43,13 @@ export async function create(
   const permissions = checkPermissions(input.permissions);
   const secret = generateSecret();
   const now = ports.clock();
-  const change = { actor, action: 'create', targetKind: 'API client', target: input.username, detail: permissions.join(' ') };
+  const change = {
+    actor,
+    action: 'create',
+    targetKind: 'API client',
+    target: input.username,
+    detail: permissions.join(' '),
+  };
   await audited(ports, change, async (repos) => {
     const inserted = await repos.clients.insert({
       username: input.username,
@@ -70,8 +76,14 @@ export async function show(ports: Ports, username: string) {
 }
 
 /** Changes a stored client and audits it in one transaction; this process forgets its cached record at once. */
-async function changeClient(ports: Ports, actor: string, username: string, action: string, detail: string | null,
-  work: (clients: Ports['repos']['clients']) => Promise<boolean>) {
+async function changeClient(
+  ports: Ports,
+  actor: string,
+  username: string,
+  action: string,
+  detail: string | null,
+  work: (clients: Ports['repos']['clients']) => Promise<boolean>,
+) {
   try {
     await audited(ports, { actor, action, targetKind: 'API client', target: username, detail }, async (repos) => {
       if (!(await work(repos.clients))) throw notFound(`Client ${username} not found`);
@@ -135,7 +147,12 @@ export function parseProperties(text: string): Array<PropertiesClient | { line: 
       out.push({ line, reason: 'expected <username>=<password>:<service-regex>' });
       return;
     }
-    out.push({ line, username: trimmed.slice(0, eq).trim(), password: trimmed.slice(eq + 1, colon), permission: trimmed.slice(colon + 1).trim() });
+    out.push({
+      line,
+      username: trimmed.slice(0, eq).trim(),
+      password: trimmed.slice(eq + 1, colon),
+      permission: trimmed.slice(colon + 1).trim(),
+    });
   });
   return out;
 }

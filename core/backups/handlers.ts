@@ -1,11 +1,11 @@
 import { badRequest, invalid, notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { parseBackupBody, type Backup } from './schema.ts';
-import { DESTINATION_KEYS, HOST_KEYS, type Destination, type Host } from '../destinations/model.ts';
-import type { Ctx, Repositories } from '../ports.ts';
 import { checkedFilter } from '../destinations/handlers.ts';
+import { DESTINATION_KEYS, type Destination, HOST_KEYS, type Host } from '../destinations/model.ts';
 import { seedDefaultsFor } from '../metadata/seeding.ts';
+import type { Ctx, Repositories } from '../ports.ts';
 import type { backupOperations } from './operations.ts';
+import { type Backup, parseBackupBody } from './schema.ts';
 
 const pick = <T extends object>(record: T, keys: object) =>
   Object.fromEntries(Object.keys(keys).map((k) => [k, (record as Record<string, unknown>)[k] ?? null]));
@@ -17,7 +17,9 @@ async function backupOf(ctx: Ctx, destinations: Destination[]) {
   const associations = await ctx.ports.repos.hosts.ofDestinations(names);
   const hostView = async (h: Host) => {
     const { passwd: _omit, ...rest } = pick(h, HOST_KEYS);
-    return reveal ? { ...rest, passwd: h.passwdSealed === null ? null : await ctx.ports.secrets.decrypt(h.passwdSealed) } : rest;
+    return reveal
+      ? { ...rest, passwd: h.passwdSealed === null ? null : await ctx.ports.secrets.decrypt(h.passwdSealed) }
+      : rest;
   };
   const byDestination = new Map<string, Array<{ priority: number; host: unknown }>>();
   for (const a of associations) {
@@ -33,7 +35,10 @@ async function backupOf(ctx: Ctx, destinations: Destination[]) {
     if (a.host.transferMethodName) methodNames.add(a.host.transferMethodName);
   }
   return {
-    destinations: destinations.map((d) => ({ destination: pick(d, DESTINATION_KEYS), associations: byDestination.get(d.name) ?? [] })),
+    destinations: destinations.map((d) => ({
+      destination: pick(d, DESTINATION_KEYS),
+      associations: byDestination.get(d.name) ?? [],
+    })),
     aliases: await ctx.ports.repos.destinations.aliasesFrom(names),
     methods: await ctx.ports.repos.references.methods([...methodNames]),
     ecusers: await ctx.ports.repos.references.ecusers([...ecuserNames]),
@@ -55,28 +60,49 @@ export async function put({ ctx, input }: Args<'backupPut'>) {
   if (input.body === undefined) throw badRequest('Invalid request body: {"backup": {...}} expected');
   const parsed = parseBackupBody(input.body);
   if (!parsed.ok) throw badRequest(`Invalid request body: ${parsed.problem}`);
-  const created = await ctx.ports.repos.transaction((repos) => restore(ctx, repos, parsed.backup, input.copySharedHost ?? false));
+  const created = await ctx.ports.repos.transaction((repos) =>
+    restore(ctx, repos, parsed.backup, input.copySharedHost ?? false),
+  );
   return { message: `Number of Destination(s) created: ${created}` };
 }
 
 /** Creates what does not exist yet; runs inside one transaction, so a failure applies nothing. */
 export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, copySharedHost: boolean): Promise<number> {
   const ensureOwner = async (name: string | null | undefined) => {
-    if (name) await repos.references.ensureEcuser({ name, uid: null, gid: null, dir: null, shell: null, comment: null });
+    if (name)
+      await repos.references.ensureEcuser({ name, uid: null, gid: null, dir: null, shell: null, comment: null });
   };
   for (const e of backup.ecusers) {
-    await repos.references.ensureEcuser({ name: e.name, uid: e.uid ?? null, gid: e.gid ?? null, dir: e.dir ?? null, shell: e.shell ?? null, comment: e.comment ?? null });
+    await repos.references.ensureEcuser({
+      name: e.name,
+      uid: e.uid ?? null,
+      gid: e.gid ?? null,
+      dir: e.dir ?? null,
+      shell: e.shell ?? null,
+      comment: e.comment ?? null,
+    });
   }
   for (const m of backup.methods) {
     if (m.ectransModule) {
       const mod = m.ectransModule;
-      await repos.references.ensureModule({ name: mod.name, classe: mod.classe ?? null, archive: mod.archive ?? null, active: mod.active ?? true });
+      await repos.references.ensureModule({
+        name: mod.name,
+        classe: mod.classe ?? null,
+        archive: mod.archive ?? null,
+        active: mod.active ?? true,
+      });
     }
     const moduleName = m.ectransModuleName ?? m.ectransModule?.name ?? null;
-    if (moduleName) await repos.references.ensureModule({ name: moduleName, classe: null, archive: null, active: true });
+    if (moduleName)
+      await repos.references.ensureModule({ name: moduleName, classe: null, archive: null, active: true });
     await repos.references.ensureMethod({
-      name: m.name, ectransModuleName: moduleName, value: m.value ?? null, restrict: m.restrict ?? false,
-      resolve: m.resolve ?? false, comment: m.comment ?? null, active: m.active ?? true,
+      name: m.name,
+      ectransModuleName: moduleName,
+      value: m.value ?? null,
+      restrict: m.restrict ?? false,
+      resolve: m.resolve ?? false,
+      comment: m.comment ?? null,
+      active: m.active ?? true,
     });
   }
 
@@ -103,7 +129,11 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
   for (const { aliasFrom, aliasTo } of backup.aliases) {
     if (!createdNames.has(aliasFrom)) continue;
     if (!(await repos.destinations.exists(aliasTo))) {
-      ctx.ports.logger.warn('alias skipped: its target destination does not exist', { requestId: ctx.requestId, aliasFrom, aliasTo });
+      ctx.ports.logger.warn('alias skipped: its target destination does not exist', {
+        requestId: ctx.requestId,
+        aliasFrom,
+        aliasTo,
+      });
       continue;
     }
     await repos.destinations.addAlias(aliasFrom, aliasTo);
@@ -114,8 +144,12 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
 type HostBody = Backup['destinations'][number]['associations'][number]['host'];
 
 async function placeHost(
-  ctx: Ctx, repos: Repositories, host: HostBody, copySharedHost: boolean,
-  restoredHosts: Map<number, number>, ensureOwner: (name: string | null | undefined) => Promise<void>,
+  ctx: Ctx,
+  repos: Repositories,
+  host: HostBody,
+  copySharedHost: boolean,
+  restoredHosts: Map<number, number>,
+  ensureOwner: (name: string | null | undefined) => Promise<void>,
 ): Promise<number> {
   const original = typeof host.hostid === 'number' ? host.hostid : null;
   if (original !== null && restoredHosts.has(original)) return restoredHosts.get(original)!;
@@ -138,7 +172,9 @@ async function placeHost(
 }
 
 const withoutUndefined = <T extends object>(o: T) =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
 
 function remember(map: Map<number, number>, original: number | null, id: number) {
   if (original !== null) map.set(original, id);

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { nullable, op } from '../common/operation.ts';
 import { param } from '../common/params.ts';
-import { destinationFilters } from '../destinations/operations.ts';
 import { DESTINATION_KEYS, type FieldKind, HOST_KEYS } from '../destinations/model.ts';
+import { destinationFilters } from '../destinations/operations.ts';
 import { backupSchema } from './schema.ts';
 
 const kinds = { text: nullable.text, bool: z.boolean(), int: nullable.int, long: nullable.int };

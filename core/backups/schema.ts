@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { int32 } from '../common/int32.ts';
-import { DESTINATION_KEYS, HOST_KEYS, type FieldKind } from '../destinations/model.ts';
+import { DESTINATION_KEYS, type FieldKind, HOST_KEYS } from '../destinations/model.ts';
 
 const kinds = {
   text: z.string().nullable().optional(),
@@ -10,45 +10,87 @@ const kinds = {
 };
 
 const fromKeys = <T extends Record<string, FieldKind>>(keys: T) =>
-  Object.fromEntries(Object.entries(keys).map(([k, kind]) => [k, kinds[kind]])) as { [K in keyof T]: (typeof kinds)[T[K]] };
+  Object.fromEntries(Object.entries(keys).map(([k, kind]) => [k, kinds[kind]])) as {
+    [K in keyof T]: (typeof kinds)[T[K]];
+  };
 
 const nonEmpty = z.string().trim().min(1);
 
 const destination = z.object({
   ...fromKeys(DESTINATION_KEYS),
   name: nonEmpty,
-  countryIso: z.string().regex(/^[A-Za-z]{2}$/).transform((s) => s.toLowerCase()),
+  countryIso: z
+    .string()
+    .regex(/^[A-Za-z]{2}$/)
+    .transform((s) => s.toLowerCase()),
   type: int32(),
 });
 
 const host = z.object({
   ...fromKeys(HOST_KEYS),
-  hostid: z.union([z.number().int(), z.string().regex(/^\d{1,15}$/).transform(Number)]).nullable().optional(),
+  hostid: z
+    .union([
+      z.number().int(),
+      z
+        .string()
+        .regex(/^\d{1,15}$/)
+        .transform(Number),
+    ])
+    .nullable()
+    .optional(),
 });
 
 const ectransModule = z.object({
-  name: nonEmpty, classe: kinds.text, archive: kinds.text, active: kinds.bool,
+  name: nonEmpty,
+  classe: kinds.text,
+  archive: kinds.text,
+  active: kinds.bool,
 });
 
 /** The restore body: a backup as the GET endpoints produce it (wire-decisions §7). */
 export const backupSchema = z.object({
-  destinations: z.array(z.object({
-    destination,
-    associations: z.array(z.object({ priority: int32().optional(), host })).default([]),
-  })).default([]),
+  destinations: z
+    .array(
+      z.object({
+        destination,
+        associations: z.array(z.object({ priority: int32().optional(), host })).default([]),
+      }),
+    )
+    .default([]),
   aliases: z.array(z.object({ aliasFrom: nonEmpty, aliasTo: nonEmpty })).default([]),
-  methods: z.array(z.object({
-    name: nonEmpty, ectransModuleName: kinds.text, value: kinds.text, restrict: kinds.bool, resolve: kinds.bool,
-    comment: kinds.text, active: kinds.bool, ectransModule: ectransModule.nullable().optional(),
-  })).default([]),
-  ecusers: z.array(z.object({
-    name: nonEmpty, uid: kinds.int, gid: kinds.int, dir: kinds.text, shell: kinds.text, comment: kinds.text,
-  })).default([]),
+  methods: z
+    .array(
+      z.object({
+        name: nonEmpty,
+        ectransModuleName: kinds.text,
+        value: kinds.text,
+        restrict: kinds.bool,
+        resolve: kinds.bool,
+        comment: kinds.text,
+        active: kinds.bool,
+        ectransModule: ectransModule.nullable().optional(),
+      }),
+    )
+    .default([]),
+  ecusers: z
+    .array(
+      z.object({
+        name: nonEmpty,
+        uid: kinds.int,
+        gid: kinds.int,
+        dir: kinds.text,
+        shell: kinds.text,
+        comment: kinds.text,
+      }),
+    )
+    .default([]),
 });
 
 export type Backup = z.output<typeof backupSchema>;
 
-const envelope = z.object({ backup: backupSchema, status: z.unknown().optional(), success: z.unknown().optional() }).strict();
+const envelope = z
+  .object({ backup: backupSchema, status: z.unknown().optional(), success: z.unknown().optional() })
+  .strict();
 
 /** The PUT body `{"backup": {...}}`; the `status`/`success` of a GET answer are ignored. */
 export function parseBackupBody(body: unknown): { ok: true; backup: Backup } | { ok: false; problem: string } {

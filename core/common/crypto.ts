@@ -1,6 +1,6 @@
-import { sha256 } from '@noble/hashes/sha2.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { scryptAsync } from '@noble/hashes/scrypt.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { base64ToBytes, bytesToBase64, bytesToBase64Url, utf8 } from './encoding.ts';
 
 export const randomBytes = (n: number) => crypto.getRandomValues(new Uint8Array(n));
@@ -65,15 +65,23 @@ export async function hashPassword(password: string): Promise<string> {
 
 export const isSlowHash = (stored: string) => stored.startsWith('scrypt$');
 
-export async function verifySecretHash(stored: string, presented: string, digest: Sha256Base64 = sha256Base64): Promise<boolean> {
+export async function verifySecretHash(
+  stored: string,
+  presented: string,
+  digest: Sha256Base64 = sha256Base64,
+): Promise<boolean> {
   // Base64 has no '$', so a stored value with more parts can never equal a digest.
-  if (stored.startsWith(SHA256_PREFIX)) return constantTimeEqualText(digest(presented), stored.slice(SHA256_PREFIX.length));
+  if (stored.startsWith(SHA256_PREFIX))
+    return constantTimeEqualText(digest(presented), stored.slice(SHA256_PREFIX.length));
   const parts = stored.split('$');
   if (parts[0] === 'scrypt' && parts.length === 6) {
     const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
     const expected = base64ToBytes(hash);
     const actual = await scryptAsync(utf8(presented), base64ToBytes(salt), {
-      N: Number(n), r: Number(r), p: Number(p), dkLen: expected.length,
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+      dkLen: expected.length,
     });
     return constantTimeEqual(actual, expected);
   }
@@ -90,7 +98,10 @@ export class SecretBox {
   constructor(rawKey: Uint8Array) {
     if (rawKey.length !== 32) throw new Error('the secret key must be 32 bytes');
     this.raw = rawKey.slice();
-    this.key = crypto.subtle.importKey('raw', rawKey as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']);
+    this.key = crypto.subtle.importKey('raw', rawKey as Uint8Array<ArrayBuffer>, 'AES-GCM', false, [
+      'encrypt',
+      'decrypt',
+    ]);
   }
 
   static fromBase64(text: string): SecretBox {

@@ -29,14 +29,12 @@ export const notFound = (message: string) => new ServiceError('notFound', messag
 export const invalid = (message: string) => new ServiceError('invalid', message);
 export const conflict = (message: string) => new ServiceError('conflict', message);
 export const unauthorized = () => new ServiceError('unauthorized', 'User not authorized');
-export const missingParameter = (name: string) =>
-  new ServiceError('missingParameter', `Missing parameter: ${name}`);
+export const missingParameter = (name: string) => new ServiceError('missingParameter', `Missing parameter: ${name}`);
 export const badRequest = (message: string) => new ServiceError('badRequest', message);
 export const throttled = (message: string, retryAfterSeconds: number) =>
   new ServiceError('throttled', message, retryAfterSeconds);
 /** A wait as Retry-After seconds: whole, rounded up, at least 1. */
 export const retryAfterSeconds = (waitMs: number) => Math.max(1, Math.ceil(waitMs / 1000));
-export const unavailable = (reason: string) =>
-  new ServiceError('unavailable', `Service unavailable: ${reason}`);
+export const unavailable = (reason: string) => new ServiceError('unavailable', `Service unavailable: ${reason}`);
 
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

@@ -18,19 +18,47 @@ export function formatEvent(kind: EventKind, fields: Record<string, unknown>): s
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null);
 
 export const prsEvent = (e: {
-  at: Date; code: string; product: string; step: number; productTime: Date; type: string;
-  scheduledTime: Date | null; lastUpdate: Date | null; error: string;
+  at: Date;
+  code: string;
+  product: string;
+  step: number;
+  productTime: Date;
+  type: string;
+  scheduledTime: Date | null;
+  lastUpdate: Date | null;
+  error: string;
 }) =>
   formatEvent('PRS', {
-    TimeStamp: ms(e.at), StatusCode: e.code, DataStream: e.product, TimeStep: e.step, TimeBase: ms(e.productTime),
-    Type: e.type, ScheduleTime: ms(e.scheduledTime), LastUpdate: ms(e.lastUpdate), ErrorMessage: e.error,
+    TimeStamp: ms(e.at),
+    StatusCode: e.code,
+    DataStream: e.product,
+    TimeStep: e.step,
+    TimeBase: ms(e.productTime),
+    Type: e.type,
+    ScheduleTime: ms(e.scheduledTime),
+    LastUpdate: ms(e.lastUpdate),
+    ErrorMessage: e.error,
   });
 
 export const errEvent = (e: {
-  at: Date; transferId: number; destination: string; destinationType: number; fileName: string; fileSize: number;
-  scheduledTime: Date; networkCode: string | null; message: string;
+  at: Date;
+  transferId: number;
+  destination: string;
+  destinationType: number;
+  fileName: string;
+  fileSize: number;
+  scheduledTime: Date;
+  networkCode: string | null;
+  message: string;
 }) =>
   formatEvent('ERR', {
-    TimeStamp: ms(e.at), DataTransferId: e.transferId, DestinationName: e.destination, DestinationType: e.destinationType,
-    FileName: e.fileName, FileSize: e.fileSize, ScheduledTime: ms(e.scheduledTime), NetworkCode: e.networkCode, Message: e.message,
+    TimeStamp: ms(e.at),
+    DataTransferId: e.transferId,
+    DestinationName: e.destination,
+    DestinationType: e.destinationType,
+    FileName: e.fileName,
+    FileSize: e.fileSize,
+    ScheduledTime: ms(e.scheduledTime),
+    NetworkCode: e.networkCode,
+    Message: e.message,
   });

@@ -23,7 +23,8 @@ export const param = {
   matching: (pattern: RegExp, expectation: string) => z.string().regex(pattern, expectation),
 };
 
-export const ISO_CODE = param.matching(/^[A-Za-z]{2}$/, 'two-letter ISO country code expected')
+export const ISO_CODE = param
+  .matching(/^[A-Za-z]{2}$/, 'two-letter ISO country code expected')
   .transform((s) => s.toLowerCase());
 export const EMAIL = param.matching(/^[^\s@]+@[^\s@]+$/, 'e-mail address expected');
 
@@ -43,7 +44,11 @@ const fieldsOfSchema = new WeakMap<InputSchema, readonly Field[]>();
 function fieldsOf(schema: InputSchema): readonly Field[] {
   let fields = fieldsOfSchema.get(schema);
   if (!fields) {
-    fields = Object.entries(schema.shape).map(([name, field]) => ({ name, schema: field, optional: field.safeParse(undefined).success }));
+    fields = Object.entries(schema.shape).map(([name, field]) => ({
+      name,
+      schema: field,
+      optional: field.safeParse(undefined).success,
+    }));
     fieldsOfSchema.set(schema, fields);
   }
   return fields;

@@ -34,7 +34,8 @@ export async function login(ports: Ports, input: { username: string; password: s
   for (const key of keys) {
     const counted = await ports.repos.console.failures(key, since);
     // Refused until the window of these failures ends.
-    if (counted && counted.count >= MAX_FAILURES) waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
+    if (counted && counted.count >= MAX_FAILURES)
+      waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
   }
   if (waitMs > 0) throw throttled('Too many failed logins; try again later', retryAfterSeconds(waitMs));
   const user = await ports.repos.webUsers.find(input.username);
@@ -84,7 +85,13 @@ export async function bootstrapWebAdmin(ports: Ports): Promise<string | null> {
   if ((await ports.repos.console.webUsers()).length > 0) return null;
   const password = generatePassword();
   const inserted = await ports.repos.webUsers.insert(
-    { id: 'admin', name: 'Administrator', active: true, passwordSealed: await ports.secrets.encrypt(password), passwordHash: await hashPassword(password) },
+    {
+      id: 'admin',
+      name: 'Administrator',
+      active: true,
+      passwordSealed: await ports.secrets.encrypt(password),
+      passwordHash: await hashPassword(password),
+    },
     ports.clock(),
   );
   if (!inserted) return null;
@@ -95,7 +102,8 @@ export async function bootstrapWebAdmin(ports: Ports): Promise<string | null> {
 /** Assigns or removes an ACL category (console and `ecpds-edge webuser grant|revoke`). */
 export async function setCategory(ports: Ports, actor: string, userId: string, category: string, granted: boolean) {
   if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
-  if (!(await ports.repos.console.categories()).some((c) => c.id === category)) throw invalid(`Category ${category} not found`);
+  if (!(await ports.repos.console.categories()).some((c) => c.id === category))
+    throw invalid(`Category ${category} not found`);
   const action = granted ? 'grant category' : 'revoke category';
   await audited(ports, { actor, action, targetKind: 'web user', target: userId, detail: category }, async (repos) => {
     if (granted) await repos.console.grant(userId, category);
@@ -108,7 +116,10 @@ export async function setCategory(ports: Ports, actor: string, userId: string, c
 /** Whether the user still holds a category with console access once `without` is removed. */
 export async function keepsConsoleAccess(ports: Ports, userId: string, without: string) {
   const withAccess = new Set((await ports.repos.console.categories()).filter((c) => c.consoleAccess).map((c) => c.id));
-  return !withAccess.has(without) || (await ports.repos.console.categoriesOf(userId)).some((c) => c !== without && withAccess.has(c));
+  return (
+    !withAccess.has(without) ||
+    (await ports.repos.console.categoriesOf(userId)).some((c) => c !== without && withAccess.has(c))
+  );
 }
 
 export async function setActive(ports: Ports, actor: string, userId: string, active: boolean) {

@@ -1,12 +1,12 @@
-import { errEvent } from '../common/events.ts';
 import { badRequest, conflict, invalid, notFound } from '../common/errors.ts';
+import { errEvent } from '../common/events.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
-import type { NewTransfer } from './ports.ts';
-import type { Ports } from '../ports.ts';
-import { isRemoteSource } from './sources.ts';
 import { requireDestination } from '../destinations/lookups.ts';
+import type { Ports } from '../ports.ts';
 import type { dataFileOperations } from './operations.ts';
+import type { NewTransfer } from './ports.ts';
+import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
+import { isRemoteSource } from './sources.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -15,11 +15,14 @@ export const EXPIRED_MESSAGE = 'File not transferred before expiration';
 /** `k=v,k2=v2` into ordered pairs. */
 export function parseTransferMetadata(text: string | undefined): Array<[string, string]> {
   if (text === undefined) return [];
-  return text.split(',').filter((item) => item.trim() !== '').map((item) => {
-    const eq = item.indexOf('=');
-    if (eq <= 0) throw invalid(`Malformed metadata: '${item}' (k=v expected)`);
-    return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
-  });
+  return text
+    .split(',')
+    .filter((item) => item.trim() !== '')
+    .map((item) => {
+      const eq = item.indexOf('=');
+      if (eq <= 0) throw invalid(`Malformed metadata: '${item}' (k=v expected)`);
+      return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
+    });
 }
 
 /** The last path segment of a path or URL, without query or fragment. */
@@ -74,13 +77,16 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
 function newTransfer(now: Date, input: Args<'datafilePut'>['input']): NewTransfer {
   // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.
   const scheduledAt = input.at === undefined ? now : parseStart(input.at, now);
-  if (scheduledAt === null || !storable(scheduledAt)) throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
+  if (scheduledAt === null || !storable(scheduledAt))
+    throw badRequest(`Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`);
   const lifetime = input.lifetime === undefined ? DEFAULT_LIFETIME_MS : parseDuration(input.lifetime);
   const expiresAt = new Date(scheduledAt.getTime() + (lifetime ?? Number.NaN));
   if (Number.isNaN(expiresAt.getTime()) || !storable(expiresAt)) {
-    throw badRequest(input.lifetime === undefined
-      ? `Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`
-      : `Invalid value for parameter lifetime: '${input.lifetime}' (${DURATION_EXPECTED})`);
+    throw badRequest(
+      input.lifetime === undefined
+        ? `Invalid value for parameter at: '${input.at}' (${START_EXPECTED})`
+        : `Invalid value for parameter lifetime: '${input.lifetime}' (${DURATION_EXPECTED})`,
+    );
   }
   if (expiresAt.getTime() <= now.getTime()) throw invalid(`Expiry time already passed: ${expiresAt.toISOString()}`);
   const target = input.target ?? defaultTarget(input.source);
@@ -117,10 +123,19 @@ export async function sweepExpired(ports: Ports): Promise<number> {
   const now = ports.clock();
   const expired = await ports.repos.dataFiles.expire(now, EXPIRED_MESSAGE);
   for (const e of expired) {
-    ports.events.write(errEvent({
-      at: now, transferId: e.transferId, destination: e.destination, destinationType: e.destinationType, fileName: e.target,
-      fileSize: e.size, scheduledTime: e.scheduledAt, networkCode: e.networkCode, message: EXPIRED_MESSAGE,
-    }));
+    ports.events.write(
+      errEvent({
+        at: now,
+        transferId: e.transferId,
+        destination: e.destination,
+        destinationType: e.destinationType,
+        fileName: e.target,
+        fileSize: e.size,
+        scheduledTime: e.scheduledAt,
+        networkCode: e.networkCode,
+        message: EXPIRED_MESSAGE,
+      }),
+    );
   }
   return expired.length;
 }

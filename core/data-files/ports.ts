@@ -29,9 +29,16 @@ export interface DataFileRepo {
    * Inserts file and transfer and gives the file's id; 'taken' when a live transfer already
    * holds the unique key, 'no destination' when the destination does not exist.
    */
-  register(file: { source: string; size: number; registeredBy: string }, transfer: NewTransfer): Promise<number | 'taken' | 'no destination'>;
+  register(
+    file: { source: string; size: number; registeredBy: string },
+    transfer: NewTransfer,
+  ): Promise<number | 'taken' | 'no destination'>;
   /** The live transfer holding the key, if any. */
-  findLive(destination: string, target: string, uniqueName: string): Promise<{ transferId: number; dataFileId: number } | null>;
+  findLive(
+    destination: string,
+    target: string,
+    uniqueName: string,
+  ): Promise<{ transferId: number; dataFileId: number } | null>;
   requeue(transferId: number, file: { source: string; size: number }, transfer: NewTransfer): Promise<void>;
   find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;
   /** Marks the file deleted and its transfers STOP. */

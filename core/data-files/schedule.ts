@@ -45,11 +45,14 @@ export function parseStart(text: string, now: Date): Date | null {
   const iso = ISO_DATE.exec(text);
   if (!iso) return null;
   // The parser rolls 2030-02-30 over into March and may take 24:00: check the fields first, like the compact form.
-  const [y, mo, d, h = 0, mi = 0, s = 0] = iso.slice(1).map((v) => (v === undefined ? undefined : Number(v))) as number[];
+  const [y, mo, d, h = 0, mi = 0, s = 0] = iso
+    .slice(1)
+    .map((v) => (v === undefined ? undefined : Number(v))) as number[];
   const day = utc(y!, mo! - 1, d!);
   if (day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d || h >= 24 || mi >= 60 || s >= 60) return null;
   // A date-time without an offset is read as UTC, like the compact form.
-  const withZone = /[T ]\d{2}:\d{2}/.test(text) && !/(Z|[+-]\d{2}:?\d{2})$/.test(text) ? `${text.replace(' ', 'T')}Z` : text;
+  const withZone =
+    /[T ]\d{2}:\d{2}/.test(text) && !/(Z|[+-]\d{2}:?\d{2})$/.test(text) ? `${text.replace(' ', 'T')}Z` : text;
   return valid(new Date(withZone));
 }
 

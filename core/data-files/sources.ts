@@ -25,7 +25,11 @@ export function hostAllowed(allowList: readonly string[], url: URL): boolean {
  * Probes an http(s) source: only allow-listed hosts, redirects followed only while they stay
  * on the list, a timeout on every hop; the size from HEAD, else from a one-byte ranged GET.
  */
-export function httpSourceProber(allowList: readonly string[], timeoutMs: number, fetchImpl: typeof fetch = fetch): SourceProber {
+export function httpSourceProber(
+  allowList: readonly string[],
+  timeoutMs: number,
+  fetchImpl: typeof fetch = fetch,
+): SourceProber {
   return {
     async probe(raw) {
       const source = shownSource(raw);
@@ -36,7 +40,8 @@ export function httpSourceProber(allowList: readonly string[], timeoutMs: number
         throw invalid(`Source ${source} is not a valid URL`);
       }
       for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-        if (!hostAllowed(allowList, url)) throw invalid(`Source ${source} not allowed: ${url.host} is not an allowed source host`);
+        if (!hostAllowed(allowList, url))
+          throw invalid(`Source ${source} not allowed: ${url.host} is not an allowed source host`);
         const head = await request(fetchImpl, url, 'HEAD', timeoutMs, source);
         if (REDIRECTS.has(head.status)) {
           const location = head.headers.get('location');
@@ -46,7 +51,8 @@ export function httpSourceProber(allowList: readonly string[], timeoutMs: number
         }
         const length = head.ok ? lengthOf(head.headers.get('content-length')) : null;
         if (length !== null) return { size: length };
-        if (!head.ok && head.status !== 405 && head.status !== 501) throw invalid(`Source ${source} not reachable: HTTP ${head.status}`);
+        if (!head.ok && head.status !== 405 && head.status !== 501)
+          throw invalid(`Source ${source} not reachable: HTTP ${head.status}`);
         const ranged = await request(fetchImpl, url, 'GET', timeoutMs, source, { range: 'bytes=0-0' });
         await ranged.body?.cancel();
         const total = /\/(\d+)\s*$/.exec(ranged.headers.get('content-range') ?? '')?.[1];
@@ -62,11 +68,19 @@ export function httpSourceProber(allowList: readonly string[], timeoutMs: number
 
 const lengthOf = (value: string | null) => (value !== null && /^\d+$/.test(value) ? Number(value) : null);
 
-async function request(fetchImpl: typeof fetch, url: URL, method: string, timeoutMs: number, source: string, headers: Record<string, string> = {}) {
+async function request(
+  fetchImpl: typeof fetch,
+  url: URL,
+  method: string,
+  timeoutMs: number,
+  source: string,
+  headers: Record<string, string> = {},
+) {
   try {
     return await fetchImpl(url, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
-    const reason = e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'connection failed';
+    const reason =
+      e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : 'connection failed';
     throw invalid(`Source ${source} not reachable: ${reason}`);
   }
 }

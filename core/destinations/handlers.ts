@@ -1,16 +1,21 @@
+import { utf8 } from '../common/encoding.ts';
 import { notFound } from '../common/errors.ts';
 import { type Args, type Handlers, SerializedAnswer } from '../common/operation.ts';
-import { utf8 } from '../common/encoding.ts';
-import { destinationView, type DestinationFilter } from './model.ts';
 import type { Ctx } from '../ports.ts';
 import { requireCountry } from './lookups.ts';
+import { type DestinationFilter, destinationView } from './model.ts';
 import type { destinationOperations } from './operations.ts';
 
 /** Checks each filter names something that exists, as the reference server does. */
-export async function checkedFilter(ctx: Ctx, input: { iso?: string; id?: string; type?: number }): Promise<DestinationFilter> {
+export async function checkedFilter(
+  ctx: Ctx,
+  input: { iso?: string; id?: string; type?: number },
+): Promise<DestinationFilter> {
   if (input.iso !== undefined) await requireCountry(ctx, input.iso);
-  if (input.id !== undefined && !(await ctx.ports.repos.incomingUsers.find(input.id))) throw notFound(`User ${input.id} not found`);
-  if (input.type !== undefined && !(await ctx.ports.repos.destinations.typeExists(input.type))) throw notFound(`Type ${input.type} not found`);
+  if (input.id !== undefined && !(await ctx.ports.repos.incomingUsers.find(input.id)))
+    throw notFound(`User ${input.id} not found`);
+  if (input.type !== undefined && !(await ctx.ports.repos.destinations.typeExists(input.type)))
+    throw notFound(`Type ${input.type} not found`);
   return { iso: input.iso, userId: input.id, type: input.type };
 }
 

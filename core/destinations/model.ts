@@ -8,32 +8,92 @@ import { z } from 'zod';
 export type FieldKind = 'text' | 'bool' | 'int' | 'long';
 
 export const DESTINATION_KEYS = {
-  name: 'text', ecuserName: 'text', countryIso: 'text', type: 'int', comment: 'text', active: 'bool',
-  monitor: 'bool', backup: 'bool', acquisition: 'bool', stopIfDirty: 'bool', forceProxy: 'bool',
-  onHostFailure: 'int', ifTargetExist: 'int', keepInSpool: 'int', maxConnections: 'int', retryCount: 'int',
-  retryFrequency: 'int', maxStart: 'int', startFrequency: 'int', maxRequeue: 'int', maxPending: 'int',
-  maxFileSize: 'long', resetFrequency: 'long', maxInactivity: 'long', transferRate: 'long', userMail: 'text',
-  mailOnUpdate: 'bool', mailOnStart: 'bool', mailOnEnd: 'bool', mailOnError: 'bool', filterName: 'text',
-  dateFormat: 'text', groupByDate: 'bool', update: 'long', transferGroupName: 'text', hostForSourceName: 'text',
+  name: 'text',
+  ecuserName: 'text',
+  countryIso: 'text',
+  type: 'int',
+  comment: 'text',
+  active: 'bool',
+  monitor: 'bool',
+  backup: 'bool',
+  acquisition: 'bool',
+  stopIfDirty: 'bool',
+  forceProxy: 'bool',
+  onHostFailure: 'int',
+  ifTargetExist: 'int',
+  keepInSpool: 'int',
+  maxConnections: 'int',
+  retryCount: 'int',
+  retryFrequency: 'int',
+  maxStart: 'int',
+  startFrequency: 'int',
+  maxRequeue: 'int',
+  maxPending: 'int',
+  maxFileSize: 'long',
+  resetFrequency: 'long',
+  maxInactivity: 'long',
+  transferRate: 'long',
+  userMail: 'text',
+  mailOnUpdate: 'bool',
+  mailOnStart: 'bool',
+  mailOnEnd: 'bool',
+  mailOnError: 'bool',
+  filterName: 'text',
+  dateFormat: 'text',
+  groupByDate: 'bool',
+  update: 'long',
+  transferGroupName: 'text',
+  hostForSourceName: 'text',
   data: 'text',
 } as const satisfies Record<string, FieldKind>;
 
 export const HOST_KEYS = {
-  hostid: 'long', ecuserName: 'text', transferMethodName: 'text', type: 'text', nickname: 'text', host: 'text',
-  login: 'text', passwd: 'text', dir: 'text', data: 'text', comment: 'text', active: 'bool', maxConnections: 'int',
-  retryCount: 'int', retryFrequency: 'int', check: 'bool', checkFrequency: 'long', checkFilename: 'text',
-  mailOnSuccess: 'bool', mailOnError: 'bool', notifyOnce: 'bool', userMail: 'text', networkName: 'text',
-  networkCode: 'text', filterName: 'text', transferGroupName: 'text', automaticLocation: 'bool',
+  hostid: 'long',
+  ecuserName: 'text',
+  transferMethodName: 'text',
+  type: 'text',
+  nickname: 'text',
+  host: 'text',
+  login: 'text',
+  passwd: 'text',
+  dir: 'text',
+  data: 'text',
+  comment: 'text',
+  active: 'bool',
+  maxConnections: 'int',
+  retryCount: 'int',
+  retryFrequency: 'int',
+  check: 'bool',
+  checkFrequency: 'long',
+  checkFilename: 'text',
+  mailOnSuccess: 'bool',
+  mailOnError: 'bool',
+  notifyOnce: 'bool',
+  userMail: 'text',
+  networkName: 'text',
+  networkCode: 'text',
+  filterName: 'text',
+  transferGroupName: 'text',
+  automaticLocation: 'bool',
   acquisitionFrequency: 'long',
 } as const satisfies Record<string, FieldKind>;
 
 type ValueOf<K extends FieldKind> = K extends 'text' ? string | null : K extends 'bool' ? boolean : number | null;
 type RecordOf<T extends Record<string, FieldKind>> = { -readonly [P in keyof T]: ValueOf<T[P]> };
 
-export type DestinationRecord = RecordOf<typeof DESTINATION_KEYS> & { name: string; countryIso: string; type: number; data: string };
+export type DestinationRecord = RecordOf<typeof DESTINATION_KEYS> & {
+  name: string;
+  countryIso: string;
+  type: number;
+  data: string;
+};
 export type Destination = DestinationRecord & { statusCode: string };
 /** A host as stored: the password sealed, never in clear. */
-export type Host = Omit<RecordOf<typeof HOST_KEYS>, 'passwd'> & { hostid: number; data: string; passwdSealed: string | null };
+export type Host = Omit<RecordOf<typeof HOST_KEYS>, 'passwd'> & {
+  hostid: number;
+  data: string;
+  passwdSealed: string | null;
+};
 /** What creating needs; every other key falls back to its stored default. */
 export type HostInput = Partial<Omit<Host, 'hostid'>>;
 export type DestinationInput = Partial<DestinationRecord> & Pick<DestinationRecord, 'name' | 'countryIso' | 'type'>;
@@ -45,11 +105,28 @@ export interface DestinationType {
   position: number;
 }
 
-export interface Ecuser { name: string; uid: number | null; gid: number | null; dir: string | null; shell: string | null; comment: string | null }
-export interface EctransModule { name: string; classe: string | null; archive: string | null; active: boolean }
+export interface Ecuser {
+  name: string;
+  uid: number | null;
+  gid: number | null;
+  dir: string | null;
+  shell: string | null;
+  comment: string | null;
+}
+export interface EctransModule {
+  name: string;
+  classe: string | null;
+  archive: string | null;
+  active: boolean;
+}
 export interface TransferMethod {
-  name: string; ectransModuleName: string | null; value: string | null; restrict: boolean; resolve: boolean;
-  comment: string | null; active: boolean;
+  name: string;
+  ectransModuleName: string | null;
+  value: string | null;
+  restrict: boolean;
+  resolve: boolean;
+  comment: string | null;
+  active: boolean;
 }
 
 export interface DestinationFilter {

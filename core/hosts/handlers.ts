@@ -1,7 +1,7 @@
 import { notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { setOption, splitOptionName } from './options.ts';
 import type { hostOperations } from './operations.ts';
+import { setOption, splitOptionName } from './options.ts';
 
 export async function setHostOption({ ctx, input }: Args<'hostOption'>) {
   splitOptionName(input.name);

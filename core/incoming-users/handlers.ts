@@ -1,12 +1,11 @@
 import type { InputOf } from '../catalogue.ts';
 import { notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import type { Ctx } from '../ports.ts';
-import type { IncomingUser } from './ports.ts';
-import { PRODUCT } from '../system/version.ts';
 import { requireCountry, requireDestination } from '../destinations/lookups.ts';
+import type { Ctx } from '../ports.ts';
+import { PRODUCT } from '../system/version.ts';
 import type { incomingUserOperations } from './operations.ts';
-
+import type { IncomingUser } from './ports.ts';
 
 /** Shared by add and add2: creation defaults differ, updates leave omitted values unchanged. */
 async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefault: boolean, password?: string) {

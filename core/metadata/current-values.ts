@@ -4,7 +4,10 @@ import { fieldDefaultStored, presentValue } from './values.ts';
 
 /** The destination's values in API form, grouped by category; locked fields show their default. */
 export async function currentValues(ports: Ports, destination: string, shown: MetadataField[]) {
-  const [stored, flags] = await Promise.all([ports.repos.metadata.values(destination), ports.repos.metadata.flags(destination)]);
+  const [stored, flags] = await Promise.all([
+    ports.repos.metadata.values(destination),
+    ports.repos.metadata.flags(destination),
+  ]);
   const byField = new Map<number, string[]>();
   for (const v of stored) byField.set(v.fieldId, [...(byField.get(v.fieldId) ?? []), v.value]);
   const flagged = new Set(flags);

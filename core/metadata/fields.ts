@@ -1,21 +1,27 @@
 import { z } from 'zod';
 import { invalid } from '../common/errors.ts';
-import { FIELD_TYPES, type FieldDefinition, type MetadataField } from './model.ts';
-import { normalizeValue } from './values.ts';
 import { recordIn } from '../console/audit.ts';
 import type { Ports } from '../ports.ts';
+import { FIELD_TYPES, type FieldDefinition, type MetadataField } from './model.ts';
 import { scheduleNotePush } from './notes.ts';
+import { normalizeValue } from './values.ts';
 
 /** A field definition as imported and exported (the console uses the same checks). */
 const definitionSchema = z.object({
-  name: z.string().regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "name: 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"),
+  name: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, "name: 1 to 64 letters, digits, '_', '.' or '-', starting with a letter"),
   label: z.string().trim().min(1, 'label must not be empty'),
   type: z.enum(FIELD_TYPES, { error: `type must be one of ${FIELD_TYPES.join(', ')}` }),
   category: z.string().trim().min(1, 'category must not be empty'),
   tooltip: z.string().nullable().default(null),
   defaultValue: z.string().nullable().default(null),
   editable: z.boolean().default(true),
-  maxOccurs: z.number().int().refine((n) => n === -1 || n >= 1, 'maxOccurs must be 1 (single value), -1 (any number) or a maximum above 1').default(1),
+  maxOccurs: z
+    .number()
+    .int()
+    .refine((n) => n === -1 || n >= 1, 'maxOccurs must be 1 (single value), -1 (any number) or a maximum above 1')
+    .default(1),
   position: z.number().int().default(0),
   active: z.boolean().default(true),
 });
@@ -34,7 +40,9 @@ export function checkDefinition(raw: unknown, where: string): FieldDefinition {
   const definition = parsed.data;
   if (definition.defaultValue !== null) {
     const probe = { ...definition, id: 0, maxOccurs: 1 } as MetadataField;
-    const value = /^(contact|mail-group|switchboard)$/.test(definition.type) ? parseJson(definition.defaultValue, where) : definition.defaultValue;
+    const value = /^(contact|mail-group|switchboard)$/.test(definition.type)
+      ? parseJson(definition.defaultValue, where)
+      : definition.defaultValue;
     const [text] = normalizeValue(probe, value);
     definition.defaultValue = text ?? null;
   }
@@ -55,7 +63,9 @@ function parseJson(text: string, where: string): unknown {
  */
 export async function importFields(ports: Ports, actor: string, raw: unknown) {
   if (!Array.isArray(raw)) throw invalid('a JSON array of field definitions expected');
-  const definitions = raw.map((d, i) => checkDefinition(d, `field ${i + 1}${typeof d === 'object' && d && 'name' in d ? ` (${String(d.name)})` : ''}`));
+  const definitions = raw.map((d, i) =>
+    checkDefinition(d, `field ${i + 1}${typeof d === 'object' && d && 'name' in d ? ` (${String(d.name)})` : ''}`),
+  );
   const names = new Set<string>();
   for (const d of definitions) {
     if (names.has(d.name.toLowerCase())) throw invalid(`field ${d.name} is defined twice`);
@@ -65,15 +75,22 @@ export async function importFields(ports: Ports, actor: string, raw: unknown) {
   const result = await ports.repos.transaction(async (repos) => {
     let created = 0;
     for (const definition of definitions) {
-      const stored = definition.type === 'password' && definition.defaultValue !== null
-        ? { ...definition, defaultValue: await ports.secrets.encrypt(definition.defaultValue) }
-        : definition;
+      const stored =
+        definition.type === 'password' && definition.defaultValue !== null
+          ? { ...definition, defaultValue: await ports.secrets.encrypt(definition.defaultValue) }
+          : definition;
       const { id, created: isNew } = await repos.metadata.upsertField(stored);
-      const change = { actor, action: isNew ? 'create' : 'update', targetKind: 'metadata field', target: definition.name };
+      const change = {
+        actor,
+        action: isNew ? 'create' : 'update',
+        targetKind: 'metadata field',
+        target: definition.name,
+      };
       await recordIn(repos, ports.clock(), change);
       if (isNew) {
         created++;
-        if (stored.active && stored.editable && stored.defaultValue !== null) await repos.metadata.seedDefault(id, stored.defaultValue);
+        if (stored.active && stored.editable && stored.defaultValue !== null)
+          await repos.metadata.seedDefault(id, stored.defaultValue);
       }
     }
     return { created, updated: definitions.length - created };

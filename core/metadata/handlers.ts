@@ -1,15 +1,16 @@
 import { invalid } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { isMultiValue, type MetadataField, type StoredValue } from './model.ts';
-import { normalizeValue } from './values.ts';
-import { currentValues } from './current-values.ts';
-import type { Ctx } from '../ports.ts';
 import { requireDestination } from '../destinations/lookups.ts';
+import type { Ctx } from '../ports.ts';
+import { currentValues } from './current-values.ts';
+import { isMultiValue, type MetadataField, type StoredValue } from './model.ts';
 import { scheduleNotePush } from './notes.ts';
 import type { metadataOperations } from './operations.ts';
+import { normalizeValue } from './values.ts';
 
 const BODY_SHAPE = "Request body must contain a 'metadata' object grouped by category";
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const canSeeSensitive = (ctx: Ctx) => ctx.caller?.showSensitiveInfo === true;
 
@@ -30,7 +31,12 @@ export async function fields({ ctx }: Args<'metadataFields'>) {
         type: f.type,
         category: f.category,
         tooltip: f.tooltip,
-        defaultValue: f.type === 'password' ? (reveal && f.defaultValue !== null ? await ctx.ports.secrets.decrypt(f.defaultValue) : null) : f.defaultValue,
+        defaultValue:
+          f.type === 'password'
+            ? reveal && f.defaultValue !== null
+              ? await ctx.ports.secrets.decrypt(f.defaultValue)
+              : null
+            : f.defaultValue,
         editable: f.editable,
         maxOccurs: isMultiValue(f) ? -1 : 1,
         position: f.position,
@@ -81,14 +87,22 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
     if (raw === null || raw === undefined) continue;
     // Spec §4.5 PUT rule 3: a locked field's value is ignored without error, whatever its shape.
     if (!field.editable) {
-      ctx.ports.logger.info('value of a locked metadata field ignored', { requestId: ctx.requestId, destination, field: field.name });
+      ctx.ports.logger.info('value of a locked metadata field ignored', {
+        requestId: ctx.requestId,
+        destination,
+        field: field.name,
+      });
       continue;
     }
     const texts = normalizeValue(field, raw);
     // Without showSensitiveInfo the caller never saw password values: they are kept as stored.
     if (field.type === 'password' && !reveal) continue;
     for (const [position, text] of texts.entries()) {
-      values.push({ fieldId: field.id, position, value: field.type === 'password' ? await ctx.ports.secrets.encrypt(text) : text });
+      values.push({
+        fieldId: field.id,
+        position,
+        value: field.type === 'password' ? await ctx.ports.secrets.encrypt(text) : text,
+      });
     }
   }
 
@@ -115,7 +129,6 @@ export async function put({ ctx, input }: Args<'metadataPut'>) {
   scheduleNotePush(ctx, destination);
   return { destination, count: values.length };
 }
-
 
 export const metadataHandlers = {
   metadataFields: fields,

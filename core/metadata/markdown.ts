@@ -24,7 +24,16 @@ export function renderMarkdown(source: string): string {
 
 // micromark encodes attribute values; decode the few entities that could hide a scheme.
 const decodeEntities = (text: string) =>
-  text.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&#x?[0-9a-f]+;/gi, '').trim();
+  text
+    .replace(/&amp;/g, '&')
+    .replace(/&quot;/g, '"')
+    .replace(/&#x?[0-9a-f]+;/gi, '')
+    .trim();
 
 export const escapeHtml = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');

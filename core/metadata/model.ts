@@ -1,5 +1,14 @@
 export const FIELD_TYPES = [
-  'text', 'textarea', 'markdown', 'url', 'email', 'phone', 'password', 'contact', 'mail-group', 'switchboard',
+  'text',
+  'textarea',
+  'markdown',
+  'url',
+  'email',
+  'phone',
+  'password',
+  'contact',
+  'mail-group',
+  'switchboard',
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 

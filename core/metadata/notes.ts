@@ -1,6 +1,6 @@
 import type { Ctx, Ports } from '../ports.ts';
-import { buildNoteHtml } from './note-html.ts';
 import { currentValues } from './current-values.ts';
+import { buildNoteHtml } from './note-html.ts';
 
 /** The HTML note of a destination, from its flagged fields. */
 export async function noteOf(ports: Ports, destination: string): Promise<string> {
@@ -34,7 +34,10 @@ export function scheduleNotePush(ctx: Ctx, destination: string) {
           return;
         } catch (e) {
           ctx.ports.logger.warn('note push failed', {
-            requestId: ctx.requestId, destination, attempt, reason: e instanceof Error ? e.message : String(e),
+            requestId: ctx.requestId,
+            destination,
+            attempt,
+            reason: e instanceof Error ? e.message : String(e),
           });
         }
       }

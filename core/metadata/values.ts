@@ -1,6 +1,6 @@
-import { invalid } from '../common/errors.ts';
 import type { SecretBox } from '../common/crypto.ts';
-import { isMultiValue, STRUCTURED_KEYS, type MetadataField } from './model.ts';
+import { invalid } from '../common/errors.ts';
+import { isMultiValue, type MetadataField, STRUCTURED_KEYS } from './model.ts';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -22,14 +22,17 @@ function normalizeItem(field: MetadataField, item: unknown): string | null {
   if (item === null || item === undefined) return null;
   const keys = STRUCTURED_KEYS[field.type];
   if (keys) {
-    if (!isPlainObject(item)) throw invalid(`Metadata field ${field.name}: an object with keys ${keys.join(', ')} expected`);
+    if (!isPlainObject(item))
+      throw invalid(`Metadata field ${field.name}: an object with keys ${keys.join(', ')} expected`);
     const out: Record<string, string | null> = {};
     for (const key of Object.keys(item)) {
-      if (!keys.includes(key)) throw invalid(`Metadata field ${field.name}: unexpected key '${key}' (allowed: ${keys.join(', ')})`);
+      if (!keys.includes(key))
+        throw invalid(`Metadata field ${field.name}: unexpected key '${key}' (allowed: ${keys.join(', ')})`);
     }
     for (const key of keys) {
       const v = item[key];
-      if (v !== null && v !== undefined && typeof v !== 'string') throw invalid(`Metadata field ${field.name}: '${key}' must be a string or null`);
+      if (v !== null && v !== undefined && typeof v !== 'string')
+        throw invalid(`Metadata field ${field.name}: '${key}' must be a string or null`);
       const trimmed = typeof v === 'string' ? v.trim() : '';
       out[key] = trimmed === '' ? null : trimmed;
     }
@@ -38,7 +41,8 @@ function normalizeItem(field: MetadataField, item: unknown): string | null {
   if (typeof item !== 'string') throw invalid(`Metadata field ${field.name}: a string value expected`);
   const text = item.trim();
   if (text === '') return null;
-  if (field.type === 'email' && !EMAIL.test(text)) throw invalid(`Metadata field ${field.name}: '${text}' is not an e-mail address`);
+  if (field.type === 'email' && !EMAIL.test(text))
+    throw invalid(`Metadata field ${field.name}: '${text}' is not an e-mail address`);
   if (field.type === 'url' && !isUrl(text)) throw invalid(`Metadata field ${field.name}: '${text}' is not a URL`);
   return text;
 }

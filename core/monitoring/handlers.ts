@@ -1,7 +1,7 @@
 import { prsEvent } from '../common/events.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { rejection, stepEntry, type StepFilter, type StepNotification, type StepState } from './model.ts';
 import type { Ctx, Ports } from '../ports.ts';
+import { rejection, type StepFilter, type StepNotification, type StepState, stepEntry } from './model.ts';
 import type { monitoringOperations } from './operations.ts';
 
 export type IngestOutcome = { result: 'accepted' } | { result: 'ignored' | 'refused'; reason: string };
@@ -11,22 +11,39 @@ export type IngestOutcome = { result: 'accepted' } | { result: 'ignored' | 'refu
  * writes a PRS event entry carrying the reason.
  */
 export async function ingest(ports: Ports, n: StepNotification): Promise<IngestOutcome> {
-  const outcome = await ports.repos.transaction(async (repos): Promise<IngestOutcome & { latest?: StepState | null }> => {
-    const latest = await repos.monitoring.latest(n);
-    const reason = rejection(n, latest);
-    if (reason) return { result: reason === 'not found' ? 'refused' : 'ignored', reason, latest };
-    await repos.monitoring.record({
-      product: n.product, time: n.time, productTime: n.productTime, buffer: n.buffer, step: n.step, type: n.type,
-      code: n.code, scheduledTime: n.scheduledTime ?? latest?.scheduledTime ?? null, lastUpdate: n.at,
-    });
-    return { result: 'accepted' };
-  });
+  const outcome = await ports.repos.transaction(
+    async (repos): Promise<IngestOutcome & { latest?: StepState | null }> => {
+      const latest = await repos.monitoring.latest(n);
+      const reason = rejection(n, latest);
+      if (reason) return { result: reason === 'not found' ? 'refused' : 'ignored', reason, latest };
+      await repos.monitoring.record({
+        product: n.product,
+        time: n.time,
+        productTime: n.productTime,
+        buffer: n.buffer,
+        step: n.step,
+        type: n.type,
+        code: n.code,
+        scheduledTime: n.scheduledTime ?? latest?.scheduledTime ?? null,
+        lastUpdate: n.at,
+      });
+      return { result: 'accepted' };
+    },
+  );
   if (outcome.result !== 'accepted') {
-    ports.events.write(prsEvent({
-      at: ports.clock(), code: n.code, product: n.product, step: n.step, productTime: n.productTime, type: n.type,
-      scheduledTime: n.scheduledTime ?? outcome.latest?.scheduledTime ?? null, lastUpdate: outcome.latest?.lastUpdate ?? null,
-      error: `${n.product}/${n.time}/${n.step}/${n.type}: ${outcome.reason}`,
-    }));
+    ports.events.write(
+      prsEvent({
+        at: ports.clock(),
+        code: n.code,
+        product: n.product,
+        step: n.step,
+        productTime: n.productTime,
+        type: n.type,
+        scheduledTime: n.scheduledTime ?? outcome.latest?.scheduledTime ?? null,
+        lastUpdate: outcome.latest?.lastUpdate ?? null,
+        error: `${n.product}/${n.time}/${n.step}/${n.type}: ${outcome.reason}`,
+      }),
+    );
     return { result: outcome.result, reason: outcome.reason };
   }
   return { result: 'accepted' };

@@ -70,7 +70,8 @@ export interface StepNotification {
 /** Why the reference server drops a notification, or null when it is accepted. */
 export function rejection(n: StepNotification, latest: StepState | null): string | null {
   if (!latest && n.scheduledTime === null) return 'not found';
-  if (n.code === 'INIT' && latest && latest.scheduledTime?.getTime() === n.scheduledTime?.getTime()) return 'already expected';
+  if (n.code === 'INIT' && latest && latest.scheduledTime?.getTime() === n.scheduledTime?.getTime())
+    return 'already expected';
   if (n.code === 'EXEC' && latest?.code !== 'INIT') return 'not expected';
   if (n.code === 'DONE' && latest?.code === 'DONE') return 'already completed';
   return null;

@@ -8,5 +8,7 @@ export interface MonitoringRepo {
   /** For each product and time: the latest state of every key at its latest product time. */
   summary(filter: StepFilter): Promise<StepState[]>;
   /** Every notification of one step, newest first. */
-  history(filter: Required<Pick<StepFilter, 'product' | 'time' | 'step' | 'type'>> & Pick<StepFilter, 'status'>): Promise<StepState[]>;
+  history(
+    filter: Required<Pick<StepFilter, 'product' | 'time' | 'step' | 'type'>> & Pick<StepFilter, 'status'>,
+  ): Promise<StepState[]>;
 }

@@ -1,8 +1,8 @@
-import type { Backup } from '../backups/schema.ts';
-import type { Ports } from '../ports.ts';
 import { restore } from '../backups/handlers.ts';
+import type { Backup } from '../backups/schema.ts';
 import { importFields } from '../metadata/fields.ts';
 import { put as putMetadata } from '../metadata/handlers.ts';
+import type { Ports } from '../ports.ts';
 
 /** A small, realistic data set so a fresh embedded install answers with something real. */
 const SITES: Array<[name: string, iso: string, type: number, comment: string]> = [
@@ -24,38 +24,102 @@ const FIELDS = [
   { name: 'summary', label: 'Summary', type: 'markdown', category: 'General', position: 1, defaultValue: null },
   { name: 'notes', label: 'Operator notes', type: 'textarea', category: 'General', position: 2 },
   { name: 'website', label: 'Web site', type: 'url', category: 'General', position: 3 },
-  { name: 'service_level', label: 'Service level', type: 'text', category: 'General', position: 4, defaultValue: 'standard' },
-  { name: 'policy', label: 'Data policy', type: 'text', category: 'General', position: 5, defaultValue: 'Licence for operational use only', editable: false },
+  {
+    name: 'service_level',
+    label: 'Service level',
+    type: 'text',
+    category: 'General',
+    position: 4,
+    defaultValue: 'standard',
+  },
+  {
+    name: 'policy',
+    label: 'Data policy',
+    type: 'text',
+    category: 'General',
+    position: 5,
+    defaultValue: 'Licence for operational use only',
+    editable: false,
+  },
   { name: 'primary_contact', label: 'Primary contact', type: 'contact', category: 'Contacts', position: 1 },
   { name: 'ops_mail', label: 'Operations mailing list', type: 'mail-group', category: 'Contacts', position: 2 },
   { name: 'switchboard', label: 'Switchboard', type: 'switchboard', category: 'Contacts', position: 3 },
-  { name: 'escalation_email', label: 'Escalation e-mails', type: 'email', category: 'Contacts', position: 4, maxOccurs: -1 },
+  {
+    name: 'escalation_email',
+    label: 'Escalation e-mails',
+    type: 'email',
+    category: 'Contacts',
+    position: 4,
+    maxOccurs: -1,
+  },
   { name: 'duty_phone', label: 'Duty phone', type: 'phone', category: 'Contacts', position: 5 },
   { name: 'portal_token', label: 'Portal token', type: 'password', category: 'Access', position: 1 },
 ];
 
 function demoBackup(): Backup {
   return {
-    ecusers: [{ name: 'ecpds', uid: 1000, gid: 1000, dir: '/home/ecpds', shell: '/bin/bash', comment: 'Dissemination owner' }],
+    ecusers: [
+      { name: 'ecpds', uid: 1000, gid: 1000, dir: '/home/ecpds', shell: '/bin/bash', comment: 'Dissemination owner' },
+    ],
     methods: [
-      { name: 'sftp', ectransModuleName: 'sftp', value: null, restrict: false, resolve: true, comment: 'SSH file transfer', active: true, ectransModule: { name: 'sftp', classe: 'ecmwf.ecpds.sftp.SftpModule', archive: null, active: true } },
-      { name: 'ftp', ectransModuleName: 'ftp', value: null, restrict: false, resolve: true, comment: 'FTP', active: true, ectransModule: { name: 'ftp', classe: 'ecmwf.ecpds.ftp.FtpModule', archive: null, active: true } },
+      {
+        name: 'sftp',
+        ectransModuleName: 'sftp',
+        value: null,
+        restrict: false,
+        resolve: true,
+        comment: 'SSH file transfer',
+        active: true,
+        ectransModule: { name: 'sftp', classe: 'ecmwf.ecpds.sftp.SftpModule', archive: null, active: true },
+      },
+      {
+        name: 'ftp',
+        ectransModuleName: 'ftp',
+        value: null,
+        restrict: false,
+        resolve: true,
+        comment: 'FTP',
+        active: true,
+        ectransModule: { name: 'ftp', classe: 'ecmwf.ecpds.ftp.FtpModule', archive: null, active: true },
+      },
     ],
     destinations: SITES.map(([name, countryIso, type, comment], i) => ({
       destination: {
-        name, countryIso, type, comment, ecuserName: 'ecpds', active: i % 5 !== 4, monitor: type === 2, backup: false,
-        acquisition: type === 0, maxConnections: 5, retryCount: 3, retryFrequency: 60000, userMail: `ops@${name.toLowerCase()}.example.org`,
+        name,
+        countryIso,
+        type,
+        comment,
+        ecuserName: 'ecpds',
+        active: i % 5 !== 4,
+        monitor: type === 2,
+        backup: false,
+        acquisition: type === 0,
+        maxConnections: 5,
+        retryCount: 3,
+        retryFrequency: 60000,
+        userMail: `ops@${name.toLowerCase()}.example.org`,
         data: '',
       },
-      associations: [{
-        priority: 0,
-        host: {
-          hostid: i + 1, nickname: `${name.toLowerCase()}-primary`, host: `ftp.${name.toLowerCase().replace(/_/g, '-')}.example.org`,
-          login: 'ecpds', passwd: `demo-${i + 1}-pw`, dir: '/incoming', transferMethodName: i % 2 ? 'ftp' : 'sftp', type: 'Dissemination',
-          ecuserName: 'ecpds', active: true, networkName: 'Internet', networkCode: 'I',
-          data: `${i % 2 ? 'ftp' : 'sftp'}.port = "${i % 2 ? 21 : 22}"\n${i % 2 ? 'ftp' : 'sftp'}.timeout = "60000"`,
+      associations: [
+        {
+          priority: 0,
+          host: {
+            hostid: i + 1,
+            nickname: `${name.toLowerCase()}-primary`,
+            host: `ftp.${name.toLowerCase().replace(/_/g, '-')}.example.org`,
+            login: 'ecpds',
+            passwd: `demo-${i + 1}-pw`,
+            dir: '/incoming',
+            transferMethodName: i % 2 ? 'ftp' : 'sftp',
+            type: 'Dissemination',
+            ecuserName: 'ecpds',
+            active: true,
+            networkName: 'Internet',
+            networkCode: 'I',
+            data: `${i % 2 ? 'ftp' : 'sftp'}.port = "${i % 2 ? 21 : 22}"\n${i % 2 ? 'ftp' : 'sftp'}.timeout = "60000"`,
+          },
         },
-      }],
+      ],
     })),
     aliases: [{ aliasFrom: 'MO_EXETER', aliasTo: 'OBS_ARCHIVE_IN' }],
   };
@@ -63,7 +127,9 @@ function demoBackup(): Backup {
 
 export async function loadDemoData(ports: Ports) {
   await importFields(ports, 'demo', FIELDS);
-  await ports.repos.transaction((repos) => restore({ ports, requestId: 'demo', caller: null }, repos, demoBackup(), false));
+  await ports.repos.transaction((repos) =>
+    restore({ ports, requestId: 'demo', caller: null }, repos, demoBackup(), false),
+  );
   const ctx = { ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: true } };
   for (const [name, , , comment] of SITES) {
     const slug = name.toLowerCase().replace(/_/g, '-');
@@ -73,9 +139,18 @@ export async function loadDemoData(ports: Ports) {
         name,
         body: {
           metadata: {
-            General: { summary: `## ${comment}\n\nReceives **operational** products. See [the portal](https://${slug}.example.org/).`, website: `https://${slug}.example.org/`, service_level: 'standard' },
+            General: {
+              summary: `## ${comment}\n\nReceives **operational** products. See [the portal](https://${slug}.example.org/).`,
+              website: `https://${slug}.example.org/`,
+              service_level: 'standard',
+            },
             Contacts: {
-              primary_contact: { name: 'Duty officer', email: `duty@${slug}.example.org`, phone: '+44 118 000 0000', fax: null },
+              primary_contact: {
+                name: 'Duty officer',
+                email: `duty@${slug}.example.org`,
+                phone: '+44 118 000 0000',
+                fax: null,
+              },
               ops_mail: { name: 'Operations', email: `ops@${slug}.example.org` },
               escalation_email: [`head@${slug}.example.org`, `deputy@${slug}.example.org`],
             },

@@ -1,6 +1,6 @@
 import type { Handlers } from '../common/operation.ts';
-import { VERSION } from './version.ts';
 import type { systemOperations } from './operations.ts';
+import { VERSION } from './version.ts';
 
 export const version = async () => ({ version: VERSION });
 

@@ -14,7 +14,12 @@ export async function add({ ctx, input }: Args<'webUserAdd'>) {
   if (!existing) {
     if (input.pass === undefined) throw missingParameter('pass');
     const inserted = await ctx.ports.repos.webUsers.insert(
-      { id: input.id, name: input.name ?? null, active: input.active ?? false, ...(await passwordFields(ctx, input.pass)) },
+      {
+        id: input.id,
+        name: input.name ?? null,
+        active: input.active ?? false,
+        ...(await passwordFields(ctx, input.pass)),
+      },
       now,
     );
     // Lost a race with a concurrent create: apply this call as the update it now is.

@@ -18,15 +18,26 @@ export const clientRepo = (db: Database): ClientRepo => ({
     return row?.n ?? 0;
   },
   async insert(client) {
-    const rows = await db.insert(apiClients).values(client).onConflictDoNothing().returning({ username: apiClients.username });
+    const rows = await db
+      .insert(apiClients)
+      .values(client)
+      .onConflictDoNothing()
+      .returning({ username: apiClients.username });
     return rows.length === 1;
   },
   async update(username, patch) {
-    const rows = await db.update(apiClients).set(patch).where(eq(apiClients.username, username)).returning({ username: apiClients.username });
+    const rows = await db
+      .update(apiClients)
+      .set(patch)
+      .where(eq(apiClients.username, username))
+      .returning({ username: apiClients.username });
     return rows.length === 1;
   },
   async delete(username) {
-    const rows = await db.delete(apiClients).where(eq(apiClients.username, username)).returning({ username: apiClients.username });
+    const rows = await db
+      .delete(apiClients)
+      .where(eq(apiClients.username, username))
+      .returning({ username: apiClients.username });
     return rows.length === 1;
   },
   async touch(username, at) {

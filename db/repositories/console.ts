@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
 import type { ConsoleRepo } from '../../core/console/ports.ts';
 import type { Database } from '../client.ts';
-import { webUsersWithCategories } from './web-users.ts';
 import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories } from '../schema.ts';
+import { webUsersWithCategories } from './web-users.ts';
 
 export const consoleRepo = (db: Database): ConsoleRepo => ({
   async categories() {
@@ -10,7 +10,10 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
   },
   webUsers: () => webUsersWithCategories(db),
   async categoriesOf(userId) {
-    const rows = await db.select({ category: webUserCategories.category }).from(webUserCategories).where(eq(webUserCategories.userId, userId));
+    const rows = await db
+      .select({ category: webUserCategories.category })
+      .from(webUserCategories)
+      .where(eq(webUserCategories.userId, userId));
     return rows.map((r) => r.category);
   },
   async grant(userId, category) {

@@ -1,11 +1,17 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { DataFileRepo } from '../../core/data-files/ports.ts';
-import { rowsOf, type Database } from '../client.ts';
+import { type Database, rowsOf } from '../client.ts';
 import { dataFiles, dataTransfers } from '../schema.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
 type ExpiredRow = {
-  transfer_id: string | number; destination: string; destination_type: number; target: string; size: string | number; scheduled_at: string | Date; network_code: string | null;
+  transfer_id: string | number;
+  destination: string;
+  destination_type: number;
+  target: string;
+  size: string | number;
+  scheduled_at: string | Date;
+  network_code: string | null;
 };
 
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
@@ -41,7 +47,14 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     const [row] = await db
       .select({ transferId: dataTransfers.id, dataFileId: dataTransfers.dataFileId })
       .from(dataTransfers)
-      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target), eq(dataTransfers.uniqueName, uniqueName), LIVE));
+      .where(
+        and(
+          eq(dataTransfers.destination, destination),
+          eq(dataTransfers.target, target),
+          eq(dataTransfers.uniqueName, uniqueName),
+          LIVE,
+        ),
+      );
     return row ?? null;
   },
   async requeue(transferId, file, transfer) {
@@ -51,16 +64,26 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         .set({ ...transfer, message: null, updatedAt: new Date() })
         .where(eq(dataTransfers.id, transferId))
         .returning({ dataFileId: dataTransfers.dataFileId });
-      if (row) await tx.update(dataFiles).set({ source: file.source, size: file.size }).where(eq(dataFiles.id, row.dataFileId));
+      if (row)
+        await tx
+          .update(dataFiles)
+          .set({ source: file.source, size: file.size })
+          .where(eq(dataFiles.id, row.dataFileId));
     });
   },
   async find(id) {
-    const [row] = await db.select({ id: dataFiles.id, size: dataFiles.size, deletedAt: dataFiles.deletedAt }).from(dataFiles).where(eq(dataFiles.id, id));
+    const [row] = await db
+      .select({ id: dataFiles.id, size: dataFiles.size, deletedAt: dataFiles.deletedAt })
+      .from(dataFiles)
+      .where(eq(dataFiles.id, id));
     return row ?? null;
   },
   async markDeleted(id, at) {
     await db.transaction(async (tx) => {
-      await tx.update(dataFiles).set({ deletedAt: at }).where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
+      await tx
+        .update(dataFiles)
+        .set({ deletedAt: at })
+        .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
       await tx.update(dataTransfers).set({ status: 'STOP', updatedAt: at }).where(eq(dataTransfers.dataFileId, id));
     });
   },

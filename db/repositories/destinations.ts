@@ -1,9 +1,16 @@
-import { and, asc, count, eq, getTableColumns, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm';
+import { isInt32 } from '../../core/common/int32.ts';
 import type { DestinationFilter } from '../../core/destinations/model.ts';
 import type { DestinationRepo } from '../../core/destinations/ports.ts';
 import type { Database } from '../client.ts';
-import { countries, destinationAliases, destinations, destinationTypes, incomingAssociations, listVersions } from '../schema.ts';
-import { isInt32 } from '../../core/common/int32.ts';
+import {
+  countries,
+  destinationAliases,
+  destinations,
+  destinationTypes,
+  incomingAssociations,
+  listVersions,
+} from '../schema.ts';
 
 // The list entry is a rendering of the other columns, not part of the record.
 const { listEntry, ...recordColumns } = getTableColumns(destinations);
@@ -14,14 +21,18 @@ function filtered({ iso, userId, type, name }: DestinationFilter): SQL | undefin
   if (type !== undefined) conditions.push(eq(destinations.type, type));
   if (name !== undefined) conditions.push(eq(destinations.name, name));
   if (userId !== undefined) {
-    conditions.push(sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`);
+    conditions.push(
+      sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`,
+    );
   }
   return and(...conditions);
 }
 
 export const destinationRepo = (db: Database): DestinationRepo => ({
   async exists(name) {
-    return (await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, name))).length > 0;
+    return (
+      (await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, name))).length > 0
+    );
   },
   async get(name) {
     const [row] = await db.select(recordColumns).from(destinations).where(eq(destinations.name, name));
@@ -34,7 +45,11 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
     // Aggregated in the order of an index scan: string_agg(... order by name) sorts the wide
     // entries themselves, which costs more than the scan. The version and the entries are read
     // in one statement, so from one snapshot; the subquery runs only when it is needed.
-    const ordered = db.select({ entry: sql<string>`${listEntry}`.as('entry') }).from(destinations).where(filtered(filter)).orderBy(asc(destinations.name));
+    const ordered = db
+      .select({ entry: sql<string>`${listEntry}`.as('entry') })
+      .from(destinations)
+      .where(filtered(filter))
+      .orderBy(asc(destinations.name));
     const [row] = await db
       .select({
         version: listVersions.version,
@@ -47,7 +62,9 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
     return { version: row.version, view: row.entries === null ? null : `[${row.entries}]` };
   },
   async names() {
-    return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map((r) => r.name);
+    return (await db.select({ name: destinations.name }).from(destinations).orderBy(asc(destinations.name))).map(
+      (r) => r.name,
+    );
   },
   async types() {
     return db.select().from(destinationTypes).orderBy(asc(destinationTypes.position), asc(destinationTypes.id));
@@ -66,7 +83,11 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
       .orderBy(asc(countries.iso));
   },
   async insert(destination) {
-    const rows = await db.insert(destinations).values(destination).onConflictDoNothing().returning({ name: destinations.name });
+    const rows = await db
+      .insert(destinations)
+      .values(destination)
+      .onConflictDoNothing()
+      .returning({ name: destinations.name });
     return rows.length === 1;
   },
   async aliasesFrom(names) {

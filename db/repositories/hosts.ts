@@ -1,7 +1,7 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import type { HostRepo, ReferenceRepo } from '../../core/hosts/ports.ts';
 import type { Database } from '../client.ts';
-import { destinationHosts, ecusers, ectransModules, hosts, transferMethods } from '../schema.ts';
+import { destinationHosts, ectransModules, ecusers, hosts, transferMethods } from '../schema.ts';
 
 export const hostRepo = (db: Database): HostRepo => ({
   async find(hostid) {
@@ -20,7 +20,9 @@ export const hostRepo = (db: Database): HostRepo => ({
     const [row] = await db
       .select({ hostid: hosts.hostid })
       .from(hosts)
-      .where(sql`${hosts.nickname} = ${nickname} and exists (select 1 from ${destinationHosts} dh where dh.hostid = ${hosts.hostid})`)
+      .where(
+        sql`${hosts.nickname} = ${nickname} and exists (select 1 from ${destinationHosts} dh where dh.hostid = ${hosts.hostid})`,
+      )
       .orderBy(asc(hosts.hostid))
       .limit(1);
     return row?.hostid ?? null;

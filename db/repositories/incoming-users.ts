@@ -16,15 +16,23 @@ export const incomingUserRepo = (db: Database): IncomingUserRepo => ({
     return row ? toUser(row) : null;
   },
   async insert(user, at) {
-    await db.insert(incomingUsers).values({ ...user, createdAt: at, updatedAt: at }).onConflictDoNothing();
+    await db
+      .insert(incomingUsers)
+      .values({ ...user, createdAt: at, updatedAt: at })
+      .onConflictDoNothing();
   },
   async update(id, patch, at) {
-    await db.update(incomingUsers).set({ ...patch, updatedAt: at }).where(eq(incomingUsers.id, id));
+    await db
+      .update(incomingUsers)
+      .set({ ...patch, updatedAt: at })
+      .where(eq(incomingUsers.id, id));
   },
   async list({ destination }) {
     // One query: each user with its sorted destination names.
     // json_agg, not array_agg: JSON needs no type lookup, which per-request clients on Workers skip.
-    const associations = sql<string[]>`coalesce((select json_agg(a.destination order by a.destination) from ${incomingAssociations} a where a.user_id = ${incomingUsers.id}), '[]'::json)`;
+    const associations = sql<
+      string[]
+    >`coalesce((select json_agg(a.destination order by a.destination) from ${incomingAssociations} a where a.user_id = ${incomingUsers.id}), '[]'::json)`;
     const rows = await db
       .select({ user: incomingUsers, associations })
       .from(incomingUsers)

@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, notInArray, sql } from 'drizzle-orm';
-import type { MetadataRepo } from '../../core/metadata/ports.ts';
 import type { FieldType } from '../../core/metadata/model.ts';
+import type { MetadataRepo } from '../../core/metadata/ports.ts';
 import type { Database } from '../client.ts';
 import { destinations, metadataFields, metadataNoteFlags, metadataValues } from '../schema.ts';
 
@@ -32,35 +32,51 @@ export const metadataRepo = (db: Database): MetadataRepo => ({
       .orderBy(asc(metadataValues.fieldId), asc(metadataValues.position));
   },
   async flags(destination) {
-    const rows = await db.select({ fieldId: metadataNoteFlags.fieldId }).from(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination));
+    const rows = await db
+      .select({ fieldId: metadataNoteFlags.fieldId })
+      .from(metadataNoteFlags)
+      .where(eq(metadataNoteFlags.destination, destination));
     return rows.map((r) => r.fieldId);
   },
   async replaceValues(destination, values, keepFieldIds) {
     // Concurrent replaces of one destination take turns; otherwise both delete, then both insert.
-    await db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, destination)).for('update');
+    await db
+      .select({ name: destinations.name })
+      .from(destinations)
+      .where(eq(destinations.name, destination))
+      .for('update');
     await db
       .delete(metadataValues)
-      .where(and(eq(metadataValues.destination, destination), keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined));
+      .where(
+        and(
+          eq(metadataValues.destination, destination),
+          keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined,
+        ),
+      );
     if (values.length) await db.insert(metadataValues).values(values.map((v) => ({ ...v, destination })));
   },
   async replaceFlags(destination, fieldIds) {
     await db.delete(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination));
-    if (fieldIds.length) await db.insert(metadataNoteFlags).values(fieldIds.map((fieldId) => ({ destination, fieldId })));
+    if (fieldIds.length)
+      await db.insert(metadataNoteFlags).values(fieldIds.map((fieldId) => ({ destination, fieldId })));
   },
   async seedDefault(fieldId, value, only) {
     if (only && only.length === 0) return;
-    await db
-      .insert(metadataValues)
-      .select(
-        db
-          .select({ destination: destinations.name, fieldId: sql<number>`${fieldId}`.as('field_id'), position: sql<number>`0`.as('position'), value: sql<string>`${value}`.as('value') })
-          .from(destinations)
-          .where(
-            and(
-              only ? inArray(destinations.name, only) : undefined,
-              sql`not exists (select 1 from ${metadataValues} v where v.destination = ${destinations.name} and v.field_id = ${fieldId})`,
-            ),
+    await db.insert(metadataValues).select(
+      db
+        .select({
+          destination: destinations.name,
+          fieldId: sql<number>`${fieldId}`.as('field_id'),
+          position: sql<number>`0`.as('position'),
+          value: sql<string>`${value}`.as('value'),
+        })
+        .from(destinations)
+        .where(
+          and(
+            only ? inArray(destinations.name, only) : undefined,
+            sql`not exists (select 1 from ${metadataValues} v where v.destination = ${destinations.name} and v.field_id = ${fieldId})`,
           ),
-      );
+        ),
+    );
   },
 });

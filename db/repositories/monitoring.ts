@@ -1,10 +1,10 @@
-import { and, asc, desc, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
-import type { MonitoringRepo } from '../../core/monitoring/ports.ts';
+import { isInt32 } from '../../core/common/int32.ts';
 import type { StepFilter } from '../../core/monitoring/model.ts';
+import type { MonitoringRepo } from '../../core/monitoring/ports.ts';
 import type { Database } from '../client.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
-import { isInt32 } from '../../core/common/int32.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
 
@@ -24,14 +24,20 @@ function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {
 export const monitoringRepo = (db: Database): MonitoringRepo => ({
   async latest(key) {
     // Serializes notifications of one key even before its first row exists (row locks cannot).
-    await db.execute(sql`select pg_advisory_xact_lock(hashtext(${JSON.stringify([key.product, key.time, key.productTime.toISOString(), key.buffer, key.step, key.type])}::text))`);
+    await db.execute(
+      sql`select pg_advisory_xact_lock(hashtext(${JSON.stringify([key.product, key.time, key.productTime.toISOString(), key.buffer, key.step, key.type])}::text))`,
+    );
     const [row] = await db
       .select()
       .from(stepStatus)
       .where(
         and(
-          eq(stepStatus.product, key.product), eq(stepStatus.time, key.time), eq(stepStatus.productTime, key.productTime),
-          eq(stepStatus.buffer, key.buffer), eq(stepStatus.step, key.step), eq(stepStatus.type, key.type),
+          eq(stepStatus.product, key.product),
+          eq(stepStatus.time, key.time),
+          eq(stepStatus.productTime, key.productTime),
+          eq(stepStatus.buffer, key.buffer),
+          eq(stepStatus.step, key.step),
+          eq(stepStatus.type, key.type),
         ),
       )
       .for('update');
@@ -44,7 +50,14 @@ export const monitoringRepo = (db: Database): MonitoringRepo => ({
       .insert(stepStatus)
       .values(state)
       .onConflictDoUpdate({
-        target: [stepStatus.product, stepStatus.time, stepStatus.productTime, stepStatus.buffer, stepStatus.step, stepStatus.type],
+        target: [
+          stepStatus.product,
+          stepStatus.time,
+          stepStatus.productTime,
+          stepStatus.buffer,
+          stepStatus.step,
+          stepStatus.type,
+        ],
         set: { code, scheduledTime, lastUpdate },
       });
     await db
@@ -62,10 +75,20 @@ export const monitoringRepo = (db: Database): MonitoringRepo => ({
       .from(stepCycles)
       .innerJoin(
         stepStatus,
-        and(eq(stepStatus.product, stepCycles.product), eq(stepStatus.time, stepCycles.time), eq(stepStatus.productTime, stepCycles.productTime)),
+        and(
+          eq(stepStatus.product, stepCycles.product),
+          eq(stepStatus.time, stepCycles.time),
+          eq(stepStatus.productTime, stepCycles.productTime),
+        ),
       )
       .where(and(...filters(stepStatus, filter)))
-      .orderBy(asc(stepStatus.product), asc(stepStatus.time), asc(stepStatus.step), asc(stepStatus.type), asc(stepStatus.buffer));
+      .orderBy(
+        asc(stepStatus.product),
+        asc(stepStatus.time),
+        asc(stepStatus.step),
+        asc(stepStatus.type),
+        asc(stepStatus.buffer),
+      );
     return rows.map((r) => r.status);
   },
   async history(filter) {

@@ -1,4 +1,4 @@
-import { asc, eq, sql, type SQL } from 'drizzle-orm';
+import { asc, eq, type SQL, sql } from 'drizzle-orm';
 import type { WebUser, WebUserRepo } from '../../core/web-users/ports.ts';
 import type { Database } from '../client.ts';
 import { webUserCategories, webUsers } from '../schema.ts';
@@ -8,7 +8,9 @@ const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): WebUser => row;
 
 /** Web users (all, or those `where` selects) by id, each with its categories in order. */
 export async function webUsersWithCategories(db: Database, where?: SQL) {
-  const categories = sql<string[]>`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
+  const categories = sql<
+    string[]
+  >`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
   const rows = await db.select({ user: webUsers, categories }).from(webUsers).where(where).orderBy(asc(webUsers.id));
   return rows.map((r) => ({ ...toUser(r.user), categories: r.categories }));
 }
@@ -19,11 +21,18 @@ export const webUserRepo = (db: Database): WebUserRepo => ({
     return row ? toUser(row) : null;
   },
   async insert(user, at) {
-    const rows = await db.insert(webUsers).values({ ...user, createdAt: at, updatedAt: at }).onConflictDoNothing().returning({ id: webUsers.id });
+    const rows = await db
+      .insert(webUsers)
+      .values({ ...user, createdAt: at, updatedAt: at })
+      .onConflictDoNothing()
+      .returning({ id: webUsers.id });
     return rows.length === 1;
   },
   async update(id, patch, at) {
-    await db.update(webUsers).set({ ...patch, updatedAt: at }).where(eq(webUsers.id, id));
+    await db
+      .update(webUsers)
+      .set({ ...patch, updatedAt: at })
+      .where(eq(webUsers.id, id));
   },
   async listActive({ category }) {
     const onlyCategory =

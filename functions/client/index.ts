@@ -7,8 +7,8 @@ import {
   type OperationId,
   type SuccessEnvelopeId,
 } from '../../core/catalogue.ts';
-import type { Operation } from '../../core/common/operation.ts';
 import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
+import type { Operation } from '../../core/common/operation.ts';
 
 /**
  * A typed client of the API, built from the same catalogue as the server: one method per
@@ -52,7 +52,12 @@ export class ApiError extends Error {
   }
 }
 
-const onWire = (value: unknown) => (typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value));
+const onWire = (value: unknown) =>
+  typeof value === 'string'
+    ? value
+    : typeof value === 'number' || typeof value === 'boolean'
+      ? String(value)
+      : JSON.stringify(value);
 
 /** The URL and request of one call: path values in the path, the rest in the query or the form. */
 function requestOf(op: Operation, input: Record<string, unknown>): { path: string; init: RequestInit } {
@@ -98,21 +103,36 @@ async function answerOf(id: OperationId, res: Response): Promise<unknown> {
     // plain-text answers (400, 401, 403, 412, 413) are the message themselves
   }
   const retryAfter = Number(res.headers.get('retry-after'));
-  throw new ApiError(res.status, message, id, requestId, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+  throw new ApiError(
+    res.status,
+    message,
+    id,
+    requestId,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null,
+  );
 }
 
 export function createClient(options: ClientOptions): Client {
   const base = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
   // Called through a wrapper: Workers refuse a fetch detached from the global object.
   const send = options.fetch ?? ((input: string, init: RequestInit) => fetch(input, init));
-  const authorization = options.username === undefined ? null : `Basic ${bytesToBase64(utf8(`${options.username}:${options.secret ?? ''}`))}`;
+  const authorization =
+    options.username === undefined
+      ? null
+      : `Basic ${bytesToBase64(utf8(`${options.username}:${options.secret ?? ''}`))}`;
 
   const call = async (id: OperationId, input: Record<string, unknown> = {}) => {
     const op: Operation = catalogue[id];
     const { path, init } = requestOf(op, input);
-    const headers = { ...options.headers, ...(init.headers as Record<string, string>), ...(authorization && op.access !== 'none' && { authorization }) };
+    const headers = {
+      ...options.headers,
+      ...(init.headers as Record<string, string>),
+      ...(authorization && op.access !== 'none' && { authorization }),
+    };
     return answerOf(id, await send(`${base}${path}`, { ...init, headers }));
   };
-  const methods = Object.fromEntries((Object.keys(catalogue) as OperationId[]).map((id) => [id, (input?: Record<string, unknown>) => call(id, input)]));
+  const methods = Object.fromEntries(
+    (Object.keys(catalogue) as OperationId[]).map((id) => [id, (input?: Record<string, unknown>) => call(id, input)]),
+  );
   return Object.freeze(methods) as unknown as Client;
 }

@@ -1,4 +1,4 @@
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import { CSS, SCRIPT } from './assets.ts';
 import { requireAdministrator } from './guard.tsx';
 import { auditPage } from './pages/audit.tsx';
@@ -6,7 +6,7 @@ import { authPages } from './pages/auth.tsx';
 import { clientPages } from './pages/clients.tsx';
 import { fieldPages } from './pages/fields.tsx';
 import { userPages } from './pages/users.tsx';
-import { sessionMiddleware, type ConsoleEnv, type ConsoleOptions } from './session.ts';
+import { type ConsoleEnv, type ConsoleOptions, sessionMiddleware } from './session.ts';
 
 export type { ConsoleOptions } from './session.ts';
 

@@ -18,45 +18,45 @@ const NAV: Array<[string, string]> = [
 export function Page({ title, user, csrf, children }: PageProps) {
   return (
     <>
-    {raw('<!doctype html>')}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{`${title} · ecpds-edge console`}</title>
-        <link rel="stylesheet" href="/console/assets/console.css" />
-      </head>
-      <body>
-        <header>
-          <strong>ecpds-edge console</strong>
-          {user && (
-            <nav aria-label="Main">
-              <ul>
-                {NAV.map(([href, label]) => (
-                  <li>
-                    <a href={href}>{label}</a>
-                  </li>
-                ))}
-              </ul>
-            </nav>
-          )}
-          {user && csrf && (
-            <form class="inline" method="post" action="/console/logout">
-              <input type="hidden" name="csrf" value={csrf} />
-              <span>{user} </span>
-              <button class="secondary" type="submit">
-                Log out
-              </button>
-            </form>
-          )}
-        </header>
-        <main>
-          <h1>{title}</h1>
-          {children}
-        </main>
-        <script src="/console/assets/console.js" defer></script>
-      </body>
-    </html>
+      {raw('<!doctype html>')}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>{`${title} · ecpds-edge console`}</title>
+          <link rel="stylesheet" href="/console/assets/console.css" />
+        </head>
+        <body>
+          <header>
+            <strong>ecpds-edge console</strong>
+            {user && (
+              <nav aria-label="Main">
+                <ul>
+                  {NAV.map(([href, label]) => (
+                    <li>
+                      <a href={href}>{label}</a>
+                    </li>
+                  ))}
+                </ul>
+              </nav>
+            )}
+            {user && csrf && (
+              <form class="inline" method="post" action="/console/logout">
+                <input type="hidden" name="csrf" value={csrf} />
+                <span>{user} </span>
+                <button class="secondary" type="submit">
+                  Log out
+                </button>
+              </form>
+            )}
+          </header>
+          <main>
+            <h1>{title}</h1>
+            {children}
+          </main>
+          <script src="/console/assets/console.js" defer></script>
+        </body>
+      </html>
     </>
   );
 }

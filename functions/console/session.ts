@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import { tokenMatches } from '../../core/common/crypto.ts';
+import { type ConsoleUser, currentUser, IDLE_MS } from '../../core/console/sign-in.ts';
 import type { Ports } from '../../core/ports.ts';
-import { currentUser, IDLE_MS, type ConsoleUser } from '../../core/console/sign-in.ts';
 
 export const SESSION_COOKIE = 'ecpds_console';
 
@@ -18,7 +18,11 @@ export type ConsoleEnv = { Variables: { ports: Ports; user: ConsoleUser | null; 
 
 export const setSession = (c: Context, secret: string, token: string) =>
   setSignedCookie(c, SESSION_COOKIE, token, secret, {
-    httpOnly: true, secure: true, sameSite: 'Strict', path: '/console', maxAge: Math.floor(IDLE_MS / 1000) * 48,
+    httpOnly: true,
+    secure: true,
+    sameSite: 'Strict',
+    path: '/console',
+    maxAge: Math.floor(IDLE_MS / 1000) * 48,
   });
 
 export const clearSession = (c: Context) => deleteCookie(c, SESSION_COOKIE, { path: '/console', secure: true });
@@ -35,12 +39,18 @@ export function sessionMiddleware(options: ConsoleOptions): MiddlewareHandler<Co
     if (c.req.method === 'POST' && c.req.path !== '/console/login') {
       const form = await c.req.parseBody();
       if (!user || !tokenMatches(form.csrf, user.csrf)) {
-        return c.text('Refused: the form is missing its CSRF token or the session has ended. Reload the page and try again.', 403);
+        return c.text(
+          'Refused: the form is missing its CSRF token or the session has ended. Reload the page and try again.',
+          403,
+        );
       }
     }
     await next();
     c.header('Cache-Control', 'no-store');
-    c.header('Content-Security-Policy', "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'");
+    c.header(
+      'Content-Security-Policy',
+      "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
+    );
     c.header('X-Frame-Options', 'DENY');
     c.header('Referrer-Policy', 'no-referrer');
   };

@@ -29,7 +29,8 @@ export async function readBodyText(request: Request, limit: number): Promise<str
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined;
   // No database text can hold NUL, raw or escaped: refuse the body rather than fail in storage.
-  if (text.includes('\u0000') || /\\u0000/.test(text)) throw badRequest('Invalid JSON body: NUL characters are not allowed');
+  if (text.includes('\u0000') || /\\u0000/.test(text))
+    throw badRequest('Invalid JSON body: NUL characters are not allowed');
   try {
     return JSON.parse(text);
   } catch (e) {

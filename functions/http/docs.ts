@@ -9,14 +9,26 @@ import { opsPaths } from './ops.ts';
 const docsPaths = {
   '/openapi.json': {
     get: {
-      operationId: 'openapi', summary: 'This document', tags: ['none'], security: [],
-      responses: { 200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } }, 403: { $ref: '#/components/responses/NotSecure' } },
+      operationId: 'openapi',
+      summary: 'This document',
+      tags: ['none'],
+      security: [],
+      responses: {
+        200: { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } },
+        403: { $ref: '#/components/responses/NotSecure' },
+      },
     },
   },
   '/docs': {
     get: {
-      operationId: 'docs', summary: 'Interactive page: every operation, with a form to try it', tags: ['none'], security: [],
-      responses: { 200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } }, 403: { $ref: '#/components/responses/NotSecure' } },
+      operationId: 'docs',
+      summary: 'Interactive page: every operation, with a form to try it',
+      tags: ['none'],
+      security: [],
+      responses: {
+        200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+        403: { $ref: '#/components/responses/NotSecure' },
+      },
     },
   },
 };
@@ -24,7 +36,8 @@ const docsPaths = {
 /** The document the app serves: the catalogue's operations plus the routes outside /v1. */
 export const servedDocument = () => openApiDocument({ extraPaths: { ...opsPaths, ...docsPaths } });
 
-const sha256 = async (text: string) => `'sha256-${bytesToBase64(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text))))}'`;
+const sha256 = async (text: string) =>
+  `'sha256-${bytesToBase64(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text))))}'`;
 
 /** /openapi.json and /docs: public, generated once per app on first use. */
 export function docsRoutes(app: Hono<Env>) {
@@ -42,13 +55,22 @@ export function docsRoutes(app: Hono<Env>) {
     if (!page) {
       // Only this page's own script and style may run: hashes, not 'unsafe-inline'.
       const policy = [
-        "default-src 'none'", `script-src ${await sha256(DOCS_SCRIPT)}`, `style-src ${await sha256(DOCS_STYLE)}`,
-        "connect-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+        "default-src 'none'",
+        `script-src ${await sha256(DOCS_SCRIPT)}`,
+        `style-src ${await sha256(DOCS_STYLE)}`,
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
       ].join('; ');
       page = { html: docsHtml(`${PRODUCT} Data Dissemination API`), policy };
     }
     return new Response(page.html, {
-      headers: { 'content-type': 'text/html; charset=UTF-8', 'content-security-policy': page.policy, 'referrer-policy': 'no-referrer' },
+      headers: {
+        'content-type': 'text/html; charset=UTF-8',
+        'content-security-policy': page.policy,
+        'referrer-policy': 'no-referrer',
+      },
     });
   });
 }

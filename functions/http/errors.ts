@@ -7,8 +7,7 @@ const PLAIN = { 'content-type': 'text/plain; charset=UTF-8' };
 export const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
   new Response(text, { status, headers: { ...PLAIN, ...headers } });
 
-const jsonError = (status: number, message: string) =>
-  Response.json({ status: 'error', message }, { status });
+const jsonError = (status: number, message: string) => Response.json({ status: 'error', message }, { status });
 
 /** The one place where a failure becomes its wire form (wire-decisions §1). */
 export function errorResponse(error: unknown, requestId: string, logger: Logger): Response {

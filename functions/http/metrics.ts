@@ -49,7 +49,9 @@ export function createMetrics(): Metrics {
     render() {
       const lines: string[] = [];
       const services = [...requests.keys()].sort();
-      lines.push('# HELP ecpds_http_requests_total Requests answered, by service (permission name, or none/basic) and HTTP status.');
+      lines.push(
+        '# HELP ecpds_http_requests_total Requests answered, by service (permission name, or none/basic) and HTTP status.',
+      );
       lines.push('# TYPE ecpds_http_requests_total counter');
       for (const service of services) {
         for (const [status, n] of [...requests.get(service)!].sort(([a], [b]) => a - b)) {
@@ -61,7 +63,9 @@ export function createMetrics(): Metrics {
       for (const service of services) {
         const h = durations.get(service)!;
         const s = `service="${label(service)}"`;
-        BUCKETS.forEach((le, i) => lines.push(`ecpds_http_request_duration_seconds_bucket{${s},le="${le}"} ${h.counts[i]}`));
+        for (const [i, le] of BUCKETS.entries()) {
+          lines.push(`ecpds_http_request_duration_seconds_bucket{${s},le="${le}"} ${h.counts[i]}`);
+        }
         lines.push(`ecpds_http_request_duration_seconds_bucket{${s},le="+Inf"} ${h.count}`);
         lines.push(`ecpds_http_request_duration_seconds_sum{${s}} ${number(h.sum)}`);
         lines.push(`ecpds_http_request_duration_seconds_count{${s}} ${h.count}`);

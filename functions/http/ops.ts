@@ -19,7 +19,10 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
       await withTimeout(ports.repos.ping(), PING_TIMEOUT_MS);
       return c.json({ status: 'ok' });
     } catch (e) {
-      options.logger.warn('health check failed', { requestId: c.get('requestId'), reason: e instanceof Error ? e.message : String(e) });
+      options.logger.warn('health check failed', {
+        requestId: c.get('requestId'),
+        reason: e instanceof Error ? e.message : String(e),
+      });
       return c.json({ status: 'error', message: 'Service unavailable: database unreachable' }, 503);
     }
   });
@@ -29,9 +32,14 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
     if (!options.metricsPublic) {
       const credentials = parseBasicAuthorization(c.req.header('authorization'));
       if (!credentials) {
-        return plain(401, 'Operation only available to registered users', { 'WWW-Authenticate': `Basic realm="${PRODUCT}"` });
+        return plain(401, 'Operation only available to registered users', {
+          'WWW-Authenticate': `Basic realm="${PRODUCT}"`,
+        });
       }
-      c.set('caller', await authenticate(await options.portsFor(c), credentials, METRICS_PERMISSION, options.clientAddress(c)));
+      c.set(
+        'caller',
+        await authenticate(await options.portsFor(c), credentials, METRICS_PERMISSION, options.clientAddress(c)),
+      );
     }
     return new Response(metrics.render(), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
@@ -62,7 +70,14 @@ export const opsPaths = {
       tags: ['none'],
       security: [],
       responses: {
-        200: { description: 'Healthy', content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] } } } },
+        200: {
+          description: 'Healthy',
+          content: {
+            'application/json': {
+              schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] },
+            },
+          },
+        },
         403: { $ref: '#/components/responses/NotSecure' },
         503: { $ref: '#/components/responses/Unavailable' },
       },
@@ -76,7 +91,10 @@ export const opsPaths = {
       tags: [METRICS_PERMISSION],
       security: [{ basic: [] }, {}],
       responses: {
-        200: { description: 'Prometheus text format 0.0.4', content: plainText('ecpds_http_requests_total{service="datafilePut",status="200"} 3') },
+        200: {
+          description: 'Prometheus text format 0.0.4',
+          content: plainText('ecpds_http_requests_total{service="datafilePut",status="200"} 3'),
+        },
         401: { $ref: '#/components/responses/Unauthenticated' },
         403: { $ref: '#/components/responses/NotSecure' },
         500: { $ref: '#/components/responses/ServiceError' },

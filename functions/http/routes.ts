@@ -18,5 +18,7 @@ function specificity(a: string, b: string): number {
 }
 
 export function routesInMatchOrder(): Array<[OperationId, Operation]> {
-  return (Object.entries(catalogue) as Array<[OperationId, Operation]>).sort(([, a], [, b]) => specificity(a.path, b.path));
+  return (Object.entries(catalogue) as Array<[OperationId, Operation]>).sort(([, a], [, b]) =>
+    specificity(a.path, b.path),
+  );
 }

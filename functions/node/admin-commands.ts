@@ -1,12 +1,12 @@
-import { ConfigError, parseConfig } from './config.ts';
-import { jsonLogger } from './logger.ts';
-import { openRuntime, type Runtime } from './runtime.ts';
-import type { CommandContext } from './cli-io.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
+import { sweepExpired } from '../../core/data-files/handlers.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
 import { exportNotes } from '../../core/metadata/notes.ts';
-import { sweepExpired } from '../../core/data-files/handlers.ts';
+import type { CommandContext } from './cli-io.ts';
+import { ConfigError, parseConfig } from './config.ts';
+import { jsonLogger } from './logger.ts';
 import { importNotifications } from './monitoring-import.ts';
+import { openRuntime, type Runtime } from './runtime.ts';
 
 /**
  * The bodies of the commands that open the database. Their arguments were checked by
@@ -37,7 +37,11 @@ export async function client(ctx: CommandContext, action: ClientAction, username
   await withRuntime(ctx, async ({ ports }) => {
     switch (action) {
       case 'create': {
-        const created = await apiClients.create(ports, CLI_ACTOR, { username, permissions: permissions ?? [], origin: 'cli' });
+        const created = await apiClients.create(ports, CLI_ACTOR, {
+          username,
+          permissions: permissions ?? [],
+          origin: 'cli',
+        });
         return ctx.out(`Client '${created.username}' created. Its secret is shown this once:\n${created.secret}`);
       }
       case 'list':
@@ -86,7 +90,9 @@ export async function notesExport(ctx: CommandContext, destination: string | und
 }
 
 export async function monitoringImport(ctx: CommandContext, file: string) {
-  const counts = await withRuntime(ctx, ({ ports }) => importNotifications(ports, file, (line) => ctx.io.stderr.write(line)));
+  const counts = await withRuntime(ctx, ({ ports }) =>
+    importNotifications(ports, file, (line) => ctx.io.stderr.write(line)),
+  );
   const { accepted, ignored, refused, bad } = counts;
   ctx.out(`Notifications: ${accepted} accepted, ${ignored} ignored, ${refused} refused, ${bad} bad lines.`);
 }

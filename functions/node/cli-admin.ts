@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { ConfigError, parseConfig } from './config.ts';
-import type { CommandContext } from './cli-io.ts';
 import { commandGroup, usageOf } from './cli-help.ts';
+import type { CommandContext } from './cli-io.ts';
+import { ConfigError, parseConfig } from './config.ts';
 
 /**
  * The commands that work on the database (and `serve`). Each checks its arguments here, before
@@ -39,8 +39,12 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
     .option('--destination <name>', 'only this destination')
     .action(async (options: { destination?: string }) => (await bodies()).notesExport(ctx, options.destination));
 
-  const monitoring = commandGroup(program, 'monitoring', 'product step notifications', (group) =>
-    `usage: ecpds-edge monitoring import <file.ndjson>\n\n${usageOf(group)}`);
+  const monitoring = commandGroup(
+    program,
+    'monitoring',
+    'product step notifications',
+    (group) => `usage: ecpds-edge monitoring import <file.ndjson>\n\n${usageOf(group)}`,
+  );
   monitoring
     .command('import')
     .usage('<file.ndjson>')
@@ -60,8 +64,12 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
 }
 
 function addClientCommands(program: Command, ctx: CommandContext) {
-  const client = commandGroup(program, 'client', 'manage API clients', (group, name) =>
-    `unknown client command '${name}'\n\n${usageOf(group)}`);
+  const client = commandGroup(
+    program,
+    'client',
+    'manage API clients',
+    (group, name) => `unknown client command '${name}'\n\n${usageOf(group)}`,
+  );
   const named = (action: 'show' | 'reset-secret' | 'delete', description: string) =>
     client
       .command(action)

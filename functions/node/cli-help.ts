@@ -10,7 +10,7 @@ export function commandPath(command: Command): string {
 
 /** The usage a command declares, without an `[options]` it does not have (only --help). */
 export const termUsage = (command: Command) =>
-  (command.options.length === 0 ? command.usage().replace(/\s*\[options\]/g, '') : command.usage());
+  command.options.length === 0 ? command.usage().replace(/\s*\[options\]/g, '') : command.usage();
 
 /** One usage line per sub-command of a group, as the error for a mistyped one shows them. */
 export function usageOf(group: Command): string {

@@ -1,7 +1,7 @@
-import { Option, type Command } from 'commander';
-import { ConfigError } from './config.ts';
-import type { CommandContext } from './cli-io.ts';
+import { type Command, Option } from 'commander';
 import { commandGroup, usageOf } from './cli-help.ts';
+import type { CommandContext } from './cli-io.ts';
+import { ConfigError } from './config.ts';
 import type { ConnectionValues, PutValues, SummaryValues } from './remote-cli.ts';
 
 /**
@@ -43,7 +43,8 @@ export function addRemoteCommands(program: Command, ctx: CommandContext) {
     .option('--force', 'replace an existing transfer')
     .option('--concurrency <n>', 'requests at a time (default 4)');
   withConnectionOptions(put).action(async (files: string[], values: PutValues) =>
-    (await bodies()).put(ctx, files, values));
+    (await bodies()).put(ctx, files, values),
+  );
 
   withConnectionOptions(program.command('size').usage('<id> [options]').description('size of a data file in bytes'))
     .argument('[id]')
@@ -62,12 +63,18 @@ export function addRemoteCommands(program: Command, ctx: CommandContext) {
     .option('--step <n>', 'only this step')
     .option('--type <t>', 'only this type')
     .option('--status <code>', 'only this status');
-  withConnectionOptions(summary).action(async (product: string | undefined, time: string | undefined,
-    values: SummaryValues) => (await bodies()).summary(ctx, product, time, values));
+  withConnectionOptions(summary).action(
+    async (product: string | undefined, time: string | undefined, values: SummaryValues) =>
+      (await bodies()).summary(ctx, product, time, values),
+  );
 
   const usage = 'usage: ecpds-edge metadata get|put <destination> [file]';
-  const metadata = commandGroup(program, 'metadata', 'metadata values of a destination, as JSON',
-    (group) => `${usage}\n\n${usageOf(group)}`);
+  const metadata = commandGroup(
+    program,
+    'metadata',
+    'metadata values of a destination, as JSON',
+    (group) => `${usage}\n\n${usageOf(group)}`,
+  );
   for (const [action, description] of [
     ['get', 'write the values to the file (stdout without one, or with -)'],
     ['put', 'replace the values with those of the file (stdin without one, or with -)'],

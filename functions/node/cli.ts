@@ -1,10 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { isServiceError } from '../../core/common/errors.ts';
 import { VERSION } from '../../core/system/version.ts';
-import { ConfigError } from './config.ts';
-import { CommandContext, type CliIo } from './cli-io.ts';
 import { addAdminCommands } from './cli-admin.ts';
+import { type CliIo, CommandContext } from './cli-io.ts';
 import { addRemoteCommands, REMOTE_COMMANDS } from './cli-remote.ts';
+import { ConfigError } from './config.ts';
 
 export type { CliIo } from './cli-io.ts';
 

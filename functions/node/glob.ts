@@ -25,7 +25,10 @@ function segmentRegex(segment: string): RegExp {
         re += '\\[';
         continue;
       }
-      const body = segment.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\');
+      const body = segment
+        .slice(i + 1, end)
+        .replace(/^!/, '^')
+        .replace(/\\/g, '\\\\');
       re += `[${body}]`;
       i = end;
     } else re += ch.replace(/[.+^${}()|\\]/g, '\\$&');
@@ -84,7 +87,14 @@ export function expandPatterns(patterns: string[], cwd = process.cwd()): Expansi
     }
     const { root } = path.parse(absolute);
     const found = new Set<string>();
-    walk(root, absolute.slice(root.length).split(path.sep).filter((s) => s !== ''), found);
+    walk(
+      root,
+      absolute
+        .slice(root.length)
+        .split(path.sep)
+        .filter((s) => s !== ''),
+      found,
+    );
     const matched = [...found].filter(isFile);
     if (matched.length === 0) problems.push({ pattern, reason: 'no file matches' });
     for (const f of matched) files.add(f);

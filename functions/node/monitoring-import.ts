@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
+import { ingest } from '../../core/monitoring/handlers.ts';
 import { parseNotificationLine } from '../../core/monitoring/notification-line.ts';
 import type { Ports } from '../../core/ports.ts';
-import { ingest } from '../../core/monitoring/handlers.ts';
 
 const PROGRESS_EVERY = 10_000;
 

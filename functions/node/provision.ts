@@ -9,7 +9,10 @@ export async function provisionProperties(ports: Ports, file: string) {
     if (o.result === 'skipped') {
       ports.logger.warn('properties entry skipped', { file, line: o.line, reason: o.reason });
     } else if (o.result === 'created') {
-      ports.logger.warn('API client provisioned from a plaintext properties entry; this is deprecated, manage clients with `ecpds-edge client` or the console instead', { file, line: o.line, username: o.username });
+      ports.logger.warn(
+        'API client provisioned from a plaintext properties entry; this is deprecated, manage clients with `ecpds-edge client` or the console instead',
+        { file, line: o.line, username: o.username },
+      );
     }
   }
   return outcomes;
@@ -18,6 +21,10 @@ export async function provisionProperties(ports: Ports, file: string) {
 /** First start on an empty client store: one full-access client whose secret is printed once. */
 export async function bootstrapAdmin(ports: Ports): Promise<string | null> {
   if ((await ports.repos.clients.count()) > 0) return null;
-  const { secret } = await apiClients.create(ports, 'bootstrap', { username: 'admin', permissions: ['.*'], origin: 'bootstrap' });
+  const { secret } = await apiClients.create(ports, 'bootstrap', {
+    username: 'admin',
+    permissions: ['.*'],
+    origin: 'bootstrap',
+  });
   return secret;
 }

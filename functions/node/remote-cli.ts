@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import type { z } from 'zod';
 import { catalogue } from '../../core/catalogue.ts';
 import { ApiError, type Client } from '../client/index.ts';
-import { ConfigError } from './config.ts';
 import type { CommandContext } from './cli-io.ts';
+import { ConfigError } from './config.ts';
 import { expandPatterns } from './glob.ts';
+import { connect, describeFailure, type RetryPolicy, remoteSettings, withRetries } from './remote-connection.ts';
 import { progressReporter, table, when } from './remote-output.ts';
-import { connect, describeFailure, remoteSettings, withRetries, type RetryPolicy } from './remote-connection.ts';
 
 /**
  * Commands for pipelines that talk to a running server through the typed client:
@@ -111,11 +111,9 @@ export async function put(ctx: CommandContext, patterns: string[], values: PutVa
     const worker = async () => {
       while (next < files.length) {
         const source = files[next++]!;
-        const attempt = await withRetries(
-          () => connection.client.datafilePut({ ...common, source }),
-          policy,
-          { network: true },
-        );
+        const attempt = await withRetries(() => connection.client.datafilePut({ ...common, source }), policy, {
+          network: true,
+        });
         if (attempt.ok) {
           report.ok(source, attempt.value.id, attempt.attempts);
           continue;
@@ -144,15 +142,25 @@ function idArgument(command: string, raw: string | undefined) {
 
 export async function size(ctx: CommandContext, raw: string | undefined, values: ConnectionValues) {
   const id = idArgument('size', raw);
-  await single(ctx, values, true, (c) => c.datafileSize({ id }), (r) =>
-    ctx.out(values.json ? JSON.stringify({ id, size: r.size }) : String(r.size)));
+  await single(
+    ctx,
+    values,
+    true,
+    (c) => c.datafileSize({ id }),
+    (r) => ctx.out(values.json ? JSON.stringify({ id, size: r.size }) : String(r.size)),
+  );
 }
 
 export async function del(ctx: CommandContext, raw: string | undefined, values: ConnectionValues) {
   const id = idArgument('del', raw);
   // Not repeated after a lost answer: a second delete would report "Already deleted".
-  await single(ctx, values, false, (c) => c.datafileDel({ id }), () =>
-    ctx.out(values.json ? JSON.stringify({ id, deleted: true }) : `DataFile ${id} deleted.`));
+  await single(
+    ctx,
+    values,
+    false,
+    (c) => c.datafileDel({ id }),
+    () => ctx.out(values.json ? JSON.stringify({ id, deleted: true }) : `DataFile ${id} deleted.`),
+  );
 }
 
 export interface SummaryValues extends ConnectionValues {
@@ -162,46 +170,88 @@ export interface SummaryValues extends ConnectionValues {
 }
 
 const SUMMARY_HEAD = [
-  'PRODUCT', 'TIME', 'STEP', 'TYPE', 'STATUS', 'CODE', 'LEVEL', 'SCHEDULED (UTC)', 'ARRIVAL (UTC)', 'MIN BEFORE',
+  'PRODUCT',
+  'TIME',
+  'STEP',
+  'TYPE',
+  'STATUS',
+  'CODE',
+  'LEVEL',
+  'SCHEDULED (UTC)',
+  'ARRIVAL (UTC)',
+  'MIN BEFORE',
 ];
 
 /** `summary [product [time]]`: the step status table. */
-export async function summary(ctx: CommandContext, product: string | undefined, time: string | undefined,
-  values: SummaryValues) {
+export async function summary(
+  ctx: CommandContext,
+  product: string | undefined,
+  time: string | undefined,
+  values: SummaryValues,
+) {
   const step = checked(catalogue.monitoringSummary.input.shape.step, values.step, '--step');
   const filters = { step, type: values.type, status: values.status };
   await single(
     ctx,
     values,
     true,
-    (c) => (time !== undefined && product !== undefined
-      ? c.monitoringSummaryCycle({ product, time, ...filters })
-      : product !== undefined ? c.monitoringSummaryProduct({ product, ...filters }) : c.monitoringSummary(filters)),
+    (c) =>
+      time !== undefined && product !== undefined
+        ? c.monitoringSummaryCycle({ product, time, ...filters })
+        : product !== undefined
+          ? c.monitoringSummaryProduct({ product, ...filters })
+          : c.monitoringSummary(filters),
     ({ stepStatusList: list }) => {
       if (values.json) return ctx.out(JSON.stringify(list));
       if (list.length === 0) return ctx.out('No step status.');
-      ctx.out(table([SUMMARY_HEAD, ...list.map((e) => [
-        e.product, e.time, String(e.step), e.type, e.status, e.statusCode, String(e.statusLevel),
-        when(e.scheduledTime), when(e.arrivalTime),
-        e.minutesBeforeSchedule === null ? '-' : String(e.minutesBeforeSchedule),
-      ])]));
+      ctx.out(
+        table([
+          SUMMARY_HEAD,
+          ...list.map((e) => [
+            e.product,
+            e.time,
+            String(e.step),
+            e.type,
+            e.status,
+            e.statusCode,
+            String(e.statusLevel),
+            when(e.scheduledTime),
+            when(e.arrivalTime),
+            e.minutesBeforeSchedule === null ? '-' : String(e.minutesBeforeSchedule),
+          ]),
+        ]),
+      );
     },
   );
 }
 
 /** `metadata get <destination> [file]`: stdout when no file or `-`. */
-export async function metadataGet(ctx: CommandContext, name: string, file: string | undefined,
-  values: ConnectionValues) {
-  await single(ctx, values, true, (c) => c.metadataGet({ name }), (r) => {
-    const text = `${JSON.stringify(r, null, 2)}\n`;
-    if (file === undefined || file === '-') ctx.io.stdout.write(text);
-    else fs.writeFileSync(ctx.resolve(file), text);
-  });
+export async function metadataGet(
+  ctx: CommandContext,
+  name: string,
+  file: string | undefined,
+  values: ConnectionValues,
+) {
+  await single(
+    ctx,
+    values,
+    true,
+    (c) => c.metadataGet({ name }),
+    (r) => {
+      const text = `${JSON.stringify(r, null, 2)}\n`;
+      if (file === undefined || file === '-') ctx.io.stdout.write(text);
+      else fs.writeFileSync(ctx.resolve(file), text);
+    },
+  );
 }
 
 /** `metadata put <destination> [file]`: stdin when no file or `-`. */
-export async function metadataPut(ctx: CommandContext, name: string, file: string | undefined,
-  values: ConnectionValues) {
+export async function metadataPut(
+  ctx: CommandContext,
+  name: string,
+  file: string | undefined,
+  values: ConnectionValues,
+) {
   const fromStdin = file === undefined || file === '-';
   let body: unknown;
   try {
@@ -211,6 +261,11 @@ export async function metadataPut(ctx: CommandContext, name: string, file: strin
     throw new ConfigError(`cannot read ${fromStdin ? 'standard input' : file}: ${reason}`);
   }
   // A full replace: sending it again after a lost answer stores the same values.
-  await single(ctx, values, true, (c) => c.metadataPut({ name, body: body as never }), (r) =>
-    ctx.out(values.json ? JSON.stringify(r) : `Destination ${r.destination}: ${r.count} value(s) stored.`));
+  await single(
+    ctx,
+    values,
+    true,
+    (c) => c.metadataPut({ name, body: body as never }),
+    (r) => ctx.out(values.json ? JSON.stringify(r) : `Destination ${r.destination}: ${r.count} value(s) stored.`),
+  );
 }

@@ -33,9 +33,16 @@ export function progressReporter(io: Pick<CliIo, 'stdout' | 'stderr'>, json: boo
 }
 
 export const when = (seconds: number | null) =>
-  (seconds === null ? '-' : new Date(seconds * 1000).toISOString().slice(0, 16).replace('T', ' '));
+  seconds === null ? '-' : new Date(seconds * 1000).toISOString().slice(0, 16).replace('T', ' ');
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

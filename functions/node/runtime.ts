@@ -1,14 +1,14 @@
 import path from 'node:path';
 import type { Logger, Ports } from '../../core/ports.ts';
-import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
-import { openPostgres, type DbHandle } from '../../db/client.ts';
+import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
+import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import type { NodeConfig } from './config.ts';
+import { nativeSha256Base64 } from './digest.ts';
+import { eventSink } from './events.ts';
 import { acquire, assertNotHeld } from './lock.ts';
 import { loadSecretBox } from './secrets.ts';
-import { eventSink } from './events.ts';
 import { nodeSourceProber } from './sources.ts';
-import { nativeSha256Base64 } from './digest.ts';
 
 export interface Runtime {
   config: NodeConfig;
@@ -45,7 +45,11 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     secrets,
     logger,
     events: events.sink,
-    sources: nodeSourceProber({ roots: config.sourceRoots, hosts: config.sourceHosts, timeoutMs: config.sourceTimeoutMs }),
+    sources: nodeSourceProber({
+      roots: config.sourceRoots,
+      hosts: config.sourceHosts,
+      timeoutMs: config.sourceTimeoutMs,
+    }),
     waitUntil: background.waitUntil,
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
   });

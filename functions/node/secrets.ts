@@ -1,6 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { SecretBox } from '../../core/common/crypto.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 

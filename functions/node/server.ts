@@ -1,18 +1,18 @@
-import https from 'node:https';
 import type { Server } from 'node:http';
+import https from 'node:https';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
+import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
+import { sweepExpired } from '../../core/data-files/handlers.ts';
 import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/system/demo.ts';
-import { sweepExpired } from '../../core/data-files/handlers.ts';
-import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
-import { openRuntime } from './runtime.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
+import { openRuntime } from './runtime.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports) {
@@ -66,7 +66,9 @@ export async function runServer(config: NodeConfig) {
     s.once('error', reject);
   }).catch(async (e: unknown) => {
     await runtime.close();
-    throw new ConfigError(`cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new ConfigError(
+      `cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`,
+    );
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -88,11 +90,14 @@ export async function runServer(config: NodeConfig) {
     );
   }
 
-  const sweep = config.sweepSeconds > 0
-    ? setInterval(() => {
-        sweepExpired(ports).catch((e: unknown) => logger.error('expiry sweep failed', { reason: e instanceof Error ? e.message : String(e) }));
-      }, config.sweepSeconds * 1000)
-    : null;
+  const sweep =
+    config.sweepSeconds > 0
+      ? setInterval(() => {
+          sweepExpired(ports).catch((e: unknown) =>
+            logger.error('expiry sweep failed', { reason: e instanceof Error ? e.message : String(e) }),
+          );
+        }, config.sweepSeconds * 1000)
+      : null;
   sweep?.unref();
 
   let stopping = false;

@@ -12,7 +12,11 @@ import { httpSourceProber, isRemoteSource, shownSource } from '../../core/data-f
  * Nothing is remembered between probes: a directory swapped for a link is judged by what it
  * points to now.
  */
-export function nodeSourceProber(options: { roots: readonly string[]; hosts: readonly string[]; timeoutMs: number }): SourceProber {
+export function nodeSourceProber(options: {
+  roots: readonly string[];
+  hosts: readonly string[];
+  timeoutMs: number;
+}): SourceProber {
   const http = httpSourceProber(options.hosts, options.timeoutMs);
   return {
     async probe(raw) {
@@ -25,7 +29,8 @@ export function nodeSourceProber(options: { roots: readonly string[]; hosts: rea
       if (!path.isAbsolute(local) || local.split(/[\\/]/).includes('..')) {
         throw invalid(`Source ${source} not allowed: an absolute path without '..' expected`);
       }
-      if (options.roots.length === 0) throw invalid(`Source ${source} not allowed: no local source roots are configured`);
+      if (options.roots.length === 0)
+        throw invalid(`Source ${source} not allowed: no local source roots are configured`);
       // The roots too: one replaced by a link is judged by where it leads at this probe.
       const [real, roots] = await Promise.all([realpathOf(local).catch(() => null), realRoots(options.roots)]);
       if (roots.length === 0) throw invalid(`Source ${source} not allowed: no local source roots are configured`);

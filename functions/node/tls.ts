@@ -18,7 +18,14 @@ export async function loadTls(config: NodeConfig): Promise<{ cert: string; key: 
       notAfterDate: new Date(Date.now() + 825 * 24 * 3600 * 1000),
       extensions: [
         { name: 'basicConstraints', cA: false },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
       ],
     } as never);
     fs.mkdirSync(dir, { recursive: true });

@@ -1,9 +1,9 @@
 import { SecretBox } from '../../core/common/crypto.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
-import { openPostgres, type DbHandle } from '../../db/client.ts';
-import { createApp } from '../http/app.ts';
+import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { ConfigError, parseEnv, type SharedEnv, sharedEnvSchema } from '../env.ts';
+import { createApp } from '../http/app.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
 
 /** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`); values parsed by functions/env.ts. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importFields } from '../../core/metadata/fields.ts';
 import { contractProblems } from '../support/contract.ts';
 import { createHarness, type Harness, type Reply } from '../support/harness.ts';
-import { startCluster, type Cluster } from '../support/pg-cluster.ts';
+import { type Cluster, startCluster } from '../support/pg-cluster.ts';
 import { basic, freePort, killAll, removeTempDirs, startServer, tempDir } from '../support/processes.ts';
 
 /**
@@ -42,7 +42,9 @@ async function until(what: string, done: () => boolean, limit = 1200) {
 
 const metadataBody = (destination: string, generation: number) => {
   const tag = `${destination}:${generation}`;
-  return { metadata: { General: { alpha: `${tag}:a`, beta: `${tag}:b`, gamma: [`${tag}:c1`, `${tag}:c2`, `${tag}:c3`] } } };
+  return {
+    metadata: { General: { alpha: `${tag}:a`, beta: `${tag}:b`, gamma: [`${tag}:c1`, `${tag}:c2`, `${tag}:c3`] } },
+  };
 };
 
 const restoreNames = (worker: number, n: number) => ['A', 'B', 'C'].map((x) => `R${worker}_${n}_${x}`);
@@ -52,11 +54,32 @@ const restoreBody = (worker: number, n: number) => {
     backup: {
       destinations: names.map((name) => ({
         destination: { name, countryIso: 'gb', type: 1, ecuserName: 'fault' },
-        associations: [{ priority: 0, host: { nickname: name.toLowerCase(), host: 'h.example.org', transferMethodName: 'sftp', ecuserName: 'fault' } }],
+        associations: [
+          {
+            priority: 0,
+            host: {
+              nickname: name.toLowerCase(),
+              host: 'h.example.org',
+              transferMethodName: 'sftp',
+              ecuserName: 'fault',
+            },
+          },
+        ],
       })),
       aliases: [{ aliasFrom: names[0], aliasTo: names[1] }],
       ecusers: [{ name: 'fault', uid: 1, gid: 1, dir: '/home/fault', shell: '/bin/sh', comment: null }],
-      methods: [{ name: 'sftp', ectransModuleName: 'sftp', value: null, restrict: false, resolve: true, comment: null, active: true, ectransModule: { name: 'sftp', classe: 'x', archive: null, active: true } }],
+      methods: [
+        {
+          name: 'sftp',
+          ectransModuleName: 'sftp',
+          value: null,
+          restrict: false,
+          resolve: true,
+          comment: null,
+          active: true,
+          ectransModule: { name: 'sftp', classe: 'x', archive: null, active: true },
+        },
+      ],
     },
   };
 };
@@ -79,7 +102,10 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     ]);
     for (let i = 0; i < METADATA_WORKERS; i++) {
       await h.addDestination(`F_${i}`);
-      const r = await h.call('PUT', `/v1/destination/F_${i}/metadata`, { auth: admin, body: metadataBody(`F_${i}`, 0) });
+      const r = await h.call('PUT', `/v1/destination/F_${i}/metadata`, {
+        auth: admin,
+        body: metadataBody(`F_${i}`, 0),
+      });
       expect(r.status).toBe(200);
     }
   }, 120_000);
@@ -102,8 +128,13 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
       const began = phase;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), HANG_MS)));
-      const reply = await Promise.race([app.call(method, path, { auth: admin, body }), hung]).finally(() => clearTimeout(timer));
-      const outcome: Outcome = reply === 'hung' ? { worker, began, ended: phase, status: 'hung' } : { worker, began, ended: phase, status: reply.status, reply };
+      const reply = await Promise.race([app.call(method, path, { auth: admin, body }), hung]).finally(() =>
+        clearTimeout(timer),
+      );
+      const outcome: Outcome =
+        reply === 'hung'
+          ? { worker, began, ended: phase, status: 'hung' }
+          : { worker, began, ended: phase, status: reply.status, reply };
       outcomes.push(outcome);
       return outcome;
     }
@@ -113,54 +144,78 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     const restores = Array.from({ length: RESTORE_WORKERS }, () => ({ attempted: 0, acknowledged: new Set<number>() }));
     const workers: Array<Promise<void>> = [];
     for (let i = 0; i < METADATA_WORKERS; i++) {
-      workers.push((async () => {
-        while (running) {
-          const generation = ++metadata[i]!.attempted;
-          const o = await request(`metadata${i}`, 'PUT', `/v1/destination/F_${i}/metadata`, metadataBody(`F_${i}`, generation));
-          if (o.status === 200) metadata[i]!.acknowledged = generation;
-          await sleep(10);
-        }
-      })());
+      workers.push(
+        (async () => {
+          while (running) {
+            const generation = ++metadata[i]!.attempted;
+            const o = await request(
+              `metadata${i}`,
+              'PUT',
+              `/v1/destination/F_${i}/metadata`,
+              metadataBody(`F_${i}`, generation),
+            );
+            if (o.status === 200) metadata[i]!.acknowledged = generation;
+            await sleep(10);
+          }
+        })(),
+      );
     }
     for (let j = 0; j < RESTORE_WORKERS; j++) {
-      workers.push((async () => {
-        while (running) {
-          const n = ++restores[j]!.attempted;
-          const o = await request(`restore${j}`, 'PUT', '/v1/destination/backup', restoreBody(j, n));
-          if (o.status === 200) restores[j]!.acknowledged.add(n);
-          await sleep(10);
-        }
-      })());
+      workers.push(
+        (async () => {
+          while (running) {
+            const n = ++restores[j]!.attempted;
+            const o = await request(`restore${j}`, 'PUT', '/v1/destination/backup', restoreBody(j, n));
+            if (o.status === 200) restores[j]!.acknowledged.add(n);
+            await sleep(10);
+          }
+        })(),
+      );
     }
     for (let k = 0; k < READERS; k++) {
-      workers.push((async () => {
-        for (let n = 0; running; n++) {
-          await request(`reader${k}`, 'GET', n % 2 ? '/v1/destination/list' : `/v1/destination/F_${k}/metadata`);
-          await sleep(10);
-        }
-      })());
+      workers.push(
+        (async () => {
+          for (let n = 0; running; n++) {
+            await request(`reader${k}`, 'GET', n % 2 ? '/v1/destination/list' : `/v1/destination/F_${k}/metadata`);
+            await sleep(10);
+          }
+        })(),
+      );
     }
-    const names = [...Array(METADATA_WORKERS).keys()].map((i) => `metadata${i}`)
-      .concat([...Array(RESTORE_WORKERS).keys()].map((j) => `restore${j}`), [...Array(READERS).keys()].map((k) => `reader${k}`));
-    const count = (worker: string, test: (o: Outcome) => boolean) => outcomes.filter((o) => o.worker === worker && test(o)).length;
+    const names = [...Array(METADATA_WORKERS).keys()]
+      .map((i) => `metadata${i}`)
+      .concat(
+        [...Array(RESTORE_WORKERS).keys()].map((j) => `restore${j}`),
+        [...Array(READERS).keys()].map((k) => `reader${k}`),
+      );
+    const count = (worker: string, test: (o: Outcome) => boolean) =>
+      outcomes.filter((o) => o.worker === worker && test(o)).length;
     const lastAre200 = (worker: string, n: number) => {
       const mine = outcomes.filter((o) => o.worker === worker && o.began === 'recovering');
       return mine.length >= n && mine.slice(-n).every((o) => o.status === 200);
     };
 
     try {
-      await until('a healthy start', () => names.every((w) => count(w, (o) => o.began === 'up' && o.status === 200) >= 3));
+      await until('a healthy start', () =>
+        names.every((w) => count(w, (o) => o.began === 'up' && o.status === 200) >= 3),
+      );
       phase = 'stopping';
       await cluster!.stop();
       phase = 'down';
-      await until('requests while down', () => names.every((w) => count(w, (o) => o.began === 'down' && o.ended === 'down') >= 3));
+      await until('requests while down', () =>
+        names.every((w) => count(w, (o) => o.began === 'down' && o.ended === 'down') >= 3),
+      );
       phase = 'starting';
       await cluster!.start();
       phase = 'recovering';
       await until('recovery', () => names.every((w) => lastAre200(w, 3)));
     } catch (e) {
       const summary = new Map<string, number>();
-      for (const o of outcomes) summary.set(`${o.worker} ${o.began}→${o.ended} ${o.status}`, (summary.get(`${o.worker} ${o.began}→${o.ended} ${o.status}`) ?? 0) + 1);
+      for (const o of outcomes)
+        summary.set(
+          `${o.worker} ${o.began}→${o.ended} ${o.status}`,
+          (summary.get(`${o.worker} ${o.began}→${o.ended} ${o.status}`) ?? 0) + 1,
+        );
       throw new Error(`${(e as Error).message}; answers so far: ${JSON.stringify(Object.fromEntries(summary))}`);
     } finally {
       running = false;
@@ -190,7 +245,11 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     for (let i = 0; i < METADATA_WORKERS; i++) {
       const r = await app.call('GET', `/v1/destination/F_${i}/metadata`, { auth: admin });
       expect(r.status).toBe(200);
-      const values: string[] = [r.json.metadata.General.alpha, r.json.metadata.General.beta, ...r.json.metadata.General.gamma];
+      const values: string[] = [
+        r.json.metadata.General.alpha,
+        r.json.metadata.General.beta,
+        ...r.json.metadata.General.gamma,
+      ];
       const generations = new Set(values.map((v) => Number(v.split(':')[1])));
       expect(generations.size, `F_${i}: ${values.join(', ')}`).toBe(1);
       const [generation] = generations;
@@ -203,9 +262,14 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     const backup = await app.call('GET', '/v1/destination/backup', { auth: admin });
     expect(backup.status).toBe(200);
     const hostsOf = new Map<string, number>(
-      backup.json.backup.destinations.map((d: { destination: { name: string }; associations: unknown[] }) => [d.destination.name, d.associations.length]),
+      backup.json.backup.destinations.map((d: { destination: { name: string }; associations: unknown[] }) => [
+        d.destination.name,
+        d.associations.length,
+      ]),
     );
-    const aliases = new Set(backup.json.backup.aliases.map((a: { aliasFrom: string; aliasTo: string }) => `${a.aliasFrom}>${a.aliasTo}`));
+    const aliases = new Set(
+      backup.json.backup.aliases.map((a: { aliasFrom: string; aliasTo: string }) => `${a.aliasFrom}>${a.aliasTo}`),
+    );
     for (let j = 0; j < RESTORE_WORKERS; j++) {
       for (let n = 1; n <= restores[j]!.attempted; n++) {
         const names3 = restoreNames(j, n);
@@ -250,20 +314,34 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     });
     const seen = (test: (o: (typeof outcomes)[number]) => boolean) => outcomes.filter(test).length;
     try {
-      await until('a healthy start', () => server.hasExited() || seen((o) => o.began === 'up' && o.status === 200) >= 16);
+      await until(
+        'a healthy start',
+        () => server.hasExited() || seen((o) => o.began === 'up' && o.status === 200) >= 16,
+      );
       phase = 'stopping';
       await cluster!.stop();
       phase = 'down';
-      await until('requests while down', () => server.hasExited() || seen((o) => o.began === 'down' && o.ended === 'down') >= 16);
+      await until(
+        'requests while down',
+        () => server.hasExited() || seen((o) => o.began === 'down' && o.ended === 'down') >= 16,
+      );
       phase = 'starting';
       await cluster!.start();
       phase = 'recovering';
-      await until('recovery', () => server.hasExited() || seen((o) => o.began === 'recovering' && o.status === 200) >= 16);
+      await until(
+        'recovery',
+        () => server.hasExited() || seen((o) => o.began === 'recovering' && o.status === 200) >= 16,
+      );
     } finally {
       running = false;
       await Promise.allSettled(workers);
     }
-    const crash = server.output().split('\n').filter((l) => /Error|^\s+at /.test(l) && !l.startsWith('{')).slice(0, 6).join('\n');
+    const crash = server
+      .output()
+      .split('\n')
+      .filter((l) => /Error|^\s+at /.test(l) && !l.startsWith('{'))
+      .slice(0, 6)
+      .join('\n');
     expect(server.hasExited(), `the server exited while Postgres restarted:\n${crash}`).toBe(false);
     expect(seen((o) => o.began === 'down' && o.ended === 'down' && o.status !== 503)).toBe(0);
     expect(await server.stop()).toBe(true);
@@ -274,16 +352,23 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
 function send(base: string, method: string, p: string, auth: string, body?: unknown): Promise<number> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const r = https.request(new URL(p, base), {
-      method,
-      rejectUnauthorized: false,
-      agent: false,
-      timeout: HANG_MS,
-      headers: { authorization: auth, ...(payload && { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }) },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const r = https.request(
+      new URL(p, base),
+      {
+        method,
+        rejectUnauthorized: false,
+        agent: false,
+        timeout: HANG_MS,
+        headers: {
+          authorization: auth,
+          ...(payload && { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     r.on('timeout', () => r.destroy(new Error('hung')));
     r.on('error', reject);
     r.end(payload);

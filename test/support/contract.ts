@@ -34,10 +34,16 @@ export function contractProblems(r: Reply, echoed: string[] = [], method = 'GET'
   }
   if ((r.status === 500 || r.status === 503) && method !== 'HEAD') {
     const keys = r.json && typeof r.json === 'object' ? Object.keys(r.json).sort().join(',') : null;
-    if (!type.startsWith('application/json') || keys !== 'message,status' || r.json.status !== 'error' || typeof r.json.message !== 'string') {
+    if (
+      !type.startsWith('application/json') ||
+      keys !== 'message,status' ||
+      r.json.status !== 'error' ||
+      typeof r.json.message !== 'string'
+    ) {
       problems.push(`${r.status} body is not {"status":"error","message":string}: ${r.text.slice(0, 200)}`);
     }
-    if (r.status === 503 && !String(r.json?.message).startsWith('Service unavailable: ')) problems.push(`503 message: ${r.json?.message}`);
+    if (r.status === 503 && !String(r.json?.message).startsWith('Service unavailable: '))
+      problems.push(`503 message: ${r.json?.message}`);
   }
   // A HEAD answer has no body to look at.
   if (r.status === 200 && method !== 'HEAD') {
@@ -50,9 +56,11 @@ export function contractProblems(r: Reply, echoed: string[] = [], method = 'GET'
     // Longest first, so a value that contains another is removed whole.
     for (const value of [...echoed].sort((a, b) => b.length - a.length)) {
       if (value.length < 3) continue;
-      for (const form of [value, value.slice(0, 80), value.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 80)]) body = body.split(form).join('');
+      for (const form of [value, value.slice(0, 80), value.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 80)])
+        body = body.split(form).join('');
     }
-    for (const [what, pattern] of LEAKS) if (pattern.test(body)) problems.push(`${what} in a ${r.status} body: ${r.text.slice(0, 300)}`);
+    for (const [what, pattern] of LEAKS)
+      if (pattern.test(body)) problems.push(`${what} in a ${r.status} body: ${r.text.slice(0, 300)}`);
   }
   return problems;
 }

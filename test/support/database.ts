@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle } from 'drizzle-orm/pglite';
 import { inject } from 'vitest';
-import { openPostgres, type Database, type DbHandle } from '../../db/client.ts';
-import { openPglite } from '../../db/pglite.ts';
+import { type Database, type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
+import { openPglite } from '../../db/pglite.ts';
 import * as schema from '../../db/schema.ts';
 
 /**

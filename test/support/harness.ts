@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { AuthThrottleOptions } from '../../core/api-clients/auth-throttle.ts';
+import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger } from '../../core/ports.ts';
-import * as apiClients from '../../core/api-clients/clients.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
-import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { nativeSha256Base64 } from '../../functions/node/digest.ts';
+import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
-import { readReply, type Reply } from './reply.ts';
+import { type Reply, readReply } from './reply.ts';
 
 export interface CallOptions {
   auth?: string | null;
@@ -19,7 +19,7 @@ export interface CallOptions {
   scheme?: 'https' | 'http';
 }
 
-export { readReply, type Reply } from './reply.ts';
+export { type Reply, readReply } from './reply.ts';
 
 export const basic = (username: string, secret: string) =>
   `Basic ${Buffer.from(`${username}:${secret}`).toString('base64')}`;
@@ -41,8 +41,10 @@ export interface HarnessOptions {
 export async function createHarness(options: HarnessOptions = {}) {
   const handle = await freshDatabase();
   const logLines: string[] = [];
-  const log = (level: string) => (msg: string, fields: Record<string, unknown> = {}) =>
-    void logLines.push(JSON.stringify({ level, msg, ...fields }));
+  const log =
+    (level: string) =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      void logLines.push(JSON.stringify({ level, msg, ...fields }));
   const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
   const background = backgroundWork(logger);
   const events: string[] = [];

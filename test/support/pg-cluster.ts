@@ -20,7 +20,9 @@ export interface Cluster {
 
 function binDir(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'initdb'))) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => existsSync(path.join(root, v, 'bin', 'initdb')))
+    : [];
   if (versions.length === 0) throw new Error(`no PostgreSQL server binaries under ${root}`);
   return path.join(root, versions.sort((a, b) => Number(b) - Number(a))[0]!, 'bin');
 }
@@ -57,7 +59,9 @@ export async function startCluster(): Promise<Cluster> {
     chownSync(dir, uid, gid);
   }
   const pg = (tool: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args], { timeout: 60_000 }) : run(path.join(bin, tool), args, { timeout: 60_000 });
+    asRoot
+      ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args], { timeout: 60_000 })
+      : run(path.join(bin, tool), args, { timeout: 60_000 });
 
   let running = false;
   const port = await freePort();

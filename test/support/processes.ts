@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -50,7 +50,12 @@ export interface CliResult {
 
 /** `node functions/bin/ecpds-edge.mjs <args>` to completion. */
 export function runCli(args: string[], env: Record<string, string | undefined>): CliResult {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env), encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    env: childEnv(env),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
@@ -73,7 +78,11 @@ const running = new Set<ServerProcess>();
 
 /** Starts `ecpds-edge serve` (extra arguments after `serve`). Kill them all with `killAll`. */
 export function startServer(env: Record<string, string | undefined>, args: string[] = []): ServerProcess {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let text = '';
   let done = false;
   child.stdout!.setEncoding('utf8').on('data', (c: string) => void (text += c));
@@ -142,28 +151,27 @@ export interface Reply {
 }
 
 /** One request to a started server; self-signed certificates are accepted. */
-export function request(
-  url: string,
-  method: string,
-  p: string,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
+export function request(url: string, method: string, p: string, headers: Record<string, string> = {}): Promise<Reply> {
   const target = new URL(p, url);
   const lib = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const r = lib.request(target, { method, headers, rejectUnauthorized: false, timeout: 30_000, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (c: string) => void (text += c));
-      res.on('end', () => {
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, text, json });
-      });
-    });
+    const r = lib.request(
+      target,
+      { method, headers, rejectUnauthorized: false, timeout: 30_000, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c: string) => void (text += c));
+        res.on('end', () => {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, text, json });
+        });
+      },
+    );
     r.on('timeout', () => r.destroy(new Error('request timed out')));
     r.on('error', reject);
     r.end();

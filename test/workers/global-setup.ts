@@ -23,7 +23,9 @@ export default async function setup() {
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => source.listen(Number(process.env.ECPDS_WORKERS_SOURCE_PORT), '127.0.0.1', resolve));
+  await new Promise<void>((resolve) =>
+    source.listen(Number(process.env.ECPDS_WORKERS_SOURCE_PORT), '127.0.0.1', resolve),
+  );
 
   return async () => {
     await new Promise<void>((resolve) => source.close(() => resolve()));

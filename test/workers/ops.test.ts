@@ -25,7 +25,10 @@ describe('routes outside /v1, inside workerd', () => {
   it('/metrics needs the metrics permission, or ECPDS_METRICS_PUBLIC', async () => {
     expect((await call('GET', '/metrics')).status).toBe(401);
     const other = await client(`wnometrics_${stamp}`, ['datafileSize']);
-    expect((await call('GET', '/metrics', { auth: other })).json).toEqual({ status: 'error', message: 'User not authorized' });
+    expect((await call('GET', '/metrics', { auth: other })).json).toEqual({
+      status: 'error',
+      message: 'User not authorized',
+    });
     const reader = await client(`wmetrics_${stamp}`, ['metrics']);
     const r = await call('GET', '/metrics', { auth: reader });
     expect(r.status).toBe(200);
@@ -40,7 +43,9 @@ describe('routes outside /v1, inside workerd', () => {
   it('/openapi.json and /docs are generated inside the Worker too', async () => {
     const doc = (await call('GET', '/openapi.json')).json;
     expect(doc.openapi).toBe('3.1.0');
-    const operations = Object.entries(doc.paths).filter(([p]) => p.startsWith('/v1/')).flatMap(([, item]) => Object.values(item as object));
+    const operations = Object.entries(doc.paths)
+      .filter(([p]) => p.startsWith('/v1/'))
+      .flatMap(([, item]) => Object.values(item as object));
     expect(operations).toHaveLength(Object.keys(catalogue).length);
     const page = await throughWorker('https://edge.test/docs', {});
     expect(page.status).toBe(200);
@@ -52,7 +57,12 @@ describe('the typed client on Workers', () => {
   it('calls the API through a fetch of its own', async () => {
     const auth = await client(`wclient_${stamp}`, ['datafileSize|destinationCountryList']);
     const secret = atob(auth.slice('Basic '.length)).slice(`wclient_${stamp}:`.length);
-    const ecpds = createClient({ baseUrl: 'https://edge.test', username: `wclient_${stamp}`, secret, fetch: (input, init) => throughWorker(input, init) });
+    const ecpds = createClient({
+      baseUrl: 'https://edge.test',
+      username: `wclient_${stamp}`,
+      secret,
+      fetch: (input, init) => throughWorker(input, init),
+    });
     expect((await ecpds.version()).status).toBe('ok');
     expect(Array.isArray((await ecpds.destinationCountryList()).countryList)).toBe(true);
     const error = await ecpds.datafileSize({ id: 987654321 }).catch((e: unknown) => e);

@@ -1,15 +1,19 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import type { Ports } from '../../core/ports.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
+import type { Ports } from '../../core/ports.ts';
 import worker from '../../functions/worker.ts';
-import { readReply, type Reply } from '../support/reply.ts';
 import { createIsolate, type Isolate, requestScope, type WorkerEnv } from '../../functions/workers/runtime.ts';
+import { type Reply, readReply } from '../support/reply.ts';
 
 const workerEnv = env as unknown as WorkerEnv;
 
 /** One request through the Worker's own fetch handler, waiting for its waitUntil work. */
-export async function call(method: string, path: string, options: { auth?: string; body?: unknown; form?: Record<string, string>; scheme?: string } = {}): Promise<Reply> {
+export async function call(
+  method: string,
+  path: string,
+  options: { auth?: string; body?: unknown; form?: Record<string, string>; scheme?: string } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (options.auth) headers.authorization = options.auth;
   let body: string | undefined;
@@ -21,7 +25,11 @@ export async function call(method: string, path: string, options: { auth?: strin
     body = JSON.stringify(options.body);
   }
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${options.scheme ?? 'https'}://edge.test${path}`, { method, headers, body }), workerEnv, ctx);
+  const res = await worker.fetch(
+    new Request(`${options.scheme ?? 'https'}://edge.test${path}`, { method, headers, body }),
+    workerEnv,
+    ctx,
+  );
   const reply = await readReply(res);
   await waitOnExecutionContext(ctx);
   return reply;
@@ -58,7 +66,9 @@ export async function throughIsolate(env: WorkerEnv, request: Request): Promise<
 }
 
 export async function client(username: string, permissions: string[]): Promise<string> {
-  const { secret } = await withPorts((ports) => apiClients.create(ports, 'test', { username, permissions, origin: 'cli' }));
+  const { secret } = await withPorts((ports) =>
+    apiClients.create(ports, 'test', { username, permissions, origin: 'cli' }),
+  );
   return `Basic ${btoa(`${username}:${secret}`)}`;
 }
 

@@ -16,7 +16,8 @@ process.env.ECPDS_WORKERS_SOURCE_PORT ??= String(20000 + (process.pid % 20000));
 
 const isClosedSocketRead = (error: { message?: string; stack?: string; stacks?: Array<{ file: string }> }) =>
   error.message === 'Stream was cancelled.' &&
-  ((error.stack ?? '').includes('postgres/cf/polyfills') || (error.stacks ?? []).some((s) => s.file.includes('postgres/cf/polyfills')));
+  ((error.stack ?? '').includes('postgres/cf/polyfills') ||
+    (error.stacks ?? []).some((s) => s.file.includes('postgres/cf/polyfills')));
 
 export default defineConfig({
   plugins: [

@@ -10,14 +10,24 @@ export function auditPage(app: Hono<ConsoleEnv>) {
       <Page title="Audit trail" user={c.get('user')!.userId} csrf={c.get('user')!.csrf}>
         <div class="table-wrap">
           <table>
-            <thead><tr><th scope="col">When (UTC)</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Of</th><th scope="col">Details</th></tr></thead>
+            <thead>
+              <tr>
+                <th scope="col">When (UTC)</th>
+                <th scope="col">Who</th>
+                <th scope="col">What</th>
+                <th scope="col">Of</th>
+                <th scope="col">Details</th>
+              </tr>
+            </thead>
             <tbody>
               {entries.map((e) => (
                 <tr>
                   <td>{e.at.toISOString().slice(0, 19).replace('T', ' ')}</td>
                   <td>{e.actor}</td>
                   <td>{e.action}</td>
-                  <td>{e.targetKind} {e.target}</td>
+                  <td>
+                    {e.targetKind} {e.target}
+                  </td>
                   <td>{e.detail ?? ''}</td>
                 </tr>
               ))}

@@ -4,7 +4,7 @@ import { generateSecret, tokenMatches } from '../../../core/common/crypto.ts';
 import { isServiceError } from '../../../core/common/errors.ts';
 import { login, logout } from '../../../core/console/sign-in.ts';
 import { ErrorNote, Page } from '../layout.tsx';
-import { clearSession, setSession, type ConsoleEnv, type ConsoleOptions } from '../session.ts';
+import { type ConsoleEnv, type ConsoleOptions, clearSession, setSession } from '../session.ts';
 
 const LOGIN_CSRF = 'ecpds_login_csrf';
 
@@ -12,7 +12,13 @@ export function authPages(app: Hono<ConsoleEnv>, options: ConsoleOptions) {
   const loginPage = async (c: Context<ConsoleEnv>, error?: string) => {
     // Before there is a session, the login form's token is tied to a signed cookie of its own.
     const token = generateSecret();
-    await setSignedCookie(c, LOGIN_CSRF, token, options.cookieSecret, { httpOnly: true, secure: true, sameSite: 'Strict', path: '/console/login', maxAge: 3600 });
+    await setSignedCookie(c, LOGIN_CSRF, token, options.cookieSecret, {
+      httpOnly: true,
+      secure: true,
+      sameSite: 'Strict',
+      path: '/console/login',
+      maxAge: 3600,
+    });
     return c.html(
       <Page title="Log in">
         <ErrorNote message={error} />
@@ -34,7 +40,8 @@ export function authPages(app: Hono<ConsoleEnv>, options: ConsoleOptions) {
   app.post('/login', async (c) => {
     const form = await c.req.parseBody();
     const expected = await getSignedCookie(c, options.cookieSecret, LOGIN_CSRF);
-    if (!expected || !tokenMatches(form.csrf, expected)) return c.text('Refused: the login form is missing its CSRF token. Reload the page and try again.', 403);
+    if (!expected || !tokenMatches(form.csrf, expected))
+      return c.text('Refused: the login form is missing its CSRF token. Reload the page and try again.', 403);
     try {
       const { token } = await login(c.get('ports'), {
         username: String(form.username ?? ''),
@@ -46,7 +53,12 @@ export function authPages(app: Hono<ConsoleEnv>, options: ConsoleOptions) {
     } catch (e) {
       if (isServiceError(e) && e.kind === 'throttled') {
         c.header('Retry-After', String(e.retryAfterSeconds ?? 1));
-        return c.html(<Page title="Log in"><ErrorNote message={e.message} /></Page>, 429);
+        return c.html(
+          <Page title="Log in">
+            <ErrorNote message={e.message} />
+          </Page>,
+          429,
+        );
       }
       if (isServiceError(e)) return loginPage(c, e.message);
       throw e;

@@ -1,19 +1,27 @@
 import type { Context, Hono } from 'hono';
 import { raw } from 'hono/html';
+import * as apiClients from '../../../core/api-clients/clients.ts';
 import { SERVICE_NAMES } from '../../../core/catalogue.ts';
 import { isServiceError } from '../../../core/common/errors.ts';
-import * as apiClients from '../../../core/api-clients/clients.ts';
 import { Csrf, ErrorNote, Page } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 
 type C = Context<ConsoleEnv>;
 const page = (c: C, title: string, body: unknown, status: 200 | 400 | 404 = 200) =>
-  c.html(<Page title={title} user={c.get('user')!.userId} csrf={c.get('user')!.csrf}>{body as never}</Page>, status);
+  c.html(
+    <Page title={title} user={c.get('user')!.userId} csrf={c.get('user')!.csrf}>
+      {body as never}
+    </Page>,
+    status,
+  );
 
 /** Checked services are saved as their exact names; the editor adds expressions of its own. */
 function permissionsFrom(form: Record<string, unknown>): string[] {
   const checked = ([] as unknown[]).concat(form['service'] ?? []).map(String);
-  const free = String(form.expressions ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+  const free = String(form.expressions ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   return [...new Set([...checked.filter((s) => SERVICE_NAMES.includes(s)), ...free])];
 }
 
@@ -33,10 +41,14 @@ function PermissionEditor({ permissions }: { permissions: string[] }) {
         </div>
       </fieldset>
       <label for="expressions">Further expressions, one a line (matched against the whole service name)</label>
-      <textarea id="expressions" name="expressions" aria-describedby="expressions-report">{free.join('\n')}</textarea>
+      <textarea id="expressions" name="expressions" aria-describedby="expressions-report">
+        {free.join('\n')}
+      </textarea>
       <ul id="expressions-report" class="report" aria-live="polite"></ul>
       {/* Script content is raw text to the HTML parser: entity-escaped JSON would not parse, so only `<` is escaped. */}
-      <script type="application/json" id="service-names">{raw(JSON.stringify(SERVICE_NAMES).replace(/</g, '\\u003c'))}</script>
+      <script type="application/json" id="service-names">
+        {raw(JSON.stringify(SERVICE_NAMES).replace(/</g, '\\u003c'))}
+      </script>
     </>
   );
 }
@@ -49,26 +61,49 @@ const notFoundPage = (c: C, username: string) => (e: unknown) => {
 
 const SecretOnce = ({ username, secret }: { username: string; secret: string }) => (
   <>
-    <p class="notice">The secret of <strong>{username}</strong> is shown this once. Store it now; only its hash is kept.</p>
-    <p id="secret" class="secret">{secret}</p>
-    <button type="button" class="secondary" data-copy="secret">Copy secret</button>
-    <p><a href={`/console/clients/${encodeURIComponent(username)}`}>Back to the client</a></p>
+    <p class="notice">
+      The secret of <strong>{username}</strong> is shown this once. Store it now; only its hash is kept.
+    </p>
+    <p id="secret" class="secret">
+      {secret}
+    </p>
+    <button type="button" class="secondary" data-copy="secret">
+      Copy secret
+    </button>
+    <p>
+      <a href={`/console/clients/${encodeURIComponent(username)}`}>Back to the client</a>
+    </p>
   </>
 );
 
 export function clientPages(app: Hono<ConsoleEnv>) {
   app.get('/clients', async (c) => {
     const clients = await apiClients.list(c.get('ports'));
-    return page(c, 'API clients', (
+    return page(
+      c,
+      'API clients',
       <>
-        <p><a class="button" href="/console/clients/new">Create a client</a></p>
+        <p>
+          <a class="button" href="/console/clients/new">
+            Create a client
+          </a>
+        </p>
         <div class="table-wrap">
           <table>
-            <thead><tr><th scope="col">Username</th><th scope="col">Permissions</th><th scope="col">Created</th><th scope="col">Last used</th></tr></thead>
+            <thead>
+              <tr>
+                <th scope="col">Username</th>
+                <th scope="col">Permissions</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+              </tr>
+            </thead>
             <tbody>
               {clients.map((cl) => (
                 <tr>
-                  <td><a href={`/console/clients/${encodeURIComponent(cl.username)}`}>{cl.username}</a></td>
+                  <td>
+                    <a href={`/console/clients/${encodeURIComponent(cl.username)}`}>{cl.username}</a>
+                  </td>
                   <td>{cl.permissions.join(', ') || '(none)'}</td>
                   <td>{cl.createdAt.slice(0, 16).replace('T', ' ')}</td>
                   <td>{cl.lastUsedAt ? cl.lastUsedAt.slice(0, 16).replace('T', ' ') : 'never'}</td>
@@ -77,12 +112,14 @@ export function clientPages(app: Hono<ConsoleEnv>) {
             </tbody>
           </table>
         </div>
-      </>
-    ));
+      </>,
+    );
   });
 
   const newForm = (c: C, error?: string, username = '', permissions: string[] = []) =>
-    page(c, 'Create an API client', (
+    page(
+      c,
+      'Create an API client',
       <form method="post" action="/console/clients">
         <ErrorNote message={error} />
         <Csrf token={c.get('user')!.csrf} />
@@ -90,8 +127,9 @@ export function clientPages(app: Hono<ConsoleEnv>) {
         <input id="username" name="username" type="text" required value={username} />
         <PermissionEditor permissions={permissions} />
         <button type="submit">Create</button>
-      </form>
-    ), error ? 400 : 200);
+      </form>,
+      error ? 400 : 200,
+    );
 
   app.get('/clients/new', (c) => newForm(c));
 
@@ -100,7 +138,11 @@ export function clientPages(app: Hono<ConsoleEnv>) {
     const username = String(form.username ?? '').trim();
     const permissions = permissionsFrom(form);
     try {
-      const created = await apiClients.create(c.get('ports'), c.get('user')!.userId, { username, permissions, origin: 'console' });
+      const created = await apiClients.create(c.get('ports'), c.get('user')!.userId, {
+        username,
+        permissions,
+        origin: 'console',
+      });
       return page(c, 'Client created', <SecretOnce username={created.username} secret={created.secret} />);
     } catch (e) {
       if (isServiceError(e)) return newForm(c, e.message, username, permissions);
@@ -113,14 +155,20 @@ export function clientPages(app: Hono<ConsoleEnv>) {
     if (!client) return page(c, 'Not found', <p>No client named {username}.</p>, 404);
     const csrf = c.get('user')!.csrf;
     const base = `/console/clients/${encodeURIComponent(username)}`;
-    return page(c, `API client ${username}`, (
+    return page(
+      c,
+      `API client ${username}`,
       <>
         <ErrorNote message={error} />
         <dl>
-          <dt>Created</dt><dd>{client.createdAt}</dd>
-          <dt>Updated</dt><dd>{client.updatedAt}</dd>
-          <dt>Last used</dt><dd>{client.lastUsedAt ?? 'never'}</dd>
-          <dt>Origin</dt><dd>{client.origin}</dd>
+          <dt>Created</dt>
+          <dd>{client.createdAt}</dd>
+          <dt>Updated</dt>
+          <dd>{client.updatedAt}</dd>
+          <dt>Last used</dt>
+          <dd>{client.lastUsedAt ?? 'never'}</dd>
+          <dt>Origin</dt>
+          <dd>{client.origin}</dd>
         </dl>
         <form method="post" action={`${base}/permissions`}>
           <Csrf token={csrf} />
@@ -132,12 +180,17 @@ export function clientPages(app: Hono<ConsoleEnv>) {
         <div class="actions">
           <form method="post" action={`${base}/reset`}>
             <Csrf token={csrf} />
-            <button type="submit" class="secondary">Reset secret</button>
+            <button type="submit" class="secondary">
+              Reset secret
+            </button>
           </form>
-          <a class="button danger-link" href={`${base}/delete`}>Delete…</a>
+          <a class="button danger-link" href={`${base}/delete`}>
+            Delete…
+          </a>
         </div>
-      </>
-    ), error ? 400 : 200);
+      </>,
+      error ? 400 : 200,
+    );
   };
 
   app.get('/clients/:username', (c) => editForm(c, c.req.param('username')));
@@ -156,26 +209,34 @@ export function clientPages(app: Hono<ConsoleEnv>) {
 
   app.post('/clients/:username/reset', async (c) => {
     const username = c.req.param('username');
-    const reset = await apiClients.resetSecret(c.get('ports'), c.get('user')!.userId, username).catch(notFoundPage(c, username));
+    const reset = await apiClients
+      .resetSecret(c.get('ports'), c.get('user')!.userId, username)
+      .catch(notFoundPage(c, username));
     if (reset instanceof Response) return reset;
     return page(c, 'Secret reset', <SecretOnce username={reset.username} secret={reset.secret} />);
   });
 
   app.get('/clients/:username/delete', (c) => {
     const username = c.req.param('username');
-    return page(c, `Delete ${username}?`, (
+    return page(
+      c,
+      `Delete ${username}?`,
       <form method="post" action={`/console/clients/${encodeURIComponent(username)}/delete`}>
         <Csrf token={c.get('user')!.csrf} />
         <p>Calls with this client's credentials stop working at once. This cannot be undone.</p>
-        <button type="submit" class="danger">Delete {username}</button>{' '}
+        <button type="submit" class="danger">
+          Delete {username}
+        </button>{' '}
         <a href={`/console/clients/${encodeURIComponent(username)}`}>Cancel</a>
-      </form>
-    ));
+      </form>,
+    );
   });
 
   app.post('/clients/:username/delete', async (c) => {
     const username = c.req.param('username');
-    const gone = await apiClients.remove(c.get('ports'), c.get('user')!.userId, username).catch(notFoundPage(c, username));
+    const gone = await apiClients
+      .remove(c.get('ports'), c.get('user')!.userId, username)
+      .catch(notFoundPage(c, username));
     if (gone instanceof Response) return gone;
     return c.redirect('/console/clients', 303);
   });
