@@ -17,7 +17,8 @@ import { batchedStdout, jsonLogger } from '../functions/node/logger.ts';
 const [port, cert, key, url] = process.argv.slice(2) as [string, string, string, string];
 const fs = await import('node:fs');
 const sql = postgres(url, { max: 10, onnotice: () => undefined });
-await sql`create table if not exists bench_rows (id bigserial primary key, name text not null, at timestamptz not null default now())`;
+const benchColumns = sql.unsafe('id bigserial primary key, name text not null, at timestamptz not null default now()');
+await sql`create table if not exists bench_rows (${benchColumns})`;
 await sql`insert into bench_rows (name) select 'row ' || i from generate_series(1, 1000) i`;
 
 const app = new Hono();
@@ -100,6 +101,10 @@ app.get('/floor/type-list', (c) => {
   });
 });
 
+// The columns the floor put fills, in the order of its select.
+const transferColumns = sql.unsafe(
+  'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata',
+);
 app.get('/floor/put', async (c) => {
   const started = performance.now();
   if (!authorized(c, 'datafilePut')) return c.json({ status: 'error', message: 'User not authorized' }, 500);
@@ -108,13 +113,16 @@ app.get('/floor/put', async (c) => {
   if (!stat.isFile())
     return c.json({ status: 'error', message: `Source ${source} not allowed: not a regular file` }, 500);
   const now = Date.now();
+  const target = path.basename(source!);
+  const scheduled = new Date(now).toISOString();
+  const expires = new Date(now + 2 * 86_400_000).toISOString();
   const [row] = await sql`
     with destination as (
       select name from destinations where name = ${destination!}
     ), transfer as (
-      insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata)
-      select nextval('data_files_id_seq'::regclass), name, ${path.basename(source!)}, ${uniquename ?? ''}, 99, 'WAIT', false,
-        ${new Date(now).toISOString()}::timestamptz, ${new Date(now + 2 * 86_400_000).toISOString()}::timestamptz, '[]'::jsonb
+      insert into data_transfers (${transferColumns})
+      select nextval('data_files_id_seq'::regclass), name, ${target}, ${uniquename ?? ''}, 99, 'WAIT', false,
+        ${scheduled}::timestamptz, ${expires}::timestamptz, '[]'::jsonb
       from destination
       on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
       returning data_file_id

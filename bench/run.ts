@@ -120,7 +120,8 @@ async function measure(t: Target, opts: Load, seconds: number): Promise<Row> {
 function record(row: Row) {
   rows.push(row);
   log(
-    `${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms errors ${row.errors}, CPU µs/request server ${row.cpu.server} Postgres ${row.cpu.postgres} load ${row.cpu.load}`,
+    `${row.flavour} ${row.scenario} ${row.data}: ${row.rps} req/s p50 ${row.p50} ms p99 ${row.p99} ms ` +
+      `errors ${row.errors}, CPU µs/request server ${row.cpu.server} Postgres ${row.cpu.postgres} load ${row.cpu.load}`,
   );
 }
 
@@ -190,7 +191,8 @@ const BARE: Load = { path: '/bare', connections: 50 };
 // A new value per request, like datafile/put's unique names: the load generator then does the same work for both.
 const INSERT: Load = { path: '/', connections: 10, vary: (n) => `/insert?n=row-${n}-${Date.now()}` };
 const putQuery = (label: string, n: number) =>
-  `destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}&uniquename=${label}-${n}-${Date.now()}`;
+  `destination=BENCH_META&source=${encodeURIComponent(path.join(tmp, 'src/file.bin'))}` +
+  `&uniquename=${label}-${n}-${Date.now()}`;
 const putLoad = (label: string): Load => ({
   path: '/',
   connections: 10,
@@ -335,16 +337,23 @@ function report(): string {
     '# Benchmarks',
     '',
     `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.`,
-    `Load from autocannon in a separate process over HTTPS on loopback, ${SECONDS} s per row after ${WARMUP_SECONDS} s of unrecorded warm-up; server and load generator share the machine's cores. RSS is the server's peak resident memory.`,
-    `The two throughput scenarios ran ${ROUNDS} times in turns with their baselines (both servers up at once); each row is the run with the median req/s.`,
+    `Load from autocannon in a separate process over HTTPS on loopback, ${SECONDS} s per row ` +
+      `after ${WARMUP_SECONDS} s of unrecorded warm-up; server and load generator share the machine's cores. ` +
+      "RSS is the server's peak resident memory.",
+    `The two throughput scenarios ran ${ROUNDS} times in turns with their baselines (both servers up at once); ` +
+      'each row is the run with the median req/s.',
     '',
-    'CPU µs/req: CPU time per request of the server process, of all Postgres processes (PGlite runs inside the server) and of the load generator.',
+    'CPU µs/req: CPU time per request of the server process, of all Postgres processes ' +
+      '(PGlite runs inside the server) and of the load generator.',
     '',
-    '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB | CPU µs/req: server | Postgres | load |',
+    '| Database | Scenario | Data | Connections | req/s | p50 ms | p99 ms | Errors | RSS MiB ' +
+      '| CPU µs/req: server | Postgres | load |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.rssMiB} | ${r.cpu.server} | ${r.flavour === 'PGlite' ? '-' : r.cpu.postgres} | ${r.cpu.load} |`,
+        `| ${r.flavour} | ${r.scenario} | ${r.data} | ${r.connections} | ${r.rps} | ${r.p50} | ${r.p99} ` +
+        `| ${r.errors} | ${r.rssMiB} | ${r.cpu.server} ` +
+        `| ${r.flavour === 'PGlite' ? '-' : r.cpu.postgres} | ${r.cpu.load} |`,
     ),
     '',
     '## Targets',
@@ -356,11 +365,13 @@ function report(): string {
   const put = find('Postgres', 'GET datafile/put');
   if (typeList)
     lines.push(
-      `| authenticated cheap GET ≥ 70% of the bare route | ${Math.round((100 * typeList.rps) / bare.rps)}% | ${target(typeList.rps >= 0.7 * bare.rps)} |`,
+      `| authenticated cheap GET ≥ 70% of the bare route | ${Math.round((100 * typeList.rps) / bare.rps)}% ` +
+        `| ${target(typeList.rps >= 0.7 * bare.rps)} |`,
     );
   if (put)
     lines.push(
-      `| datafile/put on Postgres ≥ 50% of the raw INSERT route | ${Math.round((100 * put.rps) / insert.rps)}% | ${target(put.rps >= 0.5 * insert.rps)} |`,
+      `| datafile/put on Postgres ≥ 50% of the raw INSERT route | ${Math.round((100 * put.rps) / insert.rps)}% ` +
+        `| ${target(put.rps >= 0.5 * insert.rps)} |`,
     );
   for (const flavour of ['Postgres', 'PGlite']) {
     const list = find(flavour, 'GET destination/list', '10,000', 1);
@@ -368,20 +379,24 @@ function report(): string {
     const meta = find(flavour, 'PUT destination', '100', 1);
     if (list)
       lines.push(
-        `| ${flavour}: destination/list, 10,000 destinations, p50 < 30 ms (1 connection) | ${list.p50} ms | ${target(list.p50 < 30)} |`,
+        `| ${flavour}: destination/list, 10,000 destinations, p50 < 30 ms (1 connection) ` +
+          `| ${list.p50} ms | ${target(list.p50 < 30)} |`,
       );
     const changed = find(flavour, 'GET destination/list, changed', '10,000', 1);
     if (changed)
       lines.push(
-        `| ${flavour}: the same, the list changed before each request | ${changed.p50} ms | ${target(changed.p50 < 30)} |`,
+        `| ${flavour}: the same, the list changed before each request ` +
+          `| ${changed.p50} ms | ${target(changed.p50 < 30)} |`,
       );
     if (summary)
       lines.push(
-        `| ${flavour}: monitoring/summary, 1,000,000 notifications, p50 < 100 ms (1 connection) | ${summary.p50} ms | ${target(summary.p50 < 100)} |`,
+        `| ${flavour}: monitoring/summary, 1,000,000 notifications, p50 < 100 ms (1 connection) ` +
+          `| ${summary.p50} ms | ${target(summary.p50 < 100)} |`,
       );
     if (meta)
       lines.push(
-        `| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) | ${meta.p50} ms | ${target(meta.p50 < 20)} |`,
+        `| ${flavour}: metadata PUT of 100 fields, p50 < 20 ms (1 connection) ` +
+          `| ${meta.p50} ms | ${target(meta.p50 < 20)} |`,
       );
   }
   lines.push(
@@ -397,12 +412,20 @@ function report(): string {
     lines.push(
       '## Floors',
       '',
-      "What each request must do at the least, written by hand in the baseline server without the service's layers, measured in the same turns: the Basic credentials checked against the stored hash (native SHA-256, compared in constant time) and the permission, one access log line, and for the put the lstat of the source and the service's registering statement.",
+      "What each request must do at the least, written by hand in the baseline server without the service's layers, " +
+        'measured in the same turns: the Basic credentials checked against the stored hash ' +
+        '(native SHA-256, compared in constant time) and the permission, one access log line, ' +
+        "and for the put the lstat of the source and the service's registering statement.",
       '',
-      '| Request | Baseline req/s | Floor req/s (share of baseline) | Service req/s (share of baseline, of floor) | CPU µs/req: baseline, floor, service (server + Postgres + load) |',
+      '| Request | Baseline req/s | Floor req/s (share of baseline) | Service req/s (share of baseline, of floor) ' +
+        '| CPU µs/req: baseline, floor, service (server + Postgres + load) |',
       '|---|---|---|---|---|',
-      `| authenticated type list | ${bare.rps} | ${floorTypeList.rps} (${share(floorTypeList, bare)}) | ${typeList.rps} (${share(typeList, bare)}, ${share(typeList, floorTypeList)}) | ${cpu(bare)}, ${cpu(floorTypeList)}, ${cpu(typeList)} |`,
-      `| datafile/put | ${insert.rps} | ${floorPut.rps} (${share(floorPut, insert)}) | ${put.rps} (${share(put, insert)}, ${share(put, floorPut)}) | ${cpu(insert)}, ${cpu(floorPut)}, ${cpu(put)} |`,
+      `| authenticated type list | ${bare.rps} | ${floorTypeList.rps} (${share(floorTypeList, bare)}) ` +
+        `| ${typeList.rps} (${share(typeList, bare)}, ${share(typeList, floorTypeList)}) ` +
+        `| ${cpu(bare)}, ${cpu(floorTypeList)}, ${cpu(typeList)} |`,
+      `| datafile/put | ${insert.rps} | ${floorPut.rps} (${share(floorPut, insert)}) ` +
+        `| ${put.rps} (${share(put, insert)}, ${share(put, floorPut)}) ` +
+        `| ${cpu(insert)}, ${cpu(floorPut)}, ${cpu(put)} |`,
       '',
     );
   }

@@ -23,14 +23,17 @@ export async function seed(db: Database, scale: Scale) {
     from generate_series(1, ${scale.destinations}) i`),
   );
   await db.execute(
-    sql.raw(`
+    sql.raw(
+      `
     insert into step_notifications (product, time, step, type, buffer, code, product_time, scheduled_time, notified_at)
     select 'P' || p, t, s, 'fc', 0, code,
            timestamptz '2026-01-01' + (c || ' hours')::interval * 12,
            timestamptz '2026-01-01' + (c || ' hours')::interval * 12 + interval '6 hours',
-           timestamptz '2026-01-01' + (c || ' hours')::interval * 12 + (case code when 'INIT' then interval '1 hour' else interval '5 hours' end)
+           timestamptz '2026-01-01' + (c || ' hours')::interval * 12 + ` +
+        `(case code when 'INIT' then interval '1 hour' else interval '5 hours' end)
     from generate_series(1, ${PRODUCTS}) p, unnest(array[${TIMES.map((t) => `'${t}'`).join(',')}]) t,
-         generate_series(1, ${STEPS}) s, generate_series(1, ${scale.cycles}) c, unnest(array['INIT','DONE']) code`),
+         generate_series(1, ${STEPS}) s, generate_series(1, ${scale.cycles}) c, unnest(array['INIT','DONE']) code`,
+    ),
   );
   await db.execute(
     sql.raw(`

@@ -48,7 +48,9 @@ function mix(source: string): Array<(previous: { id?: number }) => Step> {
     () => ({ method: 'PUT', path: '/v1/destination/BENCH_META/metadata', body: metadata, expect: 200 }),
     () => ({
       method: 'GET',
-      path: `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(source)}&uniquename=soak-${process.pid}-${++sequence}`,
+      path:
+        `/v1/datafile/put?destination=BENCH_META&source=${encodeURIComponent(source)}` +
+        `&uniquename=soak-${process.pid}-${++sequence}`,
       expect: 200,
     }),
     (previous) => ({ method: 'GET', path: `/v1/datafile/size?id=${previous.id}`, expect: 200 }),
@@ -141,8 +143,10 @@ function report(r: Awaited<ReturnType<typeof soak>>): string {
     SOAK_HEADING,
     '',
     `Measured by \`npm run soak\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}. ` +
-      `${minutes} minutes of mixed load (${CONNECTIONS} connections over HTTPS on loopback) on Postgres with ${SCALE.destinations.toLocaleString('en')} destinations: ` +
-      'type list, one destination, a filtered destination list, the monitoring summary, metadata get and replace, and a data file put, size and delete, plus an unknown destination that must answer its service error (500).',
+      `${minutes} minutes of mixed load (${CONNECTIONS} connections over HTTPS on loopback) ` +
+      `on Postgres with ${SCALE.destinations.toLocaleString('en')} destinations: ` +
+      'type list, one destination, a filtered destination list, the monitoring summary, metadata get and replace, ' +
+      'and a data file put, size and delete, plus an unknown destination that must answer its service error (500).',
     '',
     `**${r.passed ? 'Passed' : 'Failed'}.**`,
     '',
@@ -150,9 +154,11 @@ function report(r: Awaited<ReturnType<typeof soak>>): string {
     '|---|---|',
     `| Requests | ${r.result.requests.total.toLocaleString('en')} (${Math.round(r.result.requests.average)} req/s) |`,
     `| Latency p50 / p99 | ${r.result.latency.p50} ms / ${r.result.latency.p99} ms |`,
-    `| Unexpected answers | ${r.unexpectedCount}${r.unexpectedCount ? ` (${[...r.unexpected].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''} |`,
+    `| Unexpected answers | ${r.unexpectedCount}` +
+      `${r.unexpectedCount ? ` (${[...r.unexpected].map(([k, v]) => `${k}: ${v}`).join('; ')})` : ''} |`,
     `| Connection errors and timeouts | ${r.errors} |`,
-    `| Server RSS, median of minute 2 → of the last minute | ${r.early.toFixed(0)} MiB → ${r.late.toFixed(0)} MiB (${(100 * r.growth).toFixed(1)}%, limit ${100 * FLAT_GROWTH}%) |`,
+    `| Server RSS, median of minute 2 → of the last minute | ${r.early.toFixed(0)} MiB → ${r.late.toFixed(0)} MiB ` +
+      `(${(100 * r.growth).toFixed(1)}%, limit ${100 * FLAT_GROWTH}%) |`,
     '',
     `RSS every ${SAMPLE_MS / 1000} s (MiB): ${r.samples.map((s) => s.rssMiB.toFixed(0)).join(' ')}`,
     '',

@@ -89,7 +89,8 @@ const TICK_US = 1e6 / 100; // USER_HZ: clock ticks of /proc/<pid>/stat, 100 per 
 
 /** CPU time (user + system) a process has used, in µs. */
 export function cpuOf(pid: number): number {
-  // The command name may hold spaces and parentheses; the fields after its last ')' are fixed: utime and stime are 12th and 13th.
+  // The command name may hold spaces and parentheses; the fields after its last ')' are fixed:
+  // utime and stime are 12th and 13th.
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
@@ -110,7 +111,8 @@ export function postgresCpu(): number {
 }
 
 export const machine = () =>
-  `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
+  `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
+  `Node ${process.version}, ${os.platform()} ${os.release()}`;
 
 /** The file cut at its `## ` headings; the part before the first has the heading ''. */
 function sections(text: string): Array<[string, string]> {

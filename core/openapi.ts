@@ -198,9 +198,12 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
       title: `${PRODUCT} Data Dissemination Service REST API`,
       version: VERSION,
       description:
-        'Every call uses HTTPS (plain HTTP is answered 403) and, except GET /v1/version, HTTP Basic credentials of an API client. ' +
-        "A service is allowed when one of the client's permission expressions matches its whole name (the tag of each operation). " +
-        'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), credentials and permission (500 `User not authorized`).',
+        'Every call uses HTTPS (plain HTTP is answered 403) and, except GET /v1/version, ' +
+        'HTTP Basic credentials of an API client. ' +
+        "A service is allowed when one of the client's permission expressions matches its whole name " +
+        '(the tag of each operation). ' +
+        'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), ' +
+        'credentials and permission (500 `User not authorized`).',
     },
     servers: [{ url: '/' }],
     security: [{ basic: [] }],

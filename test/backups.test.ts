@@ -16,11 +16,14 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 // The key names of wire-decisions §7, written out independently of the implementation.
-const DESTINATION_KEYS =
+const DESTINATION_KEYS = (
   `name ecuserName countryIso type comment active monitor backup acquisition stopIfDirty forceProxy
-  onHostFailure ifTargetExist keepInSpool maxConnections retryCount retryFrequency maxStart startFrequency maxRequeue maxPending
-  maxFileSize resetFrequency maxInactivity transferRate userMail mailOnUpdate mailOnStart mailOnEnd mailOnError filterName
-  dateFormat groupByDate update transferGroupName hostForSourceName data`.split(/\s+/);
+  onHostFailure ifTargetExist keepInSpool maxConnections retryCount retryFrequency maxStart startFrequency ` +
+  `maxRequeue maxPending
+  maxFileSize resetFrequency maxInactivity transferRate userMail mailOnUpdate mailOnStart mailOnEnd ` +
+  `mailOnError filterName
+  dateFormat groupByDate update transferGroupName hostForSourceName data`
+).split(/\s+/);
 const HOST_KEYS =
   `hostid ecuserName transferMethodName type nickname host login passwd dir data comment active maxConnections
   retryCount retryFrequency check checkFrequency checkFilename mailOnSuccess mailOnError notifyOnce userMail networkName

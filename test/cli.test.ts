@@ -173,7 +173,8 @@ describe('ecpds-edge client', () => {
         expect(held.status, args.join(' ')).not.toBe(0);
         expect(held.stderr).toMatch(
           new RegExp(
-            `^ecpds-edge: the embedded database in .*data is in use by a running server \\(pid ${server.child.pid}\\); stop it first`,
+            '^ecpds-edge: the embedded database in .*data is in use by a running server ' +
+              `\\(pid ${server.child.pid}\\); stop it first`,
           ),
         );
       }

@@ -241,7 +241,10 @@ describe('API clients', () => {
       expect((await admin.get(path)).text).not.toContain(secret);
     const list = (await admin.get('/console/clients')).text;
     expect(list).toMatch(
-      /<a href="\/console\/clients\/c1">c1<\/a><\/td><td>incomingUserList, destinationList<\/td><td>\d{4}-\d\d-\d\d \d\d:\d\d<\/td><td>\d{4}-/,
+      new RegExp(
+        String.raw`<a href="\/console\/clients\/c1">c1<\/a><\/td><td>incomingUserList, destinationList<\/td>` +
+          String.raw`<td>\d{4}-\d\d-\d\d \d\d:\d\d<\/td><td>\d{4}-`,
+      ),
     );
   });
 
@@ -377,7 +380,10 @@ describe('metadata fields', () => {
     expect((await save(field)).location).toBe('/console/fields');
     const list = (await admin.get('/console/fields')).text;
     expect(list).toMatch(
-      /<a href="\/console\/fields\/\d+">colour<\/a><\/td><td>Colour &lt;b&gt;<\/td><td>text<\/td><td>General<\/td><td>yes<\/td><td>one<\/td><td>yes<\/td>/,
+      new RegExp(
+        String.raw`<a href="\/console\/fields\/\d+">colour<\/a><\/td><td>Colour &lt;b&gt;<\/td><td>text<\/td>` +
+          String.raw`<td>General<\/td><td>yes<\/td><td>one<\/td><td>yes<\/td>`,
+      ),
     );
   });
 

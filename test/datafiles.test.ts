@@ -355,7 +355,7 @@ describe('http(s) sources on the allow-list', () => {
 describe('unique key, force, standby, schedule, priority, metadata', () => {
   const src = () => path.join(root, 'a.bin');
 
-  it('destination + target + uniquename is unique among live transfers; force requeues and returns the same id', async () => {
+  it('destination + target + uniquename is unique among live transfers; force requeues, same id', async () => {
     const id = await idOf({ source: src(), target: 'key.bin', uniquename: 'u1' });
     await h.db.update(dataTransfers).set({ status: 'DONE' }).where(eq(dataTransfers.dataFileId, id));
     const before = await counts();

@@ -207,7 +207,8 @@ describe('GET /v1/destination/country/list', () => {
     const r = await h.call('GET', '/v1/destination/country/list', { auth: countryLister });
     expect(r.status).toBe(200);
     expect(r.text).toBe(
-      '{"status":"ok","countryList":[{"iso":"de","name":"Germany"},{"iso":"fr","name":"France"},{"iso":"gb","name":"United Kingdom"}]}',
+      '{"status":"ok","countryList":[{"iso":"de","name":"Germany"},{"iso":"fr","name":"France"},' +
+        '{"iso":"gb","name":"United Kingdom"}]}',
     );
   });
 

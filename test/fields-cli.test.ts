@@ -111,7 +111,8 @@ describe('fields import / export', () => {
     [
       'an unknown type',
       { name: 'bad', label: 'Bad', type: 'colour', category: 'General' },
-      'field 2 (bad): type must be one of text, textarea, markdown, url, email, phone, password, contact, mail-group, switchboard',
+      'field 2 (bad): type must be one of text, textarea, markdown, url, email, phone, password, ' +
+        'contact, mail-group, switchboard',
     ],
     [
       'a name starting with a digit',

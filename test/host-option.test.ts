@@ -143,7 +143,8 @@ describe('POST /v1/host/option', () => {
     );
     expect((await post(`?hostid=${hostid}&name=sftp.password`, { value: 'tok "en"\\x' })).status).toBe(200);
     expect(await dataOf('OPT_DEST')).toBe(
-      `# managed\nsftp.password = "tok \\"en\\"\\\\x"\nsftp.port = "2222"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`,
+      '# managed\nsftp.password = "tok \\"en\\"\\\\x"\n' +
+        `sftp.port = "2222"\nsftp.timeout = "60"\n${MARKER}\nscript line\n`,
     );
     expect(await dataOf('OPT_OTHER')).toBe('sftp.port = "22"');
   });

@@ -195,7 +195,8 @@ describe('renderMarkdown: the safe subset renders', () => {
     expect(
       renderMarkdown('[a](http://a.example/x) [b](HTTPS://b.example/?x=1&y=2) [c](mailto:ops@c.example) [d](/docs#x)'),
     ).toBe(
-      '<p><a href="http://a.example/x">a</a> <a href="HTTPS://b.example/?x=1&amp;y=2">b</a> <a href="mailto:ops@c.example">c</a> <a href="/docs#x">d</a></p>',
+      '<p><a href="http://a.example/x">a</a> <a href="HTTPS://b.example/?x=1&amp;y=2">b</a> ' +
+        '<a href="mailto:ops@c.example">c</a> <a href="/docs#x">d</a></p>',
     );
     expect(renderMarkdown('<https://e.example> <ops@e.example>')).toBe(
       '<p><a href="https://e.example">https://e.example</a> <a href="mailto:ops@e.example">ops@e.example</a></p>',
@@ -215,8 +216,10 @@ describe('renderMarkdown: the safe subset renders', () => {
   it('GFM tables with alignment and inline markup', () => {
     const html = renderMarkdown('| Left | Mid | Right |\n|:--|:-:|--:|\n| a | **b** | `c` |');
     expect(html).toBe(
-      '<table>\n<thead>\n<tr>\n<th align="left">Left</th>\n<th align="center">Mid</th>\n<th align="right">Right</th>\n</tr>\n</thead>\n' +
-        '<tbody>\n<tr>\n<td align="left">a</td>\n<td align="center"><strong>b</strong></td>\n<td align="right"><code>c</code></td>\n</tr>\n</tbody>\n</table>',
+      '<table>\n<thead>\n<tr>\n<th align="left">Left</th>\n<th align="center">Mid</th>\n' +
+        '<th align="right">Right</th>\n</tr>\n</thead>\n' +
+        '<tbody>\n<tr>\n<td align="left">a</td>\n<td align="center"><strong>b</strong></td>\n' +
+        '<td align="right"><code>c</code></td>\n</tr>\n</tbody>\n</table>',
     );
     expectSafe(html);
   });
@@ -337,7 +340,8 @@ describe('notes of a destination', () => {
     const note = await noteOf(h.ports, 'NOTE_A');
     expect(note).toBe(
       '<h3>Contacts</h3><dl><dt>Contact</dt><dd><p>name: Duty<br>email: duty@x.example</p></dd></dl>' +
-        '<h3>General</h3><dl><dt>Summary</dt><dd><h2>Hi</h2>\n<p>&lt;script&gt;alert(1)&lt;/script&gt; <a href="">x</a></p></dd>' +
+        '<h3>General</h3><dl><dt>Summary</dt><dd><h2>Hi</h2>\n' +
+        '<p>&lt;script&gt;alert(1)&lt;/script&gt; <a href="">x</a></p></dd>' +
         '<dt>Remark</dt><dd><p>&lt;b&gt;r&lt;/b&gt;</p></dd><dt>Policy</dt><dd><p>Locked &lt;policy&gt;</p></dd></dl>',
     );
     expect(note).not.toContain('super-secret-token');
@@ -384,7 +388,7 @@ describe('notes of a destination', () => {
     }
   });
 
-  it('a failing receiver is retried once; the failure is logged with the request id; the call still succeeds', async () => {
+  it('a failing receiver is retried once; the failure is logged with the request id; the call succeeds', async () => {
     const r = await receiver(() => 503);
     h.ports.notes = httpNotePublisher(r.url, 'tok');
     try {

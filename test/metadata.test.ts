@@ -257,7 +257,7 @@ describe('PUT /v1/destination/{name}/metadata', () => {
     expect((await rows('p3')).map((r) => r.fieldId)).toEqual([ids.summary]);
   });
 
-  it('includeInNotes: absent names are false, an omitted property clears all, locked fields may be flagged (rule 4)', async () => {
+  it('includeInNotes: absent names false, omitting it clears all, locked fields may be flagged (rule 4)', async () => {
     await restore('p4');
     const metadata = { General: { summary: 's' } };
     await putOk('p4', {
@@ -463,7 +463,7 @@ describe('sensitive values (spec §2.11, metadata rows)', () => {
 });
 
 describe('defaults', () => {
-  it('seed the destinations that existed at import and destinations restored later; password defaults sealed', async () => {
+  it('seed destinations existing at import and those restored later; password defaults sealed', async () => {
     await restore('late');
     for (const name of ['early', 'late']) {
       const stored = await rows(name);

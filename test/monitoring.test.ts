@@ -233,14 +233,15 @@ describe('ingestion', () => {
       ),
       line(
         'DONE',
-        `${sched.getTime()};LastUpdate=${Date.parse('2026-03-02T03:00:00Z')};ErrorMessage=ens/00/0/fc: already completed`,
+        `${sched.getTime()};LastUpdate=${Date.parse('2026-03-02T03:00:00Z')};` +
+          'ErrorMessage=ens/00/0/fc: already completed',
       ),
     ]);
     const [latest] = await g.db.select().from(stepStatus);
     expect(latest).toMatchObject({ code: 'DONE', scheduledTime: sched, lastUpdate: at('2026-03-02T03:00:00Z') });
   });
 
-  it('a new INIT with another schedule is accepted and replaces the schedule; the key includes buffer and time base', async () => {
+  it('a new INIT with another schedule replaces the schedule; the key includes buffer and time base', async () => {
     g.events.length = 0;
     const resched = at('2026-03-02T06:00:00Z');
     expect((await ingest(g.ports, note({ scheduledTime: resched, at: at('2026-03-02T04:00:00Z') }))).result).toBe(
@@ -315,7 +316,7 @@ describe('monitoring endpoints', () => {
     'hres/00/3/fc/0',
   ];
 
-  it('summary: latest time base, latest entry per (buffer, step, type), ordered product, time, step, type', async () => {
+  it('summary: latest time base, latest entry per (buffer, step, type), by product, time, step, type', async () => {
     const { stepStatusList } = await get('/v1/monitoring/summary');
     expect(keys(stepStatusList)).toEqual(ALL);
     for (const e of stepStatusList) expect(Object.keys(e)).toEqual(ENTRY_KEYS);
@@ -363,7 +364,7 @@ describe('monitoring endpoints', () => {
     expect(keys((await get(`/v1/monitoring/summary${query}`)).stepStatusList)).toEqual(expected);
   });
 
-  it('summary/{product}: every cycle of the product, case-insensitive; a product query cannot override the path', async () => {
+  it('summary/{product}: every cycle, case-insensitive; a product query cannot override the path', async () => {
     expect(keys((await get('/v1/monitoring/summary/ENS')).stepStatusList)).toEqual(ALL.slice(0, 5));
     expect(keys((await get('/v1/monitoring/summary/ens?product=hres')).stepStatusList)).toEqual(ALL.slice(0, 5));
     expect(keys((await get('/v1/monitoring/summary/ens?time=12&status=INIT')).stepStatusList)).toEqual([

@@ -35,7 +35,7 @@ describe('/healthz, and /metrics made public', () => {
     expect(r.text).toBe('Operation only available through a secure connection (https)');
   });
 
-  it('serves /metrics without credentials when public, still over HTTPS only, with counters of this app only', async () => {
+  it('serves /metrics without credentials when public, still HTTPS only, with counters of this app only', async () => {
     const r = await h.call('GET', '/metrics');
     expect(r.status).toBe(200);
     expect(sample(r.text, 'ecpds_http_requests_total', { service: 'healthz', status: '200' })).toBe(1);

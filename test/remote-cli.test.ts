@@ -104,7 +104,7 @@ afterAll(async () => {
 });
 
 describe('ecpds-edge put', () => {
-  it('registers every file a glob matches, by absolute path, one JSON line each; the exit code counts failures', async () => {
+  it('registers each file a glob matches, by absolute path, a JSON line each; exit code counts failures', async () => {
     const r = await cli([
       'put',
       '--insecure',

@@ -176,7 +176,7 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
 });
 
 describe.skipIf(onPostgres())('bootstrap admin', () => {
-  it('is created on an empty client store without a properties file; its secret is printed once and works', async () => {
+  it('is created on an empty client store with no properties file; its secret is printed once and works', async () => {
     const dataDir = path.join(tempDir(), 'data');
     const server = startServer({ PORT: String(await freePort()), ECPDS_DATA_DIR: dataDir });
     const url = await waitReady(server);

@@ -52,11 +52,8 @@ afterAll(async () => {
 });
 
 const put = async (q: Record<string, string>) => {
-  const r = await h.call(
-    'GET',
-    `/v1/datafile/put?${new URLSearchParams({ destination: 'SWEEPD', source: path.join(root, 'a.txt'), lifetime: '1h', ...q })}`,
-    { auth: admin },
-  );
+  const query = new URLSearchParams({ destination: 'SWEEPD', source: path.join(root, 'a.txt'), lifetime: '1h', ...q });
+  const r = await h.call('GET', `/v1/datafile/put?${query}`, { auth: admin });
   expect(r.status, r.text).toBe(200);
   const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
   return { fileId: r.json.id as number, transferId: t!.id };
@@ -85,7 +82,8 @@ describe('sweepExpired', () => {
     h.ports.clock = () => plus(120);
     expect(await sweepExpired(h.ports)).toBe(3);
     const err = (t: { transferId: number }, dest: string, type: number, file: string, scheduled: Date, code: string) =>
-      `ERR;TimeStamp=${plus(120).getTime()};DataTransferId=${t.transferId};DestinationName=${dest};DestinationType=${type};` +
+      `ERR;TimeStamp=${plus(120).getTime()};DataTransferId=${t.transferId};` +
+      `DestinationName=${dest};DestinationType=${type};` +
       `FileName=${file};FileSize=5;ScheduledTime=${scheduled.getTime()};NetworkCode=${code};Message=${EXPIRED}`;
     expect(h.events).toEqual([
       err(a, 'SWEEPD', 2, 'a.txt', T0, 'NET\\;1'),
@@ -146,7 +144,8 @@ describe('event entries', () => {
         error: 'e;1',
       }),
     ).toBe(
-      `PRS;TimeStamp=${T0.getTime()};StatusCode=INIT;DataStream=p;TimeStep=3;TimeBase=${T0.getTime()};Type=t;ScheduleTime=;LastUpdate=${plus(1).getTime()};ErrorMessage=e\\;1`,
+      `PRS;TimeStamp=${T0.getTime()};StatusCode=INIT;DataStream=p;TimeStep=3;TimeBase=${T0.getTime()};Type=t;` +
+        `ScheduleTime=;LastUpdate=${plus(1).getTime()};ErrorMessage=e\\;1`,
     );
     expect(
       errEvent({
@@ -161,7 +160,8 @@ describe('event entries', () => {
         message: 'm\n',
       }),
     ).toBe(
-      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=0;FileName=f;FileSize=0;ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`,
+      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=0;FileName=f;FileSize=0;` +
+        `ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`,
     );
   });
 });
@@ -221,12 +221,15 @@ describe.skipIf(onPostgres())('command line', () => {
       expect(log[0]).toBe('PRE;existing');
       expect(log[1]).toMatch(
         new RegExp(
-          `^PRS;TimeStamp=\\d+;StatusCode=INIT;DataStream=cli;TimeStep=0;TimeBase=${tb};Type=fc;ScheduleTime=${tb + 6 * 3_600_000};LastUpdate=${tb + 3_600_000};ErrorMessage=cli/00/0/fc: already expected$`,
+          `^PRS;TimeStamp=\\d+;StatusCode=INIT;DataStream=cli;TimeStep=0;TimeBase=${tb};Type=fc;` +
+            `ScheduleTime=${tb + 6 * 3_600_000};LastUpdate=${tb + 3_600_000};` +
+            'ErrorMessage=cli/00/0/fc: already expected$',
         ),
       );
       expect(log[2]).toMatch(
         new RegExp(
-          `^PRS;TimeStamp=\\d+;StatusCode=EXEC;DataStream=other;TimeStep=1;TimeBase=${tb};Type=fc;ScheduleTime=;LastUpdate=;ErrorMessage=other/00/1/fc: not found$`,
+          `^PRS;TimeStamp=\\d+;StatusCode=EXEC;DataStream=other;TimeStep=1;TimeBase=${tb};Type=fc;` +
+            'ScheduleTime=;LastUpdate=;ErrorMessage=other/00/1/fc: not found$',
         ),
       );
 
@@ -286,7 +289,9 @@ describe.skipIf(onPostgres())('command line', () => {
       const last = logLines().at(-1)!;
       expect(last).toMatch(
         new RegExp(
-          `^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=1;FileName=y\\.bin;FileSize=9;ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`,
+          '^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=1;' +
+            'FileName=y\\.bin;FileSize=9;' +
+            `ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`,
         ),
       );
       expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');

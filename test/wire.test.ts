@@ -110,7 +110,8 @@ describe('HTTP-level answers', () => {
     });
     expect(e.status).toBe(400);
     expect(e.text).toBe(
-      "Invalid value for parameter portalService: 'Open-Access' (one of standard-login, open-access, self-service expected)",
+      "Invalid value for parameter portalService: 'Open-Access' " +
+        '(one of standard-login, open-access, self-service expected)',
     );
   });
 

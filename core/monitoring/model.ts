@@ -26,8 +26,9 @@ const seconds = (d: Date | null) => (d === null ? null : Math.floor(d.getTime() 
 /** The entry of wire-decisions §9, computed at `now`. */
 export function stepEntry(s: StepState, now: Date) {
   const arrival = s.code === 'DONE' ? s.lastUpdate : null;
+  // + 0: no -0
   const minutesBeforeSchedule =
-    s.scheduledTime === null ? null : Math.trunc((s.scheduledTime.getTime() - (arrival ?? now).getTime()) / 60_000) + 0; // + 0: no -0
+    s.scheduledTime === null ? null : Math.trunc((s.scheduledTime.getTime() - (arrival ?? now).getTime()) / 60_000) + 0;
   return {
     product: s.product,
     time: s.time,

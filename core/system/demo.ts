@@ -140,7 +140,9 @@ export async function loadDemoData(ports: Ports) {
         body: {
           metadata: {
             General: {
-              summary: `## ${comment}\n\nReceives **operational** products. See [the portal](https://${slug}.example.org/).`,
+              summary:
+                `## ${comment}\n\nReceives **operational** products. ` +
+                `See [the portal](https://${slug}.example.org/).`,
               website: `https://${slug}.example.org/`,
               service_level: 'standard',
             },

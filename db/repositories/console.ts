@@ -51,14 +51,16 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
   },
   async recordFailure(key, at, windowStartsAfter) {
     // A window older than the throttle period starts over at this failure.
+    const inWindow = sql`${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz`;
+    const startsNow = sql`${at.toISOString()}::timestamptz`;
     await db
       .insert(loginFailures)
       .values({ key, failures: 1, windowStart: at })
       .onConflictDoUpdate({
         target: loginFailures.key,
         set: {
-          failures: sql`case when ${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz then ${loginFailures.failures} + 1 else 1 end`,
-          windowStart: sql`case when ${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz then ${loginFailures.windowStart} else ${at.toISOString()}::timestamptz end`,
+          failures: sql`case when ${inWindow} then ${loginFailures.failures} + 1 else 1 end`,
+          windowStart: sql`case when ${inWindow} then ${loginFailures.windowStart} else ${startsNow} end`,
         },
       });
   },

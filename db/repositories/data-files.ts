@@ -15,6 +15,10 @@ type ExpiredRow = {
 };
 
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
+// The columns register fills, in the order of its select.
+const TRANSFER_COLUMNS = sql.raw(
+  'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata',
+);
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
   async register(file, transfer) {
@@ -22,13 +26,14 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     // id from the sequence, the partial unique index decides between concurrent puts of the same
     // key, and the file row is written only when the transfer was. The sequence is named as in the
     // column's default: looking it up with pg_get_serial_sequence cost a tenth of the statement.
+    const scheduledAt = transfer.scheduledAt.toISOString();
     const rows = await db.execute(sql`
       with destination as (
         select name from destinations where name = ${transfer.destination}
       ), transfer as (
-        insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, expires_at, metadata)
+        insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
-          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${transfer.scheduledAt.toISOString()}::timestamptz,
+          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz,
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb
         from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing

@@ -21,9 +21,8 @@ function filtered({ iso, userId, type, name }: DestinationFilter): SQL | undefin
   if (type !== undefined) conditions.push(eq(destinations.type, type));
   if (name !== undefined) conditions.push(eq(destinations.name, name));
   if (userId !== undefined) {
-    conditions.push(
-      sql`exists (select 1 from ${incomingAssociations} a where a.destination = ${destinations.name} and a.user_id = ${userId})`,
-    );
+    const associated = sql`select 1 from ${incomingAssociations} a where a.destination = ${destinations.name}`;
+    conditions.push(sql`exists (${associated} and a.user_id = ${userId})`);
   }
   return and(...conditions);
 }

@@ -17,12 +17,11 @@ export const hostRepo = (db: Database): HostRepo => ({
     return row!.hostid;
   },
   async sharedByNickname(nickname) {
+    const used = sql`select 1 from ${destinationHosts} dh where dh.hostid = ${hosts.hostid}`;
     const [row] = await db
       .select({ hostid: hosts.hostid })
       .from(hosts)
-      .where(
-        sql`${hosts.nickname} = ${nickname} and exists (select 1 from ${destinationHosts} dh where dh.hostid = ${hosts.hostid})`,
-      )
+      .where(sql`${hosts.nickname} = ${nickname} and exists (${used})`)
       .orderBy(asc(hosts.hostid))
       .limit(1);
     return row?.hostid ?? null;

@@ -30,17 +30,13 @@ export const incomingUserRepo = (db: Database): IncomingUserRepo => ({
   async list({ destination }) {
     // One query: each user with its sorted destination names.
     // json_agg, not array_agg: JSON needs no type lookup, which per-request clients on Workers skip.
-    const associations = sql<
-      string[]
-    >`coalesce((select json_agg(a.destination order by a.destination) from ${incomingAssociations} a where a.user_id = ${incomingUsers.id}), '[]'::json)`;
+    const aggregated = sql`select json_agg(a.destination order by a.destination) from ${incomingAssociations} a`;
+    const associations = sql<string[]>`coalesce((${aggregated} where a.user_id = ${incomingUsers.id}), '[]'::json)`;
+    const associated = sql`select 1 from ${incomingAssociations} f where f.user_id = ${incomingUsers.id}`;
     const rows = await db
       .select({ user: incomingUsers, associations })
       .from(incomingUsers)
-      .where(
-        destination === undefined
-          ? undefined
-          : sql`exists (select 1 from ${incomingAssociations} f where f.user_id = ${incomingUsers.id} and f.destination = ${destination})`,
-      )
+      .where(destination === undefined ? undefined : sql`exists (${associated} and f.destination = ${destination})`)
       .orderBy(asc(incomingUsers.id));
     return rows.map((r) => ({ ...toUser(r.user), associations: r.associations }));
   },

@@ -62,6 +62,7 @@ export const metadataRepo = (db: Database): MetadataRepo => ({
   },
   async seedDefault(fieldId, value, only) {
     if (only && only.length === 0) return;
+    const valued = sql`select 1 from ${metadataValues} v where v.destination = ${destinations.name}`;
     await db.insert(metadataValues).select(
       db
         .select({
@@ -74,7 +75,7 @@ export const metadataRepo = (db: Database): MetadataRepo => ({
         .where(
           and(
             only ? inArray(destinations.name, only) : undefined,
-            sql`not exists (select 1 from ${metadataValues} v where v.destination = ${destinations.name} and v.field_id = ${fieldId})`,
+            sql`not exists (${valued} and v.field_id = ${fieldId})`,
           ),
         ),
     );

@@ -24,9 +24,15 @@ function filters(t: Columns, f: StepFilter & { status?: string }): SQL[] {
 export const monitoringRepo = (db: Database): MonitoringRepo => ({
   async latest(key) {
     // Serializes notifications of one key even before its first row exists (row locks cannot).
-    await db.execute(
-      sql`select pg_advisory_xact_lock(hashtext(${JSON.stringify([key.product, key.time, key.productTime.toISOString(), key.buffer, key.step, key.type])}::text))`,
-    );
+    const lockKey = JSON.stringify([
+      key.product,
+      key.time,
+      key.productTime.toISOString(),
+      key.buffer,
+      key.step,
+      key.type,
+    ]);
+    await db.execute(sql`select pg_advisory_xact_lock(hashtext(${lockKey}::text))`);
     const [row] = await db
       .select()
       .from(stepStatus)

@@ -8,9 +8,8 @@ const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): WebUser => row;
 
 /** Web users (all, or those `where` selects) by id, each with its categories in order. */
 export async function webUsersWithCategories(db: Database, where?: SQL) {
-  const categories = sql<
-    string[]
-  >`coalesce((select json_agg(c.category order by c.category) from ${webUserCategories} c where c.user_id = ${webUsers.id}), '[]'::json)`;
+  const aggregated = sql`select json_agg(c.category order by c.category) from ${webUserCategories} c`;
+  const categories = sql<string[]>`coalesce((${aggregated} where c.user_id = ${webUsers.id}), '[]'::json)`;
   const rows = await db.select({ user: webUsers, categories }).from(webUsers).where(where).orderBy(asc(webUsers.id));
   return rows.map((r) => ({ ...toUser(r.user), categories: r.categories }));
 }
@@ -35,10 +34,8 @@ export const webUserRepo = (db: Database): WebUserRepo => ({
       .where(eq(webUsers.id, id));
   },
   async listActive({ category }) {
-    const onlyCategory =
-      category === undefined
-        ? sql`true`
-        : sql`exists (select 1 from ${webUserCategories} f where f.user_id = ${webUsers.id} and f.category = ${category})`;
+    const assigned = sql`select 1 from ${webUserCategories} f where f.user_id = ${webUsers.id}`;
+    const onlyCategory = category === undefined ? sql`true` : sql`exists (${assigned} and f.category = ${category})`;
     return webUsersWithCategories(db, sql`${webUsers.active} and ${onlyCategory}`);
   },
   async delete(id) {

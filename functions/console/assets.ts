@@ -1,9 +1,12 @@
 /** The console's only assets, served by the app itself: no external fonts, scripts or styles. */
-export const CSS = `
-:root { color-scheme: light; --fg:#1b1f23; --muted:#57606a; --line:#d0d7de; --accent:#0a58ca; --warn:#9a6700; --bad:#b42318; --ok:#1a7f37; }
+export const CSS =
+  `
+:root { color-scheme: light; --fg:#1b1f23; --muted:#57606a; --line:#d0d7de; --accent:#0a58ca; ` +
+  `--warn:#9a6700; --bad:#b42318; --ok:#1a7f37; }
 * { box-sizing: border-box; }
 body { margin:0; font: 16px/1.5 system-ui, sans-serif; color: var(--fg); }
-header { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; align-items:center; padding:.75rem 1rem; border-bottom:1px solid var(--line); }
+header { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; align-items:center; ` +
+  `padding:.75rem 1rem; border-bottom:1px solid var(--line); }
 header strong { font-size:1.1rem; }
 nav ul { display:flex; flex-wrap:wrap; gap:.25rem 1rem; list-style:none; margin:0; padding:0; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
@@ -13,12 +16,15 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align:left; padding:.4rem .5rem; border-bottom:1px solid var(--line); vertical-align: top; }
 .table-wrap { overflow-x:auto; }
 label { display:block; font-weight:600; margin-top:.75rem; }
-input[type=text], input[type=password], input[type=number], select, textarea { width:100%; max-width:32rem; padding:.45rem; font:inherit; border:1px solid var(--line); border-radius:4px; }
+input[type=text], input[type=password], input[type=number], select, textarea { width:100%; ` +
+  `max-width:32rem; padding:.45rem; font:inherit; border:1px solid var(--line); border-radius:4px; }
 textarea { min-height: 6rem; font-family: ui-monospace, monospace; }
 fieldset { border:1px solid var(--line); border-radius:4px; margin-top:1rem; }
 .checks { display:grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap:.25rem 1rem; }
 .checks label { font-weight: normal; margin: 0; }
-button, .button { display:inline-block; margin-top:1rem; padding:.5rem 1rem; font:inherit; border:1px solid var(--accent); border-radius:4px; background: var(--accent); color:#fff; cursor:pointer; text-decoration:none; }
+button, .button { display:inline-block; margin-top:1rem; padding:.5rem 1rem; font:inherit; ` +
+  `border:1px solid var(--accent); border-radius:4px; background: var(--accent); color:#fff; ` +
+  `cursor:pointer; text-decoration:none; }
 button.secondary, .button.secondary { background:#fff; color: var(--accent); }
 .button.danger-link { background:#fff; color: var(--bad); border-color: var(--bad); }
 .actions { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:center; margin-top:1rem; }
@@ -36,12 +42,14 @@ form.inline button { margin-top:0; padding:.2rem .6rem; }
 .report li.ok { color: var(--ok); }
 `;
 
-export const SCRIPT = `
+export const SCRIPT =
+  `
 (() => {
   const copy = document.querySelector('[data-copy]');
   if (copy) copy.addEventListener('click', async () => {
     const text = document.getElementById(copy.dataset.copy).textContent.trim();
-    try { await navigator.clipboard.writeText(text); copy.textContent = 'Copied'; } catch { copy.textContent = 'Select and copy the text'; }
+    try { await navigator.clipboard.writeText(text); copy.textContent = 'Copied'; } ` +
+  `catch { copy.textContent = 'Select and copy the text'; }
   });
   const editor = document.getElementById('expressions');
   const report = document.getElementById('expressions-report');

@@ -49,7 +49,8 @@ export function sessionMiddleware(options: ConsoleOptions): MiddlewareHandler<Co
     c.header('Cache-Control', 'no-store');
     c.header(
       'Content-Security-Policy',
-      "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'",
+      "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self'; " +
+        "form-action 'self'; frame-ancestors 'none'",
     );
     c.header('X-Frame-Options', 'DENY');
     c.header('Referrer-Policy', 'no-referrer');

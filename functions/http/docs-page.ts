@@ -3,7 +3,8 @@
  * asset. The script reads openapi.json and builds every form itself, with textContent only
  * (nothing from the document or from an answer is parsed as HTML).
  */
-export const DOCS_STYLE = String.raw`
+export const DOCS_STYLE =
+  String.raw`
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
 header { background: #1d2330; color: #fff; padding: 12px 20px; position: sticky; top: 0; z-index: 1; }
 header h1 { font-size: 18px; margin: 0 0 8px; }
@@ -23,11 +24,13 @@ summary { cursor: pointer; padding: 6px 10px; }
 .row label { display: inline-block; min-width: 160px; font-family: ui-monospace, monospace; }
 .row small { color: #667; margin-left: 6px; }
 textarea { width: 100%; min-height: 90px; font-family: ui-monospace, monospace; }
-pre { background: #f0f2f5; padding: 8px; overflow: auto; max-height: 400px; white-space: pre-wrap; word-break: break-all; }
+pre { background: #f0f2f5; padding: 8px; overflow: auto; max-height: 400px; ` +
+  `white-space: pre-wrap; word-break: break-all; }
 .codes { color: #556; font-size: 12px; }
 `;
 
-export const DOCS_SCRIPT = String.raw`
+export const DOCS_SCRIPT =
+  String.raw`
 (function () {
   'use strict';
   var doc = null;
@@ -86,7 +89,8 @@ export const DOCS_SCRIPT = String.raw`
     var out = el('pre', { text: '' });
     var curl = el('pre', { text: '' });
     var button = el('button', { type: 'button', text: 'Send' });
-    var codes = Object.keys(op.responses || {}).map(function (code) { return code + ' ' + (resolve(op.responses[code]).description || ''); });
+    var codes = Object.keys(op.responses || {}).map(function (code) { ` +
+  `return code + ' ' + (resolve(op.responses[code]).description || ''); });
     button.addEventListener('click', function () {
       var url = path;
       var query = new URLSearchParams();
@@ -105,26 +109,33 @@ export const DOCS_SCRIPT = String.raw`
       if (json && json.value.trim() !== '') { headers['content-type'] = 'application/json'; body = json.value; }
       if (form) { headers['content-type'] = 'application/x-www-form-urlencoded'; body = String(formData); }
       var user = document.getElementById('user').value;
-      curl.textContent = 'curl' + (user ? ' -u "' + user + ':$ECPDS_SECRET"' : '') + ' -X ' + method.toUpperCase() + " '" + new URL(url, location.href) + "'" +
-        (body !== undefined ? " -H 'content-type: " + headers['content-type'] + "' --data '" + body.replace(/'/g, "'\\''") + "'" : '');
+      curl.textContent = 'curl' + (user ? ' -u "' + user + ':$ECPDS_SECRET"' : '') + ' -X ' + ` +
+  `method.toUpperCase() + " '" + new URL(url, location.href) + "'" +
+        (body !== undefined ? " -H 'content-type: " + headers['content-type'] + ` +
+  String.raw`"' --data '" + body.replace(/'/g, "'\\''") + "'" : '');
       out.textContent = '...';
-      fetch(url, { method: method.toUpperCase(), headers: headers, body: body, credentials: 'omit' }).then(function (res) {
+      fetch(url, { method: method.toUpperCase(), headers: headers, body: body, ` +
+  `credentials: 'omit' }).then(function (res) {
         return res.text().then(function (text) {
           var shown = text;
           try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* plain text answer */ }
-          out.textContent = res.status + ' ' + res.statusText + '   x-request-id: ' + (res.headers.get('x-request-id') || '-') + '\n\n' + shown;
+          out.textContent = res.status + ' ' + res.statusText + '   x-request-id: ' + ` +
+  String.raw`(res.headers.get('x-request-id') || '-') + '\n\n' + shown;
         });
       }).catch(function (e) { out.textContent = 'Request failed: ' + e; });
     });
     var security = op.security || doc.security || [];
     var needs = security.length === 0 ? 'no credentials' : (op.tags || []).join(', ');
-    return el('details', { 'data-search': (method + ' ' + path + ' ' + op.summary + ' ' + op.operationId + ' ' + needs).toLowerCase() }, [
-      el('summary', {}, [el('span', { class: 'm ' + method.toUpperCase(), text: method.toUpperCase() }), el('span', { class: 'p', text: path + '  ' }),
+    return el('details', { 'data-search': (method + ' ' + path + ' ' + op.summary + ' ' + ` +
+  `op.operationId + ' ' + needs).toLowerCase() }, [
+      el('summary', {}, [el('span', { class: 'm ' + method.toUpperCase(), text: method.toUpperCase() }), ` +
+  `el('span', { class: 'p', text: path + '  ' }),
         el('span', { text: op.summary || '' }), el('span', { class: 'tag', text: needs })]),
       el('div', { class: 'body' }, [
         op.description ? el('p', { text: op.description }) : null,
       ].concat(params.map(function (r) { return r.node; }), formRows.map(function (r) { return r.node; }), [
-        json, el('div', { class: 'row' }, [button]), curl, out, el('div', { class: 'codes', text: 'Answers: ' + codes.join(' | ') }),
+        json, el('div', { class: 'row' }, [button]), curl, out, ` +
+  String.raw`el('div', { class: 'codes', text: 'Answers: ' + codes.join(' | ') }),
       ])),
     ]);
   }

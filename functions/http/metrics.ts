@@ -50,7 +50,8 @@ export function createMetrics(): Metrics {
       const lines: string[] = [];
       const services = [...requests.keys()].sort();
       lines.push(
-        '# HELP ecpds_http_requests_total Requests answered, by service (permission name, or none/basic) and HTTP status.',
+        '# HELP ecpds_http_requests_total Requests answered, ' +
+          'by service (permission name, or none/basic) and HTTP status.',
       );
       lines.push('# TYPE ecpds_http_requests_total counter');
       for (const service of services) {

@@ -23,7 +23,8 @@ export function assertNotHeld(dataDir: string) {
   const pid = holder(dataDir);
   if (pid !== null) {
     throw new ConfigError(
-      `the embedded database in ${dataDir} is in use by a running server (pid ${pid}); stop it first, or point both at Postgres with DATABASE_URL`,
+      `the embedded database in ${dataDir} is in use by a running server (pid ${pid}); ` +
+        'stop it first, or point both at Postgres with DATABASE_URL',
     );
   }
 }

@@ -10,7 +10,8 @@ export async function provisionProperties(ports: Ports, file: string) {
       ports.logger.warn('properties entry skipped', { file, line: o.line, reason: o.reason });
     } else if (o.result === 'created') {
       ports.logger.warn(
-        'API client provisioned from a plaintext properties entry; this is deprecated, manage clients with `ecpds-edge client` or the console instead',
+        'API client provisioned from a plaintext properties entry; ' +
+          'this is deprecated, manage clients with `ecpds-edge client` or the console instead',
         { file, line: o.line, username: o.username },
       );
     }

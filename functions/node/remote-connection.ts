@@ -39,7 +39,8 @@ const CREDENTIAL_FLAG = /^--(secret|password|pass|username|user)(=|$)/;
 export function refuseCredentialFlags(args: string[]) {
   if (args.some((a) => CREDENTIAL_FLAG.test(a))) {
     throw new ConfigError(
-      'credentials are never taken from the command line: set ECPDS_USERNAME and ECPDS_SECRET, or give --config <file.json>',
+      'credentials are never taken from the command line: ' +
+        'set ECPDS_USERNAME and ECPDS_SECRET, or give --config <file.json>',
     );
   }
 }

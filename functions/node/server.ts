@@ -79,7 +79,8 @@ export async function runServer(config: NodeConfig) {
   logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
   if (bootstrapSecret) {
     stdout.write(
-      `\nBootstrap API client 'admin' created with full access. Its secret is shown this once:\n\n    ${bootstrapSecret}\n\n` +
+      "\nBootstrap API client 'admin' created with full access. " +
+        `Its secret is shown this once:\n\n    ${bootstrapSecret}\n\n` +
         `Try it:\n    curl -k -u admin:${bootstrapSecret} ${url}/v1/incoming/user/list\n\n`,
     );
   }

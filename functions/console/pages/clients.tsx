@@ -45,7 +45,8 @@ function PermissionEditor({ permissions }: { permissions: string[] }) {
         {free.join('\n')}
       </textarea>
       <ul id="expressions-report" class="report" aria-live="polite"></ul>
-      {/* Script content is raw text to the HTML parser: entity-escaped JSON would not parse, so only `<` is escaped. */}
+      {/* Script content is raw text to the HTML parser: entity-escaped JSON would not parse,
+          so only `<` is escaped. */}
       <script type="application/json" id="service-names">
         {raw(JSON.stringify(SERVICE_NAMES).replace(/</g, '\\u003c'))}
       </script>

@@ -113,7 +113,8 @@ export function userPages(app: Hono<ConsoleEnv>) {
       const category = String(form.category ?? '');
       if (c.req.param('id') === actor(c) && !(await keepsConsoleAccess(c.get('ports'), actor(c), category))) {
         throw invalid(
-          `Removing ${category} would end your own console access; another administrator or \`ecpds-edge webuser revoke\` can do it`,
+          `Removing ${category} would end your own console access; ` +
+            'another administrator or `ecpds-edge webuser revoke` can do it',
         );
       }
       await setCategory(c.get('ports'), actor(c), c.req.param('id')!, category, false);
