@@ -5,8 +5,7 @@ import { promisify } from 'node:util';
 import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import postgres from 'postgres';
-import { constantTimeEqualText } from '../core/common/crypto.ts';
-import { nativeSha256Base64 } from '../functions/node/digest.ts';
+import { constantTimeEqualText, sha256Base64 } from '../core/common/crypto.ts';
 import { batchedStdout, jsonLogger } from '../functions/node/logger.ts';
 
 /**
@@ -53,7 +52,7 @@ app.get('/select', async (c) => {
   return c.json({ status: 'ok', row });
 });
 
-// The floors: the bench client's secret checked against its stored hash (native SHA-256,
+// The floors: the bench client's secret checked against its stored hash (SHA-256,
 // compared in constant time), the permission expression matched, one access log line, and for
 // the put the source's lstat (a plain file in a known directory) and the service's statement.
 const [client] = await sql<
@@ -70,7 +69,7 @@ function authorized(c: Context, service: string | null): boolean {
   const colon = decoded.indexOf(':');
   if (colon <= 0) return false;
   return (
-    constantTimeEqualText(nativeSha256Base64(decoded.slice(colon + 1)), storedDigest) &&
+    constantTimeEqualText(sha256Base64(decoded.slice(colon + 1)), storedDigest) &&
     (service === null || permission.test(service))
   );
 }

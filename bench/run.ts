@@ -414,7 +414,7 @@ function report(): string {
       '',
       "What each request must do at the least, written by hand in the baseline server without the service's layers, " +
         'measured in the same turns: the Basic credentials checked against the stored hash ' +
-        '(native SHA-256, compared in constant time) and the permission, one access log line, ' +
+        '(SHA-256, compared in constant time) and the permission, one access log line, ' +
         "and for the put the lstat of the source and the service's registering statement.",
       '',
       '| Request | Baseline req/s | Floor req/s (share of baseline) | Service req/s (share of baseline, of floor) ' +

@@ -1,6 +1,6 @@
 import { createCredentialCache } from '../core/api-clients/auth.ts';
 import { type AuthThrottleOptions, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
-import type { SecretBox, Sha256Base64 } from '../core/common/crypto.ts';
+import type { SecretBox } from '../core/common/crypto.ts';
 import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
@@ -15,11 +15,9 @@ import { createRepositories } from '../db/repositories/index.ts';
  */
 export type ProcessState = Pick<Ports, 'credentialCache' | 'authThrottle' | 'memo' | 'views'>;
 
-export function createProcessState(
-  options: { digest?: Sha256Base64; authThrottle?: AuthThrottleOptions } = {},
-): ProcessState {
+export function createProcessState(options: { authThrottle?: AuthThrottleOptions } = {}): ProcessState {
   return {
-    credentialCache: createCredentialCache(crypto.getRandomValues(new Uint8Array(32)), options.digest),
+    credentialCache: createCredentialCache(crypto.getRandomValues(new Uint8Array(32))),
     authThrottle: createAuthThrottle(options.authThrottle),
     memo: createMemo(),
     views: createViewCache(),

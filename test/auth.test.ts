@@ -85,7 +85,6 @@ function countingCache(inner: CredentialCache) {
   const counts = { hits: 0, misses: 0, adds: 0 };
   const cache: CredentialCache = {
     hashKey: inner.hashKey,
-    digest: inner.digest,
     shouldTouch: (u, now) => inner.shouldTouch(u, now),
     client: (u, now) => inner.client(u, now),
     rememberClient: (c, now) => inner.rememberClient(c, now),

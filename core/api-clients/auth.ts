@@ -1,12 +1,5 @@
 import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
-import {
-  hashGeneratedSecret,
-  isSlowHash,
-  keyedHash,
-  type Sha256Base64,
-  sha256Base64,
-  verifySecretHash,
-} from '../common/crypto.ts';
+import { hashGeneratedSecret, isSlowHash, keyedHash, verifySecretHash } from '../common/crypto.ts';
 import { decodeStrictBase64 } from '../common/encoding.ts';
 import { throttled, unauthorized } from '../common/errors.ts';
 import { expiringCache } from '../common/expiring-cache.ts';
@@ -41,15 +34,13 @@ export const CLIENT_RECORD_TTL_MS = 1000;
 // Last-used times are written at most this often per client, never on every call.
 const TOUCH_EVERY_MS = 60_000;
 
-/** `digest`: the shell's fastest SHA-256 (Node's native one); the pure one otherwise. */
-export function createCredentialCache(hashKey: Uint8Array, digest: Sha256Base64 = sha256Base64): CredentialCache {
+export function createCredentialCache(hashKey: Uint8Array): CredentialCache {
   // Beyond CACHE_LIMIT entries the least recently used go, instead of all of them at once.
   const verified = expiringCache<true>(CACHE_LIMIT, CACHE_TTL_MS);
   const touched = expiringCache<true>(CACHE_LIMIT, TOUCH_EVERY_MS);
   const records = expiringCache<ApiClient>(CACHE_LIMIT, CLIENT_RECORD_TTL_MS);
   return {
     hashKey,
-    digest,
     client: (username, now) => records.get(username, now) ?? null,
     rememberClient: (client, now) => records.set(client.username, client, now),
     forgetClient: (username) => records.delete(username),
@@ -80,7 +71,7 @@ const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
  * presented credential and the stored hash, so a change of secret drops the entry.
  */
 async function secretMatches(cache: CredentialCache, client: ApiClient, secret: string, now: number) {
-  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret, cache.digest);
+  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret);
   const key = keyedHash(cache.hashKey, `${client.username}\u0000${secret}\u0000${client.secretHash}`);
   if (cache.has(key, now)) return true;
   const ok = await verifySecretHash(client.secretHash, secret);
@@ -106,7 +97,7 @@ export async function authenticate(
   // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
   const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
   if (!client) {
-    await verifySecretHash(NO_CLIENT_HASH, credentials.secret, ports.credentialCache.digest);
+    await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
     ports.authThrottle.fail(credentials.username, address, now);
     throw unauthorized();
   }

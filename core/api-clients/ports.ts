@@ -12,8 +12,6 @@ export interface CredentialCache {
   shouldTouch(username: string, now: number): boolean;
   /** The key for keyed hashes of presented credentials; never leaves the process. */
   readonly hashKey: Uint8Array;
-  /** SHA-256 in base64 for checking presented secrets against stored hashes (core/crypto.ts). */
-  readonly digest: Sha256Base64;
 }
 
 export interface AuthThrottle {

@@ -49,11 +49,7 @@ const SHA256_PREFIX = 'sha256$';
 
 export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256Base64(secret)}`;
 
-/**
- * SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored. Every
- * authenticated request computes one, so a shell with a native implementation passes it in
- * (see CredentialCache.digest); this pure one runs anywhere.
- */
+/** SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored; it runs anywhere. */
 export type Sha256Base64 = (text: string) => string;
 export const sha256Base64: Sha256Base64 = (text) => bytesToBase64(sha256(utf8(text)));
 
@@ -65,14 +61,10 @@ export async function hashPassword(password: string): Promise<string> {
 
 export const isSlowHash = (stored: string) => stored.startsWith('scrypt$');
 
-export async function verifySecretHash(
-  stored: string,
-  presented: string,
-  digest: Sha256Base64 = sha256Base64,
-): Promise<boolean> {
+export async function verifySecretHash(stored: string, presented: string): Promise<boolean> {
   // Base64 has no '$', so a stored value with more parts can never equal a digest.
   if (stored.startsWith(SHA256_PREFIX))
-    return constantTimeEqualText(digest(presented), stored.slice(SHA256_PREFIX.length));
+    return constantTimeEqualText(sha256Base64(presented), stored.slice(SHA256_PREFIX.length));
   const parts = stored.split('$');
   if (parts[0] === 'scrypt' && parts.length === 6) {
     const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];

@@ -4,7 +4,6 @@ import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import type { NodeConfig } from './config.ts';
-import { nativeSha256Base64 } from './digest.ts';
 import { eventSink } from './events.ts';
 import { acquire, assertNotHeld } from './lock.ts';
 import { loadSecretBox } from './secrets.ts';
@@ -41,7 +40,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   const background = backgroundWork(logger);
   const ports = createPorts({
     db: handle.db,
-    state: createProcessState({ digest: nativeSha256Base64 }),
+    state: createProcessState(),
     secrets,
     logger,
     events: events.sink,

@@ -5,7 +5,6 @@ import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger } from '../../core/ports.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
-import { nativeSha256Base64 } from '../../functions/node/digest.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
@@ -50,7 +49,7 @@ export async function createHarness(options: HarnessOptions = {}) {
   const events: string[] = [];
   const ports = createPorts({
     db: handle.db,
-    state: createProcessState({ digest: nativeSha256Base64, authThrottle: options.authThrottle }),
+    state: createProcessState({ authThrottle: options.authThrottle }),
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
     events: { write: (entry) => void events.push(entry) },
