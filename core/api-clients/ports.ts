@@ -1,5 +1,3 @@
-import type { Sha256Base64 } from '../common/crypto.ts';
-
 export interface CredentialCache {
   /** A client record read within the last CLIENT_RECORD_TTL_MS, or null. */
   client(username: string, now: number): ApiClient | null;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { hmac } from '@noble/hashes/hmac.js';
 import { scryptAsync } from '@noble/hashes/scrypt.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -49,9 +50,11 @@ const SHA256_PREFIX = 'sha256$';
 
 export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256Base64(secret)}`;
 
-/** SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored; it runs anywhere. */
-export type Sha256Base64 = (text: string) => string;
-export const sha256Base64: Sha256Base64 = (text) => bytesToBase64(sha256(utf8(text)));
+/**
+ * SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored. Every API request
+ * runs it, so it is the runtime's native digest (Node, and Workers with nodejs_compat).
+ */
+export const sha256Base64 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64');
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);

@@ -1,6 +1,7 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { DataFileRepo } from '../../core/data-files/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
+import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers } from '../schema.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
@@ -27,7 +28,9 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     // key, and the file row is written only when the transfer was. The sequence is named as in the
     // column's default: looking it up with pg_get_serial_sequence cost a tenth of the statement.
     const scheduledAt = transfer.scheduledAt.toISOString();
-    const rows = await db.execute(sql`
+    const rows = await executePrepared(
+      db,
+      sql`
       with destination as (
         select name from destinations where name = ${transfer.destination}
       ), transfer as (
@@ -43,7 +46,9 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
         returning id
       )
-      select exists (select 1 from destination) as found, (select id from file) as id`);
+      select exists (select 1 from destination) as found, (select id from file) as id`,
+      'dataFileRegister',
+    );
     const [row] = rowsOf<{ found: boolean; id: string | number | null }>(rows);
     if (!row?.found) return 'no destination';
     return row.id === null ? 'taken' : Number(row.id);

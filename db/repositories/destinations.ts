@@ -3,6 +3,7 @@ import { isInt32 } from '../../core/common/int32.ts';
 import type { DestinationFilter } from '../../core/destinations/model.ts';
 import type { DestinationRepo } from '../../core/destinations/ports.ts';
 import type { Database } from '../client.ts';
+import { runPrepared } from '../prepared.ts';
 import {
   countries,
   destinationAliases,
@@ -49,14 +50,17 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
       .from(destinations)
       .where(filtered(filter))
       .orderBy(asc(destinations.name));
-    const [row] = await db
-      .select({
-        version: listVersions.version,
-        entries: sql<string | null>`case when ${listVersions.version} = ${knownVersion ?? -1} then null
+    const [row] = await runPrepared(
+      db
+        .select({
+          version: listVersions.version,
+          entries: sql<string | null>`case when ${listVersions.version} = ${knownVersion ?? -1} then null
           else coalesce((select string_agg(o.entry, ',') from (${ordered}) o), '') end`,
-      })
-      .from(listVersions)
-      .where(eq(listVersions.name, 'destinations'));
+        })
+        .from(listVersions)
+        .where(eq(listVersions.name, 'destinations')),
+      'destinationListView',
+    );
     if (!row) throw new Error('list_versions has no destinations row: migrations incomplete');
     return { version: row.version, view: row.entries === null ? null : `[${row.entries}]` };
   },

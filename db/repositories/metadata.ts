@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, notInArray, sql } from 'drizzle-orm';
 import type { FieldType } from '../../core/metadata/model.ts';
 import type { MetadataRepo } from '../../core/metadata/ports.ts';
 import type { Database } from '../client.ts';
+import { runPrepared } from '../prepared.ts';
 import { destinations, metadataFields, metadataNoteFlags, metadataValues } from '../schema.ts';
 
 export const metadataRepo = (db: Database): MetadataRepo => ({
@@ -25,40 +26,52 @@ export const metadataRepo = (db: Database): MetadataRepo => ({
     return { id: row!.id, created: true };
   },
   async values(destination) {
-    return db
-      .select({ fieldId: metadataValues.fieldId, position: metadataValues.position, value: metadataValues.value })
-      .from(metadataValues)
-      .where(eq(metadataValues.destination, destination))
-      .orderBy(asc(metadataValues.fieldId), asc(metadataValues.position));
+    return runPrepared(
+      db
+        .select({ fieldId: metadataValues.fieldId, position: metadataValues.position, value: metadataValues.value })
+        .from(metadataValues)
+        .where(eq(metadataValues.destination, destination))
+        .orderBy(asc(metadataValues.fieldId), asc(metadataValues.position)),
+      'metadataValues',
+    );
   },
   async flags(destination) {
-    const rows = await db
-      .select({ fieldId: metadataNoteFlags.fieldId })
-      .from(metadataNoteFlags)
-      .where(eq(metadataNoteFlags.destination, destination));
+    const rows = await runPrepared(
+      db
+        .select({ fieldId: metadataNoteFlags.fieldId })
+        .from(metadataNoteFlags)
+        .where(eq(metadataNoteFlags.destination, destination)),
+      'metadataFlags',
+    );
     return rows.map((r) => r.fieldId);
   },
   async replaceValues(destination, values, keepFieldIds) {
     // Concurrent replaces of one destination take turns; otherwise both delete, then both insert.
-    await db
-      .select({ name: destinations.name })
-      .from(destinations)
-      .where(eq(destinations.name, destination))
-      .for('update');
-    await db
-      .delete(metadataValues)
-      .where(
-        and(
-          eq(metadataValues.destination, destination),
-          keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined,
-        ),
+    await runPrepared(
+      db.select({ name: destinations.name }).from(destinations).where(eq(destinations.name, destination)).for('update'),
+      'metadataLockDestination',
+    );
+    const kept = keepFieldIds.length ? notInArray(metadataValues.fieldId, keepFieldIds) : undefined;
+    await runPrepared(
+      db.delete(metadataValues).where(and(eq(metadataValues.destination, destination), kept)),
+      'metadataDeleteValues',
+    );
+    if (values.length)
+      await runPrepared(
+        db.insert(metadataValues).values(values.map((v) => ({ ...v, destination }))),
+        'metadataInsertValues',
       );
-    if (values.length) await db.insert(metadataValues).values(values.map((v) => ({ ...v, destination })));
   },
   async replaceFlags(destination, fieldIds) {
-    await db.delete(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination));
+    await runPrepared(
+      db.delete(metadataNoteFlags).where(eq(metadataNoteFlags.destination, destination)),
+      'metadataDeleteFlags',
+    );
     if (fieldIds.length)
-      await db.insert(metadataNoteFlags).values(fieldIds.map((fieldId) => ({ destination, fieldId })));
+      await runPrepared(
+        db.insert(metadataNoteFlags).values(fieldIds.map((fieldId) => ({ destination, fieldId }))),
+        'metadataInsertFlags',
+      );
   },
   async seedDefault(fieldId, value, only) {
     if (only && only.length === 0) return;

@@ -4,6 +4,7 @@ import { isInt32 } from '../../core/common/int32.ts';
 import type { StepFilter } from '../../core/monitoring/model.ts';
 import type { MonitoringRepo } from '../../core/monitoring/ports.ts';
 import type { Database } from '../client.ts';
+import { runPrepared } from '../prepared.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
@@ -76,25 +77,28 @@ export const monitoringRepo = (db: Database): MonitoringRepo => ({
   },
   async summary(filter) {
     // Only the latest product time (time base) of each product and time: one index range per cycle.
-    const rows = await db
-      .select({ status: stepStatus })
-      .from(stepCycles)
-      .innerJoin(
-        stepStatus,
-        and(
-          eq(stepStatus.product, stepCycles.product),
-          eq(stepStatus.time, stepCycles.time),
-          eq(stepStatus.productTime, stepCycles.productTime),
+    const rows = await runPrepared(
+      db
+        .select({ status: stepStatus })
+        .from(stepCycles)
+        .innerJoin(
+          stepStatus,
+          and(
+            eq(stepStatus.product, stepCycles.product),
+            eq(stepStatus.time, stepCycles.time),
+            eq(stepStatus.productTime, stepCycles.productTime),
+          ),
+        )
+        .where(and(...filters(stepStatus, filter)))
+        .orderBy(
+          asc(stepStatus.product),
+          asc(stepStatus.time),
+          asc(stepStatus.step),
+          asc(stepStatus.type),
+          asc(stepStatus.buffer),
         ),
-      )
-      .where(and(...filters(stepStatus, filter)))
-      .orderBy(
-        asc(stepStatus.product),
-        asc(stepStatus.time),
-        asc(stepStatus.step),
-        asc(stepStatus.type),
-        asc(stepStatus.buffer),
-      );
+      'monitoringSummary',
+    );
     return rows.map((r) => r.status);
   },
   async history(filter) {

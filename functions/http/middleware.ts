@@ -13,8 +13,9 @@ export const requestId = (): MiddlewareHandler<Env> => async (c, next) => {
   c.set('requestId', id);
   c.set('caller', null);
   await next();
-  c.header('x-request-id', id);
-  c.header('x-content-type-options', 'nosniff');
+  // Set on the answer's own headers, as Hono's secureHeaders does: c.header() after next() would rebuild the answer.
+  c.res.headers.set('x-request-id', id);
+  c.res.headers.set('x-content-type-options', 'nosniff');
 };
 
 /** One JSON line per request; never the query string, credentials or a body. */
