@@ -4,7 +4,6 @@ import { isInt32 } from '../../core/common/int32.ts';
 import type { StepFilter } from '../../core/monitoring/model.ts';
 import type { MonitoringRepo } from '../../core/monitoring/ports.ts';
 import type { Database } from '../client.ts';
-import { runPrepared } from '../prepared.ts';
 import { stepCycles, stepNotifications, stepStatus } from '../schema.ts';
 
 type Columns = typeof stepStatus | typeof stepNotifications;
@@ -77,28 +76,25 @@ export const monitoringRepo = (db: Database): MonitoringRepo => ({
   },
   async summary(filter) {
     // Only the latest product time (time base) of each product and time: one index range per cycle.
-    const rows = await runPrepared(
-      db
-        .select({ status: stepStatus })
-        .from(stepCycles)
-        .innerJoin(
-          stepStatus,
-          and(
-            eq(stepStatus.product, stepCycles.product),
-            eq(stepStatus.time, stepCycles.time),
-            eq(stepStatus.productTime, stepCycles.productTime),
-          ),
-        )
-        .where(and(...filters(stepStatus, filter)))
-        .orderBy(
-          asc(stepStatus.product),
-          asc(stepStatus.time),
-          asc(stepStatus.step),
-          asc(stepStatus.type),
-          asc(stepStatus.buffer),
+    const rows = await db
+      .select({ status: stepStatus })
+      .from(stepCycles)
+      .innerJoin(
+        stepStatus,
+        and(
+          eq(stepStatus.product, stepCycles.product),
+          eq(stepStatus.time, stepCycles.time),
+          eq(stepStatus.productTime, stepCycles.productTime),
         ),
-      'monitoringSummary',
-    );
+      )
+      .where(and(...filters(stepStatus, filter)))
+      .orderBy(
+        asc(stepStatus.product),
+        asc(stepStatus.time),
+        asc(stepStatus.step),
+        asc(stepStatus.type),
+        asc(stepStatus.buffer),
+      );
     return rows.map((r) => r.status);
   },
   async history(filter) {
