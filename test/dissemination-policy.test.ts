@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { freeSlots } from '../core/dissemination/capacity.ts';
+import { type SchedulerView, shownDestinationStatus } from '../core/dissemination/destination-status.ts';
+import {
+  afterFailure,
+  afterSuccess,
+  beforeAttempt,
+  DEFAULTS,
+  type DestinationRetry,
+  type FailoverState,
+  initialState,
+  JITTER,
+} from '../core/dissemination/failover.ts';
+
+describe('free slots of a destination and its host', () => {
+  it('takes the smaller room of the two limits', () => {
+    expect(freeSlots({ destinationMax: 4, destinationRunning: 1, hostMax: 2, hostRunning: 0 })).toBe(2);
+    expect(freeSlots({ destinationMax: 4, destinationRunning: 3, hostMax: 5, hostRunning: 0 })).toBe(1);
+  });
+  it('reads a negative limit as unlimited, zero as blocked and a missing one as 1', () => {
+    expect(freeSlots({ destinationMax: -1, destinationRunning: 50, hostMax: -1, hostRunning: 50 })).toBe(Infinity);
+    expect(freeSlots({ destinationMax: -1, destinationRunning: 50, hostMax: 3, hostRunning: 1 })).toBe(2);
+    expect(freeSlots({ destinationMax: 0, destinationRunning: 0, hostMax: -1, hostRunning: 0 })).toBe(0);
+    expect(freeSlots({ destinationMax: null, destinationRunning: 0, hostMax: null, hostRunning: 0 })).toBe(1);
+    expect(freeSlots({ destinationMax: null, destinationRunning: 1, hostMax: 10, hostRunning: 0 })).toBe(0);
+  });
+  it('never answers below zero when more run than the limit allows (a limit lowered meanwhile)', () => {
+    expect(freeSlots({ destinationMax: 1, destinationRunning: 3, hostMax: 1, hostRunning: 3 })).toBe(0);
+  });
+});
+
+const noJitter = () => 0;
+const destination: DestinationRetry = { retryCount: 1, retryFrequency: 30_000, onHostFailure: 0, resetFrequency: 0 };
+const host = { retryCount: 2, retryFrequency: 1_000 };
+
+describe('failover after a failed attempt', () => {
+  it('sticks to the host for its retry count, each time after its retry frequency', () => {
+    const first = afterFailure(initialState(), 2, host, destination, 100, noJitter);
+    expect(first).toEqual({
+      kind: 'retry',
+      reason: 'stick to host',
+      state: { hostIndex: 0, hostFailures: 1, rounds: 0, leftPrimaryAt: null },
+      retryAt: 1_100,
+    });
+    const second = afterFailure(first.state, 2, host, destination, 1_100, noJitter);
+    expect(second).toMatchObject({ kind: 'retry', reason: 'stick to host', retryAt: 2_100 });
+    expect(second.state.hostFailures).toBe(2);
+  });
+
+  it('moves to the next host at once when the tries are spent, and remembers when it left the primary', () => {
+    const spent: FailoverState = { hostIndex: 0, hostFailures: 2, rounds: 0, leftPrimaryAt: null };
+    expect(afterFailure(spent, 3, host, destination, 5_000, noJitter)).toEqual({
+      kind: 'retry',
+      reason: 'move to next host',
+      state: { hostIndex: 1, hostFailures: 0, rounds: 0, leftPrimaryAt: 5_000 },
+      retryAt: 5_000,
+    });
+  });
+
+  it('sleeps the destination retry frequency after a round of every host, then holds when its rounds are spent', () => {
+    const lastHostSpent: FailoverState = { hostIndex: 1, hostFailures: 2, rounds: 0, leftPrimaryAt: 10 };
+    const round = afterFailure(lastHostSpent, 2, host, destination, 9_000, noJitter);
+    expect(round).toEqual({
+      kind: 'sleep',
+      state: { hostIndex: 0, hostFailures: 0, rounds: 1, leftPrimaryAt: null },
+      retryAt: 39_000,
+    });
+    const again = afterFailure({ ...lastHostSpent, rounds: 1 }, 2, host, destination, 9_000, noJitter);
+    expect(again).toEqual({ kind: 'hold', state: { hostIndex: 0, hostFailures: 0, rounds: 0, leftPrimaryAt: null } });
+  });
+
+  it('never holds a destination whose retry count is below zero (the reference default)', () => {
+    const endless = { ...destination, retryCount: -1 };
+    let state: FailoverState = { hostIndex: 0, hostFailures: 2, rounds: 0, leftPrimaryAt: null };
+    for (let i = 0; i < 100; i++) {
+      const outcome = afterFailure(state, 1, host, endless, 0, noJitter);
+      expect(outcome.kind).toBe('sleep');
+      state = { ...outcome.state, hostFailures: 2 };
+    }
+    expect(state.rounds).toBe(100);
+  });
+
+  it('holds at the first round with a retry count of 0', () => {
+    const once = { ...destination, retryCount: 0 };
+    const spent: FailoverState = { hostIndex: 0, hostFailures: 2, rounds: 0, leftPrimaryAt: null };
+    expect(afterFailure(spent, 1, host, once, 0, noJitter).kind).toBe('hold');
+  });
+
+  it('uses the reference defaults for limits not set', () => {
+    const unset = { retryCount: null, retryFrequency: null, onHostFailure: null, resetFrequency: null };
+    const outcome = afterFailure(initialState(), 1, { retryCount: null, retryFrequency: null }, unset, 0, noJitter);
+    expect(outcome).toMatchObject({ kind: 'retry', retryAt: DEFAULTS.hostRetryFrequency });
+    let state = initialState();
+    for (let i = 0; i < DEFAULTS.hostRetryCount; i++) {
+      state = afterFailure(state, 1, { retryCount: null, retryFrequency: null }, unset, 0, noJitter).state;
+    }
+    const round = afterFailure(state, 1, { retryCount: null, retryFrequency: null }, unset, 0, noJitter);
+    expect(round).toMatchObject({ kind: 'sleep', retryAt: DEFAULTS.destinationRetryFrequency });
+  });
+
+  it('adds at most the jitter share to a wait, never less than the wait', () => {
+    const low = afterFailure(initialState(), 1, host, destination, 0, () => 0);
+    const high = afterFailure(initialState(), 1, host, destination, 0, () => 0.999_999);
+    expect(low).toMatchObject({ retryAt: 1_000 });
+    expect(high).toMatchObject({ retryAt: Math.round(1_000 * (1 + JITTER * 0.999_999)) });
+  });
+
+  it('refuses a destination without hosts', () => {
+    expect(() => afterFailure(initialState(), 0, host, destination, 0)).toThrow(RangeError);
+  });
+});
+
+describe('after a success and before an attempt', () => {
+  const onBackup: FailoverState = { hostIndex: 1, hostFailures: 1, rounds: 2, leftPrimaryAt: 1_000 };
+  it('stays on the host that worked ("next and stay") and forgets the failures', () => {
+    expect(afterSuccess(onBackup, destination)).toEqual({
+      hostIndex: 1,
+      hostFailures: 0,
+      rounds: 0,
+      leftPrimaryAt: 1_000,
+    });
+  });
+  it('goes back to the primary with "next and retry"', () => {
+    expect(afterSuccess(onBackup, { ...destination, onHostFailure: 1 })).toEqual(initialState());
+  });
+  it('goes back to the primary once away longer than the reset frequency', () => {
+    const resetting = { ...destination, resetFrequency: 60_000 };
+    expect(beforeAttempt(onBackup, resetting, 60_999)).toBe(onBackup);
+    expect(beforeAttempt(onBackup, resetting, 61_000)).toEqual(initialState());
+    expect(beforeAttempt(onBackup, { ...destination, resetFrequency: 0 }, 10_000_000)).toBe(onBackup);
+  });
+});
+
+describe('the status a destination shows', () => {
+  const idle: SchedulerView = { running: 0, due: 0, retrying: 0, sleepingUntil: null, resendingLastFailure: false };
+  it('shows what the operator stored unless the destination is started', () => {
+    for (const stored of ['INIT', 'HOLD', 'STOP', 'FAIL'] as const) {
+      expect(shownDestinationStatus(stored, { ...idle, running: 3 }, 0)).toBe(stored);
+    }
+  });
+  it("shows the scheduler's view of a started destination", () => {
+    expect(shownDestinationStatus('WAIT', idle, 0)).toBe('WAIT');
+    expect(shownDestinationStatus('WAIT', { ...idle, due: 2 }, 0)).toBe('SCHE');
+    expect(shownDestinationStatus('WAIT', { ...idle, due: 2, retrying: 1 }, 0)).toBe('RETR');
+    expect(shownDestinationStatus('WAIT', { ...idle, retrying: 1, sleepingUntil: 10 }, 5)).toBe('IDLE');
+    expect(shownDestinationStatus('WAIT', { ...idle, retrying: 1, sleepingUntil: 10 }, 10)).toBe('RETR');
+    expect(shownDestinationStatus('EXEC', { ...idle, running: 1, sleepingUntil: 10 }, 5)).toBe('EXEC');
+    expect(shownDestinationStatus('WAIT', { ...idle, running: 1, resendingLastFailure: true }, 0)).toBe('DONE');
+  });
+});
