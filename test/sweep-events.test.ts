@@ -77,6 +77,8 @@ describe('sweepExpired', () => {
     const e = await put({ target: 'e.txt', lifetime: '1d' });
     const f = await put({ destination: 'NOHOST', target: 'f;x\\y.txt', at: '+30m' });
     const g = await put({ target: 'g.txt', at: '+1h' }); // expires exactly at the sweep time
+    const x = await put({ target: 'x.txt' }); // being sent: never expired
+    await h.db.update(dataTransfers).set({ status: 'EXEC' }).where(eq(dataTransfers.id, x.transferId));
     h.events.length = 0;
 
     h.ports.clock = () => plus(120);
@@ -95,6 +97,7 @@ describe('sweepExpired', () => {
     expect((await statusOf(d.transferId))!.status).toBe('STOP');
     expect((await statusOf(e.transferId))!.status).toBe('WAIT');
     expect((await statusOf(g.transferId))!.status).toBe('WAIT');
+    expect((await statusOf(x.transferId))!.status).toBe('EXEC');
 
     // a second sweep finds nothing more; a failed transfer no longer holds its unique key
     expect(await sweepExpired(h.ports)).toBe(0);
