@@ -99,11 +99,13 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
   },
   async expire(now, message) {
     // A transfer being sent is never expired (as in the reference): its attempt decides how it ends.
+    // The first condition is the expiry index's own, so that the planner can use it.
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
     const rows = await db.execute(sql`
       with expired as (
         update data_transfers set status = 'FAIL', message = ${message}, updated_at = ${now.toISOString()}::timestamptz
-        where status not in ('DONE', 'FAIL', 'STOP', 'EXEC') and expires_at < ${now.toISOString()}::timestamptz
+        where status not in ('DONE', 'FAIL', 'STOP') and status <> 'EXEC'
+          and expires_at < ${now.toISOString()}::timestamptz
         returning id, data_file_id, destination, target, scheduled_at
       )
       select e.id as transfer_id, e.destination, d.type as destination_type, e.target, f.size, e.scheduled_at,
