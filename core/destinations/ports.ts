@@ -27,6 +27,8 @@ export interface DestinationRepo {
   typeExists(id: number): Promise<boolean>;
   /** Countries with at least one destination, ordered by iso. */
   countriesInUse(): Promise<Array<{ iso: string; name: string }>>;
+  /** Stores the status an operator set (WAIT when started, HOLD, STOP); says whether the destination exists. */
+  setStatus(name: string, statusCode: string): Promise<boolean>;
   /** Inserts unless the name exists; says whether it inserted. */
   insert(destination: DestinationInput): Promise<boolean>;
   aliasesFrom(names: string[]): Promise<Array<{ aliasFrom: string; aliasTo: string }>>;

@@ -85,6 +85,14 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
       .where(sql`exists (select 1 from ${destinations} d where d.country_iso = ${countries.iso})`)
       .orderBy(asc(countries.iso));
   },
+  async setStatus(name, statusCode) {
+    const rows = await db
+      .update(destinations)
+      .set({ statusCode })
+      .where(eq(destinations.name, name))
+      .returning({ name: destinations.name });
+    return rows.length === 1;
+  },
   async insert(destination) {
     const rows = await db
       .insert(destinations)

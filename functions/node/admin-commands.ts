@@ -1,5 +1,6 @@
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
+import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
 import { exportNotes } from '../../core/metadata/notes.ts';
 import type { CommandContext } from './cli-io.ts';
@@ -60,6 +61,11 @@ export async function client(ctx: CommandContext, action: ClientAction, username
         return ctx.out(`Client '${username}' deleted.`);
     }
   });
+}
+
+export async function destination(ctx: CommandContext, action: DestinationAction, name: string) {
+  const statusCode = await withRuntime(ctx, ({ ports }) => setDestinationStatus(ports, CLI_ACTOR, name, action));
+  ctx.out(`Destination '${name}' is now ${statusCode}.`);
 }
 
 export async function webuser(ctx: CommandContext, grant: boolean, id: string, category: string) {

@@ -29,6 +29,7 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
     .action(async () => (await bodies()).migrate(ctx));
 
   addClientCommands(program, ctx);
+  addDestinationCommands(program, ctx);
   addWebuserCommands(program, ctx);
   addFieldsCommands(program, ctx);
 
@@ -109,6 +110,26 @@ function addClientCommands(program: Command, ctx: CommandContext) {
     });
   named('reset-secret', 'generate a new secret (the old one stops working), printed once');
   named('delete', 'delete a client');
+}
+
+function addDestinationCommands(program: Command, ctx: CommandContext) {
+  const usage = (group: Command) => `usage: ecpds-edge destination start|hold|stop <name>\n\n${usageOf(group)}`;
+  const destination = commandGroup(program, 'destination', 'start, hold or stop a destination', usage);
+  for (const [action, description] of [
+    ['start', 'start sending (a new, restored or demo destination sends nothing until started)'],
+    ['hold', 'stop sending until started again'],
+    ['stop', 'stop the destination'],
+  ] as const) {
+    destination
+      .command(action)
+      .usage('<name>')
+      .description(description)
+      .argument('[name]')
+      .action(async (name: string | undefined) => {
+        if (!name) throw new ConfigError(usage(destination));
+        await (await bodies()).destination(ctx, action, name);
+      });
+  }
 }
 
 function addWebuserCommands(program: Command, ctx: CommandContext) {
