@@ -42,3 +42,58 @@ export function setOption(data: string, name: string, value: string): string {
   if (trailingEmpty !== undefined) head.push(trailingEmpty);
   return [...head, ...tail].join('\n');
 }
+
+const UNESCAPE: Record<string, string> = { n: '\n', r: '\r', '"': '"', '\\': '\\' };
+
+/**
+ * The options of a host's `data`, by full name (`sftp.port`), as the reference reads them: the
+ * text before the end marker holds `name = "value"` entries; a quoted value may span lines up to
+ * its closing quote; whitespace inside a name is dropped, and a name without a dot is no option.
+ * Values written by setOption read back exactly.
+ */
+export function readOptions(data: string): Map<string, string> {
+  const options = new Map<string, string>();
+  const lines = data.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === END_OF_PROPERTIES) break;
+    const equals = line.indexOf('=');
+    if (equals < 0) continue;
+    const name = line.slice(0, equals).replace(/\s+/g, '');
+    let rest = line.slice(equals + 1).trimStart();
+    let value: string;
+    if (rest.startsWith('"')) {
+      rest = rest.slice(1);
+      let text = '';
+      for (;;) {
+        const closed = readQuoted(rest);
+        text += closed.text;
+        if (closed.done || i + 1 >= lines.length) break;
+        text += '\n';
+        rest = lines[++i]!;
+      }
+      value = text;
+    } else {
+      value = rest.trim();
+    }
+    if (name.indexOf('.') > 0) options.set(name, value);
+  }
+  return options;
+}
+
+/** Reads a quoted value up to its closing quote (done) or to the end of the line (it goes on). */
+function readQuoted(text: string): { text: string; done: boolean } {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '\\' && i + 1 < text.length) {
+      const next = text[++i]!;
+      out += UNESCAPE[next] ?? `\\${next}`;
+    } else if (c === '"') {
+      return { text: out, done: true };
+    } else {
+      out += c;
+    }
+  }
+  return { text: out, done: false };
+}
