@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import { invalid } from '../common/errors.ts';
+import type { TemporaryName } from './method-options.ts';
+
+/**
+ * A host seen as files under a directory: what a transfer method that writes by name (file,
+ * SFTP, FTP) offers, so that the order of steps below is the same for all of them.
+ */
+export interface RemoteFiles {
+  makeDirectories(directory: string): Promise<void>;
+  /** Writes the source under `path`, replacing what is there; answers the bytes written. */
+  write(path: string, source: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<number>;
+  /** The size of `path`, or null when it does not exist. */
+  size(path: string): Promise<number | null>;
+  /** Renames `from` to `to`, replacing `to`. */
+  rename(from: string, to: string): Promise<void>;
+  remove(path: string): Promise<void>;
+}
+
+export interface Delivery {
+  /** The host's target directory (`dir`); empty for the login's home. */
+  directory: string;
+  /** The file's name there, which may hold subdirectories. */
+  target: string;
+  /** The size registered with the data file: the source must still have it. */
+  registeredSize: number;
+  temporary: TemporaryName;
+  makeDirectories: boolean;
+  ignoreCheck: boolean;
+}
+
+export interface Delivered {
+  sent: number;
+  /** MD5 of the bytes sent, in hex. */
+  md5: string;
+}
+
+export const joinRemote = (directory: string, name: string) =>
+  directory === '' ? name : `${directory.replace(/\/+$/, '')}/${name.replace(/^\/+/, '')}`;
+
+/**
+ * Delivers one file: written under a temporary name, its size checked against the bytes sent
+ * and the registered size, then renamed into place; nothing half-written ever carries the final
+ * name. On any failure the temporary file is removed (best effort) and the error goes on.
+ */
+export async function deliverFile(
+  remote: RemoteFiles,
+  delivery: Delivery,
+  source: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+): Promise<Delivered> {
+  const finalPath = joinRemote(delivery.directory, delivery.target);
+  const slash = finalPath.lastIndexOf('/');
+  const parent = slash > 0 ? finalPath.slice(0, slash) : '';
+  const base = finalPath.slice(slash + 1);
+  const { use, prefix, suffix } = delivery.temporary;
+  const writePath = use ? joinRemote(parent, `${prefix}${base}${suffix}`) : finalPath;
+
+  if (delivery.makeDirectories && parent !== '') await remote.makeDirectories(parent);
+  const counted = countingMd5(source);
+  try {
+    const written = await remote.write(writePath, counted.stream, signal);
+    const sent = counted.bytes();
+    if (sent !== delivery.registeredSize) {
+      throw invalid(`Source changed size: ${sent} bytes read, ${delivery.registeredSize} registered`);
+    }
+    if (written !== sent) throw invalid(`Transfer aborted at ${percent(written, sent)}%`);
+    if (!delivery.ignoreCheck) {
+      const remoteSize = await remote.size(writePath);
+      if (remoteSize !== sent) throw invalid(`Transfer aborted at ${percent(remoteSize ?? 0, sent)}%`);
+    }
+    if (use) await remote.rename(writePath, finalPath);
+    return { sent, md5: counted.md5() };
+  } catch (error) {
+    if (use) await remote.remove(writePath).catch(() => undefined);
+    throw error;
+  }
+}
+
+const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((100 * part) / whole));
+
+/** Passes the source through, counting its bytes and hashing them as they go. */
+function countingMd5(source: AsyncIterable<Uint8Array>) {
+  const hash = createHash('md5');
+  let bytes = 0;
+  async function* stream() {
+    for await (const chunk of source) {
+      hash.update(chunk);
+      bytes += chunk.byteLength;
+      yield chunk;
+    }
+  }
+  return { stream: stream(), bytes: () => bytes, md5: () => hash.digest('hex') };
+}

@@ -1,0 +1,50 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
+
+/**
+ * The `file` method: a local or mounted directory (local hosting, the demo). Paths are taken
+ * under `root`, the host's directory as the process sees it; a path that would leave it is refused.
+ */
+export function fileRemote(root: string): RemoteFiles {
+  const inside = (remotePath: string) => {
+    const full = path.resolve(root, remotePath.replace(/^\/+/, ''));
+    if (full !== root && !full.startsWith(root.endsWith(path.sep) ? root : root + path.sep)) {
+      throw new Error(`Path ${remotePath} leaves the host directory`);
+    }
+    return full;
+  };
+  return {
+    async makeDirectories(directory) {
+      await fs.promises.mkdir(inside(directory), { recursive: true });
+    },
+    async write(remotePath, source, signal) {
+      const handle = await fs.promises.open(inside(remotePath), 'w');
+      let written = 0;
+      try {
+        for await (const chunk of source) {
+          signal.throwIfAborted();
+          for (let at = 0; at < chunk.byteLength; ) {
+            at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
+          }
+          written += chunk.byteLength;
+        }
+        // On disk before the rename that gives it its final name.
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      return written;
+    },
+    async size(remotePath) {
+      const stat = await fs.promises.stat(inside(remotePath)).catch(() => null);
+      return stat?.isFile() ? stat.size : null;
+    },
+    async rename(from, to) {
+      await fs.promises.rename(inside(from), inside(to));
+    },
+    async remove(remotePath) {
+      await fs.promises.rm(inside(remotePath), { force: true });
+    },
+  };
+}
