@@ -106,9 +106,9 @@ describe('delivering a file under a temporary name', () => {
 
   it('refuses a target that would leave the host directory', async () => {
     const root = hostDir();
-    const escape = delivery({ directory: '', target: '../outside.grib' });
+    const leaving = delivery({ directory: '', target: '../outside.grib' });
     await expect(
-      deliverFile(fileRemote(root), escape, chunks(payload(100_000)), new AbortController().signal),
+      deliverFile(fileRemote(root), leaving, chunks(payload(100_000)), new AbortController().signal),
     ).rejects.toThrow('leaves the host directory');
     expect(fs.existsSync(path.join(root, '..', 'outside.grib'))).toBe(false);
   });
