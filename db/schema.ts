@@ -379,6 +379,31 @@ export const dataTransfers = pgTable(
   ],
 );
 
+/**
+ * One row per status change of a transfer, written in the transaction that makes the change:
+ * what the operator's `transfer show` and the monitor read, as the reference's history.
+ */
+export const transferHistory = pgTable(
+  'transfer_history',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    transferId: bigint('transfer_id', { mode: 'number' })
+      .notNull()
+      .references(() => dataTransfers.id, { onDelete: 'cascade' }),
+    destination: text('destination').notNull(),
+    hostId: text('host_id'),
+    status: text('status').notNull(),
+    at: stamp('at').notNull(),
+    sent: bigint('sent', { mode: 'number' }).notNull().default(0),
+    comment: text('comment'),
+    error: flag('error'),
+  },
+  (t) => [
+    index('transfer_history_transfer').on(t.transferId, t.at),
+    index('transfer_history_destination').on(t.destination, t.at),
+  ],
+);
+
 /** Roles of web users; only categories with console access let a user into the console. */
 export const aclCategories = pgTable('acl_categories', {
   id: text('id').primaryKey(),

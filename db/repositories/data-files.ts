@@ -1,8 +1,8 @@
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, ne, sql } from 'drizzle-orm';
 import type { DataFileRepo } from '../../core/data-files/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
-import { dataFiles, dataTransfers } from '../schema.ts';
+import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
 type ExpiredRow = {
@@ -40,7 +40,10 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb
         from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
-        returning data_file_id
+        returning id, data_file_id, destination, status
+      ), history as (
+        insert into transfer_history (transfer_id, destination, status, at, comment)
+        select id, destination, status, now(), ${`Registered by ${file.registeredBy}`} from transfer
       ), file as (
         insert into data_files (id, source, size, registered_by)
         select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
@@ -69,16 +72,21 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
   },
   async requeue(transferId, file, transfer) {
     await db.transaction(async (tx) => {
+      const at = new Date();
       const [row] = await tx
         .update(dataTransfers)
-        .set({ ...transfer, message: null, updatedAt: new Date() })
+        .set({ ...transfer, message: null, updatedAt: at })
         .where(eq(dataTransfers.id, transferId))
         .returning({ dataFileId: dataTransfers.dataFileId });
-      if (row)
-        await tx
-          .update(dataFiles)
-          .set({ source: file.source, size: file.size })
-          .where(eq(dataFiles.id, row.dataFileId));
+      if (!row) return;
+      await tx.insert(transferHistory).values({
+        transferId,
+        destination: transfer.destination,
+        status: transfer.status,
+        at,
+        comment: 'Requeued by a forced put',
+      });
+      await tx.update(dataFiles).set({ source: file.source, size: file.size }).where(eq(dataFiles.id, row.dataFileId));
     });
   },
   async find(id) {
@@ -94,7 +102,15 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         .update(dataFiles)
         .set({ deletedAt: at })
         .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
-      await tx.update(dataTransfers).set({ status: 'STOP', updatedAt: at }).where(eq(dataTransfers.dataFileId, id));
+      const stopped = await tx
+        .update(dataTransfers)
+        .set({ status: 'STOP', updatedAt: at })
+        .where(and(eq(dataTransfers.dataFileId, id), ne(dataTransfers.status, 'STOP')))
+        .returning({ transferId: dataTransfers.id, destination: dataTransfers.destination });
+      if (stopped.length)
+        await tx
+          .insert(transferHistory)
+          .values(stopped.map((t) => ({ ...t, status: 'STOP', at, comment: 'Data file deleted' })));
     });
   },
   async expire(now, message) {
@@ -107,6 +123,9 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         where status not in ('DONE', 'FAIL', 'STOP') and status <> 'EXEC'
           and expires_at < ${now.toISOString()}::timestamptz
         returning id, data_file_id, destination, target, scheduled_at
+      ), history as (
+        insert into transfer_history (transfer_id, destination, status, at, comment, error)
+        select id, destination, 'FAIL', ${now.toISOString()}::timestamptz, ${message}, true from expired
       )
       select e.id as transfer_id, e.destination, d.type as destination_type, e.target, f.size, e.scheduled_at,
         (select h.network_code from destination_hosts dh join hosts h on h.hostid = dh.hostid
