@@ -22,7 +22,10 @@ export interface Ports {
   memo: Memo;
   /** Lists rendered by the database, kept with their version (see DestinationRepo.listView). */
   views: ViewCache;
-  /** Failed authentications per username and client address; past the limit, callers wait (429). */
+  /**
+   * Failed authentications per username, username at an address, and address. Past a username's
+   * limits it waits (429); past an address's, only wrong credentials from it do.
+   */
   authThrottle: AuthThrottle;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_THROTTLE_DEFAULTS, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
+import type { AuthThrottle } from '../core/api-clients/ports.ts';
 import { constantTimeEqual, tokenMatches } from '../core/common/crypto.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
@@ -7,44 +8,82 @@ const WINDOW_MS = 60_000;
 const bytes = (...values: number[]) => new Uint8Array(values);
 
 describe('createAuthThrottle', () => {
+  const limits = (maxPerUsername: number, maxPerAddress: number, maxPerUsernameAddress = maxPerUsername) =>
+    createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername, maxPerUsernameAddress, maxPerAddress });
+  // Seconds the username waits (refused even with the right secret).
+  const own = (t: AuthThrottle, username: string, address: string | undefined, now: number) =>
+    t.retryAfter(username, address, now).username;
+  // Seconds the address waits (only wrong credentials from it are refused).
+  const fromAddress = (t: AuthThrottle, username: string, address: string | undefined, now: number) =>
+    t.retryAfter(username, address, now).address;
+
   it('refuses a username after its limit of failures until they leave the window', () => {
-    const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 3, maxPerAddress: 100 });
+    const t = limits(3, 100);
     for (let i = 0; i < 3; i++) {
-      expect(t.retryAfter('alice', '10.0.0.1', 1000 * i)).toBe(0);
-      t.fail('alice', '10.0.0.1', 1000 * i);
+      expect(t.retryAfter('alice', '10.0.0.1', 1000 * i)).toEqual({ username: 0, address: 0 });
+      t.fail('alice', `10.0.0.${i + 1}`, 1000 * i);
     }
     // The oldest failure (at 0) leaves the window at 60 s.
-    expect(t.retryAfter('alice', '10.0.0.2', 2000)).toBe(58);
-    expect(t.retryAfter('ALICE', '10.0.0.3', 30_000)).toBe(30);
-    expect(t.retryAfter('bob', '10.0.0.1', 2000)).toBe(0);
-    expect(t.retryAfter('alice', '10.0.0.1', 60_000)).toBe(0);
+    expect(own(t, 'alice', '10.0.0.9', 2000)).toBe(58);
+    expect(own(t, 'ALICE', '10.0.0.3', 30_000)).toBe(30);
+    expect(t.retryAfter('bob', '10.0.0.1', 2000)).toEqual({ username: 0, address: 0 });
+    expect(own(t, 'alice', '10.0.0.1', 60_000)).toBe(0);
   });
 
-  it('refuses an address after its limit, whatever the username', () => {
-    const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 100, maxPerAddress: 4 });
+  it('refuses a username at one address before its own limit, leaving it free elsewhere', () => {
+    const t = limits(4, 100, 2);
+    t.fail('alice', '10.0.0.1', 0);
+    t.fail('Alice', '10.0.0.1', 1000);
+    expect(own(t, 'alice', '10.0.0.1', 2000)).toBe(58);
+    expect(own(t, 'alice', '10.0.0.2', 2000)).toBe(0);
+    expect(own(t, 'bob', '10.0.0.1', 2000)).toBe(0);
+    // Refused at that address, the username is not asked again from it: its own count stays below 4.
+    t.fail('alice', '10.0.0.2', 3000);
+    expect(own(t, 'alice', '10.0.0.3', 3000)).toBe(0);
+  });
+
+  it('holds back an address after its limit, whatever the username, without refusing any username', () => {
+    const t = limits(100, 4);
     for (let i = 0; i < 4; i++) t.fail(`user${i}`, '10.0.0.9', 0);
-    expect(t.retryAfter('fresh', '10.0.0.9', 1)).toBe(60);
-    expect(t.retryAfter('fresh', '10.0.0.8', 1)).toBe(0);
-    expect(t.retryAfter('fresh', '10.0.0.9', WINDOW_MS)).toBe(0);
+    expect(t.retryAfter('fresh', '10.0.0.9', 1)).toEqual({ username: 0, address: 60 });
+    expect(t.retryAfter('user0', '10.0.0.9', 1)).toEqual({ username: 0, address: 60 });
+    expect(fromAddress(t, 'fresh', '10.0.0.8', 1)).toBe(0);
+    expect(fromAddress(t, 'fresh', '10.0.0.9', WINDOW_MS)).toBe(0);
+  });
+
+  it('does not push out the wait of an address or username already at its limit', () => {
+    const t = limits(3, 2, 3);
+    t.fail('a', '10.0.0.9', 0);
+    t.fail('b', '10.0.0.9', 0);
+    // Wrong secrets still checked while the address is held back count for their username only.
+    t.fail('c', '10.0.0.9', 30_000);
+    t.fail('c', '10.0.0.9', 30_000);
+    expect(fromAddress(t, 'c', '10.0.0.9', 30_000)).toBe(30);
+    t.fail('c', '10.0.0.9', 31_000);
+    expect(t.retryAfter('c', '10.0.0.9', 31_000)).toEqual({ username: 59, address: 29 });
+    t.fail('c', '10.0.0.9', 40_000);
+    expect(own(t, 'c', '10.0.0.9', 40_000)).toBe(50);
   });
 
   it('counts failures of an unknown address by username only', () => {
-    const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 100, maxPerAddress: 2 });
+    const t = limits(100, 2, 2);
     for (let i = 0; i < 5; i++) t.fail(`user${i}`, 'unknown', 0);
     for (let i = 0; i < 5; i++) t.fail(`other${i}`, undefined, 0);
-    expect(t.retryAfter('fresh', 'unknown', 1)).toBe(0);
-    expect(t.retryAfter('fresh', undefined, 1)).toBe(0);
+    for (let i = 0; i < 3; i++) t.fail('same', 'unknown', 0);
+    expect(t.retryAfter('fresh', 'unknown', 1)).toEqual({ username: 0, address: 0 });
+    expect(t.retryAfter('fresh', undefined, 1)).toEqual({ username: 0, address: 0 });
+    expect(own(t, 'same', 'unknown', 1)).toBe(0);
   });
 
   it('slides: only failures within the window count', () => {
-    const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 2, maxPerAddress: 100 });
+    const t = limits(2, 100);
     t.fail('alice', 'a', 0);
     t.fail('alice', 'a', 50_000);
-    expect(t.retryAfter('alice', 'a', 50_001)).toBe(10);
-    expect(t.retryAfter('alice', 'a', 60_000)).toBe(0);
+    expect(own(t, 'alice', 'a', 50_001)).toBe(10);
+    expect(own(t, 'alice', 'a', 60_000)).toBe(0);
     t.fail('alice', 'a', 60_000);
     // 50 s and 60 s are in the window now: refused until 110 s.
-    expect(t.retryAfter('alice', 'a', 60_000)).toBe(50);
+    expect(own(t, 'alice', 'a', 60_000)).toBe(50);
   });
 
   it('forgets the least recently failed keys beyond its size', () => {
@@ -54,22 +93,27 @@ describe('createAuthThrottle', () => {
     t.fail('third', undefined, 0);
     t.fail('first', undefined, 1);
     t.fail('fourth', undefined, 1);
-    expect(t.retryAfter('second', undefined, 2)).toBe(0);
-    for (const kept of ['first', 'third', 'fourth']) expect(t.retryAfter(kept, undefined, 2)).toBeGreaterThan(0);
+    expect(own(t, 'second', undefined, 2)).toBe(0);
+    for (const kept of ['first', 'third', 'fourth']) expect(own(t, kept, undefined, 2)).toBeGreaterThan(0);
   });
 
   it('does not count asking as failing when choosing the key to forget', () => {
     const t = createAuthThrottle({ windowMs: WINDOW_MS, maxPerUsername: 1, maxPerAddress: 1000, maxKeys: 2 });
     t.fail('first', undefined, 0);
     t.fail('second', undefined, 0);
-    expect(t.retryAfter('first', undefined, 1)).toBeGreaterThan(0);
+    expect(own(t, 'first', undefined, 1)).toBeGreaterThan(0);
     t.fail('third', undefined, 1);
-    expect(t.retryAfter('first', undefined, 2)).toBe(0);
-    expect(t.retryAfter('second', undefined, 2)).toBeGreaterThan(0);
+    expect(own(t, 'first', undefined, 2)).toBe(0);
+    expect(own(t, 'second', undefined, 2)).toBeGreaterThan(0);
   });
 
   it('has defaults a working pipeline never reaches', () => {
-    expect(AUTH_THROTTLE_DEFAULTS).toMatchObject({ windowMs: 300_000, maxPerUsername: 10, maxPerAddress: 50 });
+    expect(AUTH_THROTTLE_DEFAULTS).toMatchObject({
+      windowMs: 300_000,
+      maxPerUsername: 10,
+      maxPerUsernameAddress: 5,
+      maxPerAddress: 50,
+    });
   });
 });
 
@@ -77,8 +121,11 @@ describe('failed-authentication limit over the API', () => {
   let h: Harness;
   let now = Date.parse('2026-01-01T00:00:00Z');
   let reader: { auth: string; secret: string };
+  let other: string;
   beforeAll(async () => {
-    h = await createHarness({ authThrottle: { windowMs: WINDOW_MS, maxPerUsername: 3, maxPerAddress: 5 } });
+    h = await createHarness({
+      authThrottle: { windowMs: WINDOW_MS, maxPerUsername: 3, maxPerUsernameAddress: 2, maxPerAddress: 5 },
+    });
     // The clock of the app's ports, moved by the tests instead of waiting.
     h.ports.clock = () => new Date(now);
     const { create } = await import('../core/api-clients/clients.ts');
@@ -88,7 +135,7 @@ describe('failed-authentication limit over the API', () => {
       origin: 'cli',
     });
     reader = { auth: basic('reader', secret), secret };
-    await h.client('other', ['incomingUserList']);
+    other = await h.client('other', ['incomingUserList']);
   });
   afterAll(() => h.close());
 
@@ -117,15 +164,42 @@ describe('failed-authentication limit over the API', () => {
     expect((await list(reader.auth, '10.1.0.99')).status).toBe(200);
   });
 
-  it('answers 429 to an address after repeated failures for any usernames', async () => {
+  it('refuses a username at the address where its secret kept failing, and nowhere else', async () => {
+    now += WINDOW_MS;
+    for (let i = 0; i < 2; i++) expect((await list(basic('reader', 'stale'), '10.6.0.1')).status).toBe(500);
+    const refused = await list(reader.auth, '10.6.0.1');
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '60']);
+    // The same client on another host, and another client on the same host, keep working.
+    expect((await list(reader.auth, '10.6.0.2')).status).toBe(200);
+    expect((await list(other, '10.6.0.1')).status).toBe(200);
+    now += WINDOW_MS;
+    expect((await list(reader.auth, '10.6.0.1')).status).toBe(200);
+  });
+
+  it('after repeated failures from an address, holds back its wrong credentials but not a right secret', async () => {
     now += WINDOW_MS;
     for (let i = 0; i < 5; i++) expect((await list(basic(`ghost${i}`, 'x'), '10.2.0.1')).status).toBe(500);
-    const refused = await list(reader.auth, '10.2.0.1');
-    expect(refused.status).toBe(429);
-    expect(Number(refused.headers.get('retry-after'))).toBe(60);
-    expect((await list(reader.auth, '10.2.0.2')).status).toBe(200);
+    // Another job behind the same NAT or pipeline host, with its right secret, keeps working.
+    for (const auth of [reader.auth, other]) expect((await list(auth, '10.2.0.1')).status).toBe(200);
+    // Wrong credentials from it wait, for an unknown username as for a known one.
+    for (const auth of [basic('ghost9', 'x'), basic('other', 'wrong')]) {
+      const refused = await list(auth, '10.2.0.1');
+      expect([refused.status, refused.text]).toEqual([429, 'Too many failed authentications; try again later']);
+      expect(refused.headers.get('retry-after')).toBe('60');
+    }
+    expect((await list(basic('ghost9', 'x'), '10.2.0.2')).status).toBe(500);
     now += WINDOW_MS;
-    expect((await list(reader.auth, '10.2.0.1')).status).toBe(200);
+    expect((await list(basic('ghost9', 'x'), '10.2.0.1')).status).toBe(500);
+  });
+
+  it('still counts wrong secrets answered 429 for their address, so guessing stays limited', async () => {
+    now += WINDOW_MS;
+    for (let i = 0; i < 5; i++) expect((await list(basic(`ghost${i}`, 'x'), '10.5.0.1')).status).toBe(500);
+    for (let i = 0; i < 2; i++) expect((await list(basic('other', `guess-${i}`), '10.5.0.1')).status).toBe(429);
+    // Two wrong secrets of `other` from there: its own limit at that address, right secret or not.
+    expect((await list(other, '10.5.0.1')).status).toBe(429);
+    expect((await list(other, '10.5.0.2')).status).toBe(200);
+    now += WINDOW_MS;
   });
 
   it('does not count successes, nor a right secret without the permission', async () => {

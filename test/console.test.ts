@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapWebAdmin } from '../core/console/sign-in.ts';
+import { bootstrapWebAdmin, setCategory } from '../core/console/sign-in.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
 /** The console's page handlers through `app.request()`, with a cookie jar of our own. */
@@ -57,7 +57,9 @@ class Agent {
     this.submit('/console/login', '/console/login', { username, password });
 }
 
-async function loggedIn(username = 'admin', password = adminPassword) {
+// Signing in ends the user's older sessions: tests that sign in an administrator of their own use
+// `second`, so the session of `admin` the other tests share stays open.
+async function loggedIn(username = 'second', password = 'second-Pass-1') {
   const agent = new Agent();
   const r = await agent.login(username, password);
   expect([r.status, r.location]).toEqual([303, '/console/clients']);
@@ -81,9 +83,11 @@ beforeAll(async () => {
   apiAdmin = await h.client('api-admin', ['.*']);
   adminPassword = (await bootstrapWebAdmin(h.ports))!;
   expect(await bootstrapWebAdmin(h.ports)).toBeNull();
-  for (const id of ['nobody', 'victim', 'later']) expect((await webUser(id)).status).toBe(200);
+  for (const id of ['nobody', 'victim', 'later', 'second', 'twice', 'demoted', 'natted'])
+    expect((await webUser(id)).status).toBe(200);
   expect((await webUser('dormant', false)).status).toBe(200);
-  admin = await loggedIn();
+  for (const id of ['second', 'twice', 'demoted']) await h.ports.repos.console.grant(id, 'administrator');
+  admin = await loggedIn('admin', adminPassword);
 });
 afterAll(() => h.close());
 
@@ -110,8 +114,8 @@ describe('login and sessions', () => {
     const page = await agent.get('/console/login');
     const r = await agent.request('POST', '/console/login', {
       csrf: page.csrf!,
-      username: 'admin',
-      password: adminPassword,
+      username: 'second',
+      password: 'second-Pass-1',
     });
     expect([r.status, r.location]).toEqual([303, '/console/clients']);
     const cookie = r.headers.getSetCookie().find((c) => c.startsWith('ecpds_console='))!;
@@ -135,8 +139,8 @@ describe('login and sessions', () => {
     }
   });
 
-  it('5 failures of one username in 15 minutes: 429 with Retry-After, even with the right password', async () => {
-    for (let i = 0; i < 5; i++) expect((await new Agent().login('victim', 'wrong')).status).toBe(401);
+  it('10 failures of one username in 15 minutes: 429 with Retry-After, even with the right password', async () => {
+    for (let i = 0; i < 10; i++) expect((await new Agent().login('victim', 'wrong')).status).toBe(401);
     const r = await new Agent().login('victim', 'victim-Pass-1');
     expect(r.status).toBe(429);
     expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -153,15 +157,34 @@ describe('login and sessions', () => {
     );
   });
 
-  it('5 failures from one address: 429 for any username from it, others unaffected', async () => {
-    const agent = new Agent('198.51.100.7');
-    for (let i = 0; i < 5; i++) expect((await agent.login(`nobody-${i}`, 'wrong')).status).toBe(401);
-    const r = await agent.login('admin', adminPassword);
+  it('5 failures of one username from one address: 429 for it there, even with the right password', async () => {
+    const agent = new Agent('198.51.100.5');
+    for (let i = 0; i < 5; i++) expect((await agent.login('natted', 'wrong')).status).toBe(401);
+    const r = await agent.login('natted', 'natted-Pass-1');
     expect(r.status).toBe(429);
-    // The window started at the first failure, moments ago.
     expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(880);
-    expect(Number(r.headers.get('retry-after'))).toBeLessThanOrEqual(900);
-    expect((await new Agent('198.51.100.8').login('admin', adminPassword)).status).toBe(303);
+    // The same user elsewhere, and another user at that address, still get in.
+    expect((await new Agent('198.51.100.6').login('natted', 'natted-Pass-1')).status).toBe(303);
+    expect((await new Agent('198.51.100.5').login('nobody', 'nobody-Pass-1')).status).toBe(303);
+  });
+
+  it('20 failures from one address: 429 for wrong passwords from it, a right password still gets in', async () => {
+    const agent = new Agent('198.51.100.7');
+    for (let i = 0; i < 20; i++) expect((await agent.login(`nobody-${i}`, 'wrong')).status).toBe(401);
+    for (const [username, password] of [
+      ['ghost', 'x'],
+      ['admin', 'wrong'],
+    ]) {
+      const r = await new Agent('198.51.100.7').login(username!, password!);
+      expect(r.status).toBe(429);
+      // The window started at the first failure, moments ago.
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(880);
+      expect(Number(r.headers.get('retry-after'))).toBeLessThanOrEqual(900);
+    }
+    const colleague = new Agent('198.51.100.7');
+    expect((await colleague.login('second', 'second-Pass-1')).status).toBe(303);
+    expect((await colleague.get('/console/clients')).status).toBe(200);
+    expect((await new Agent('198.51.100.8').login('ghost', 'x')).status).toBe(401);
   });
 
   it('a user without a category logs in but sees "No access" on every admin page', async () => {
@@ -202,6 +225,27 @@ describe('login and sessions', () => {
       expect([r.status, r.location]).toEqual([303, '/console/login']);
     });
     expect((await agent.get('/console/clients')).location).toBe('/console/login');
+  });
+
+  it('signing in again ends the older sessions of the user, not those of others', async () => {
+    const first = await loggedIn('twice', 'twice-Pass-1');
+    const other = await loggedIn('demoted', 'demoted-Pass-1');
+    expect((await first.get('/console/clients')).status).toBe(200);
+    const second = await loggedIn('twice', 'twice-Pass-1');
+    const r = await first.get('/console/clients');
+    expect([r.status, r.location]).toEqual([303, '/console/login']);
+    expect((await first.request('POST', '/console/logout', { csrf: 'any' })).status).toBe(403);
+    for (const agent of [second, other]) expect((await agent.get('/console/clients')).status).toBe(200);
+    const logins = (await h.ports.repos.console.auditTrail(500)).filter(
+      (e) => e.action === 'login' && e.target === 'twice',
+    );
+    expect(logins).toHaveLength(2);
+  });
+
+  it('two sign-ins of one user at once leave one session open', async () => {
+    const agents = await Promise.all([1, 2, 3].map(() => loggedIn('twice', 'twice-Pass-1')));
+    const statuses = await Promise.all(agents.map(async (agent) => (await agent.get('/console/clients')).status));
+    expect(statuses.sort()).toEqual([200, 303, 303]);
   });
 
   it('logout ends the session on the server, not just the cookie', async () => {
@@ -352,6 +396,27 @@ describe('web users', () => {
     expect(await row('admin')).toMatch(/<td>yes<\/td>.*administrator/s);
   });
 
+  it('a role revoked from the command line takes effect on the open session at its next request', async () => {
+    const demoted = await loggedIn('demoted', 'demoted-Pass-1');
+    expect((await demoted.get('/console/users')).status).toBe(200);
+    // What `ecpds-edge webuser revoke demoted administrator` runs.
+    await setCategory(h.ports, 'cli', 'demoted', 'administrator', false);
+    for (const path of ['/console/users', '/console/clients']) {
+      const r = await demoted.get(path);
+      expect(r.status, path).toBe(403);
+      expect(r.text).toContain('<h1>No access</h1>');
+    }
+    const refused = await demoted.submit('/console/users', '/console/users/demoted/grant', {
+      category: 'administrator',
+    });
+    expect(refused.status).toBe(403);
+    expect(await h.ports.repos.console.categoriesOf('demoted')).toEqual([]);
+    const trail = await h.ports.repos.console.auditTrail(500);
+    expect(trail.filter((e) => e.target === 'demoted' && e.action === 'revoke category')).toEqual([
+      expect.objectContaining({ actor: 'cli', detail: 'administrator' }),
+    ]);
+  });
+
   it('deactivate ends the sessions of the user and refuses its login; activate lets it back', async () => {
     const later = await loggedIn('later', 'later-Pass-1');
     await admin.submit('/console/users', '/console/users/later/active', { active: 'false' });
@@ -359,6 +424,8 @@ describe('web users', () => {
     expect((await later.get('/console/clients')).location).toBe('/console/login');
     expect((await new Agent().login('later', 'later-Pass-1')).status).toBe(401);
     await admin.submit('/console/users', '/console/users/later/active', { active: 'true' });
+    // Ended, not only refused while inactive: activating again does not revive them.
+    expect((await later.get('/console/clients')).location).toBe('/console/login');
     await loggedIn('later', 'later-Pass-1');
   });
 });

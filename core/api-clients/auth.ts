@@ -63,6 +63,8 @@ async function clientRecord(ports: Ports, username: string, now: number): Promis
   return client;
 }
 
+const TOO_MANY = 'Too many failed authentications; try again later';
+
 // A hash to compare against when the username is unknown, so the answer takes as long.
 const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
 
@@ -91,20 +93,26 @@ export async function authenticate(
   address?: string,
 ): Promise<Caller> {
   const now = ports.clock().getTime();
-  // Checked before the database is asked, so a guessing caller costs nothing once refused.
   const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
-  if (wait > 0) throw throttled('Too many failed authentications; try again later', wait);
+  // The username's own failures are checked before the database is asked, so a caller guessing
+  // its secret costs nothing once refused.
+  if (wait.username > 0) throw throttled(TOO_MANY, wait.username);
+  // Failures of other usernames at the address only hold back wrong credentials, so a client
+  // whose secret is right keeps working behind a shared NAT or pipeline host. Its secret has to
+  // be checked for that, and a wrong one still counts for its username, however the caller is
+  // answered: a busy address does not give unlimited guesses.
+  const failed = (): never => {
+    ports.authThrottle.fail(credentials.username, address, now);
+    if (wait.address > 0) throw throttled(TOO_MANY, wait.address);
+    throw unauthorized();
+  };
   // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
   const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
   if (!client) {
     await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
-    ports.authThrottle.fail(credentials.username, address, now);
-    throw unauthorized();
+    return failed();
   }
-  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) {
-    ports.authThrottle.fail(credentials.username, address, now);
-    throw unauthorized();
-  }
+  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) return failed();
   // A missing permission is not counted: the secret was right, so nothing is being guessed,
   // and a Basic-only endpoint would tell a right guess apart anyway.
   if (service !== null && !grants(client.permissions, service)) throw unauthorized();

@@ -12,9 +12,16 @@ export interface CredentialCache {
   readonly hashKey: Uint8Array;
 }
 
+/** Seconds to wait before trying again; 0 when there is nothing to wait for. */
+export interface AuthThrottleWait {
+  /** Failures of this username, everywhere or from this address: refused even with the right secret. */
+  username: number;
+  /** Failures of any usernames from this address: only wrong credentials are refused for these. */
+  address: number;
+}
+
 export interface AuthThrottle {
-  /** Seconds until this username (and address, when known) may try again; 0 when it may now. */
-  retryAfter(username: string, address: string | undefined, now: number): number;
+  retryAfter(username: string, address: string | undefined, now: number): AuthThrottleWait;
   /** Records one failed authentication of this username from this address. */
   fail(username: string, address: string | undefined, now: number): void;
 }

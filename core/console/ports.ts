@@ -33,6 +33,11 @@ export interface ConsoleRepo {
   session(tokenHash: string): Promise<ConsoleSession | null>;
   touchSession(tokenHash: string, at: Date): Promise<void>;
   deleteSession(tokenHash: string): Promise<void>;
+  /**
+   * Ends every session of the user. Locks the user's row first, so two sign-ins at once cannot
+   * each keep a session: the later waits, then ends the earlier's.
+   */
+  endSessionsOf(userId: string): Promise<void>;
   /** Failed logins of a key (user or address) in its current window, if that started after `since`. */
   failures(key: string, since: Date): Promise<{ count: number; windowStart: Date } | null>;
   recordFailure(key: string, at: Date, windowStartsAfter: Date): Promise<void>;

@@ -7,11 +7,24 @@ import { audited, recordIn } from './audit.ts';
 
 export const IDLE_MS = 30 * 60_000;
 const THROTTLE_WINDOW_MS = 15 * 60_000;
-const MAX_FAILURES = 5;
+// As for the API: one source of wrong passwords is stopped at its own address before it could
+// refuse the username everywhere, and an address's failures only hold back wrong passwords.
+const MAX_PER_USERNAME = 10;
+const MAX_PER_USERNAME_ADDRESS = 5;
+const MAX_PER_ADDRESS = 20;
 const TOUCH_AFTER_MS = 60_000;
+const TOO_MANY = 'Too many failed logins; try again later';
 
 const tokenHash = (token: string) => bytesToBase64Url(sha256(utf8(token)));
-const throttleKeys = (username: string, address: string) => [`user:${username.toLowerCase()}`, `addr:${address}`];
+const throttleKeys = (username: string, address: string) => {
+  const user = username.toLowerCase();
+  return {
+    user: `user:${user}`,
+    // Length-prefixed: neither part can end where the other begins.
+    pair: `pair:${address.length}:${address}:${user}`,
+    address: `addr:${address}`,
+  };
+};
 // Compared against when the username is unknown, so a miss costs as much as a wrong password.
 const DUMMY_HASH = hashPassword('no such user');
 
@@ -23,31 +36,41 @@ export interface ConsoleUser {
 }
 
 /**
- * Checks a web user's password against its slow hash and opens a session. Failures are
- * counted per username and per address; past the limit every attempt is refused for a while.
+ * Checks a web user's password against its slow hash and opens a session, ending the user's
+ * older ones. Failures are counted per username, per username at the address and per address,
+ * whether the username exists or not (counting only some would tell which exist). Past a
+ * username's limits every attempt for it is refused for a while; past an address's, only wrong
+ * passwords from it are, so colleagues behind one NAT are not locked out by one of them.
  */
 export async function login(ports: Ports, input: { username: string; password: string; address: string }) {
   const now = ports.clock();
   const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
   const keys = throttleKeys(input.username, input.address);
-  let waitMs = 0;
-  for (const key of keys) {
+  // Refused until the window of these failures ends.
+  const waitOf = async (key: string, limit: number) => {
     const counted = await ports.repos.console.failures(key, since);
-    // Refused until the window of these failures ends.
-    if (counted && counted.count >= MAX_FAILURES)
-      waitMs = Math.max(waitMs, counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime());
-  }
-  if (waitMs > 0) throw throttled('Too many failed logins; try again later', retryAfterSeconds(waitMs));
+    return counted && counted.count >= limit ? counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime() : 0;
+  };
+  const own = Math.max(await waitOf(keys.user, MAX_PER_USERNAME), await waitOf(keys.pair, MAX_PER_USERNAME_ADDRESS));
+  if (own > 0) throw throttled(TOO_MANY, retryAfterSeconds(own));
+  const fromAddress = await waitOf(keys.address, MAX_PER_ADDRESS);
   const user = await ports.repos.webUsers.find(input.username);
   const matches = await verifySecretHash(user?.passwordHash ?? (await DUMMY_HASH), input.password);
   if (!user || !user.active || !matches) {
-    for (const key of keys) await ports.repos.console.recordFailure(key, now, since);
+    // Counted even when the address is held back, so a busy address does not give unlimited
+    // guesses; the window of each key is fixed at its first failure, so the wait told holds.
+    for (const key of [keys.user, keys.pair, keys.address]) await ports.repos.console.recordFailure(key, now, since);
+    if (fromAddress > 0) throw throttled(TOO_MANY, retryAfterSeconds(fromAddress));
     throw invalid('Invalid username or password');
   }
-  await ports.repos.console.clearFailures(keys[0]!);
+  await ports.repos.console.clearFailures(keys.user);
+  await ports.repos.console.clearFailures(keys.pair);
   const token = generateSecret();
   const csrf = generateSecret();
+  // One transaction with its audit row; a sign-in ends the user's older sessions, so a cookie
+  // left on another machine stops working.
   await ports.repos.transaction(async (repos) => {
+    await repos.console.endSessionsOf(user.id);
     await repos.console.createSession(tokenHash(token), { userId: user.id, csrf, lastSeenAt: now });
     await recordIn(repos, now, { actor: user.id, action: 'login', targetKind: 'web user', target: user.id });
   });
@@ -125,7 +148,9 @@ export async function keepsConsoleAccess(ports: Ports, userId: string, without: 
 export async function setActive(ports: Ports, actor: string, userId: string, active: boolean) {
   if (!(await ports.repos.webUsers.find(userId))) throw invalid(`User ${userId} not found`);
   const action = active ? 'activate' : 'deactivate';
-  await audited(ports, { actor, action, targetKind: 'web user', target: userId }, (repos) =>
-    repos.webUsers.update(userId, { active }, ports.clock()),
-  );
+  await audited(ports, { actor, action, targetKind: 'web user', target: userId }, async (repos) => {
+    await repos.webUsers.update(userId, { active }, ports.clock());
+    // Ended rather than only refused while inactive, so activating again does not revive them.
+    if (!active) await repos.console.endSessionsOf(userId);
+  });
 }

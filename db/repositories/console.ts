@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
 import type { ConsoleRepo } from '../../core/console/ports.ts';
 import type { Database } from '../client.ts';
-import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories } from '../schema.ts';
+import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories, webUsers } from '../schema.ts';
 import { webUsersWithCategories } from './web-users.ts';
 
 export const consoleRepo = (db: Database): ConsoleRepo => ({
@@ -41,6 +41,10 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
   },
   async deleteSession(tokenHash) {
     await db.delete(consoleSessions).where(eq(consoleSessions.tokenHash, tokenHash));
+  },
+  async endSessionsOf(userId) {
+    await db.select({ id: webUsers.id }).from(webUsers).where(eq(webUsers.id, userId)).for('update');
+    await db.delete(consoleSessions).where(eq(consoleSessions.userId, userId));
   },
   async failures(key, since) {
     const [row] = await db

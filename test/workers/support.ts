@@ -12,9 +12,15 @@ const workerEnv = env as unknown as WorkerEnv;
 export async function call(
   method: string,
   path: string,
-  options: { auth?: string; body?: unknown; form?: Record<string, string>; scheme?: string } = {},
+  options: {
+    auth?: string;
+    body?: unknown;
+    form?: Record<string, string>;
+    scheme?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<Reply> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.auth) headers.authorization = options.auth;
   let body: string | undefined;
   if (options.form) {
