@@ -75,3 +75,66 @@ describe('ecpds-edge destination', () => {
     expect(unknown.stderr).toContain('start|hold|stop');
   });
 });
+
+describe('ecpds-edge transfer', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-transfer-cli-src-'));
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it(
+    'lists transfers by destination and status, and shows one with its history',
+    async () => {
+      const source = path.join(fs.realpathSync(root), 'a.grib');
+      fs.writeFileSync(source, 'grib');
+      const ids = await withPorts(async (ports) => {
+        const { put } = await import('../core/data-files/handlers.ts');
+        ports.sources = { probe: async () => ({ size: 4 }) };
+        const caller = { username: 'pipeline', showSensitiveInfo: false };
+        const ctx = { ports, caller, requestId: 'test' };
+        const one = await put({ ctx, input: { destination: 'DWD_OFFENBACH', source, target: 'one.grib' } as never });
+        const two = await put({
+          ctx,
+          input: { destination: 'FMI_HELSINKI', source, target: 'two.grib', standby: true } as never,
+        });
+        return [one.id, two.id];
+      });
+      const all = await cli('transfer', 'list');
+      expect(all.status, all.stderr).toBe(0);
+      const listed = JSON.parse(all.stdout) as Array<{ id: number; dataFileId: number; status: string }>;
+      expect(listed.map((t) => [t.dataFileId, t.status])).toEqual([
+        [ids[1], 'HOLD'],
+        [ids[0], 'WAIT'],
+      ]);
+      const held = await cli('transfer', 'list', '--status', 'hold');
+      expect(JSON.parse(held.stdout).map((t: { target: string }) => t.target)).toEqual(['two.grib']);
+      const byDestination = await cli('transfer', 'list', '--destination', 'DWD_OFFENBACH');
+      expect(JSON.parse(byDestination.stdout).map((t: { target: string }) => t.target)).toEqual(['one.grib']);
+
+      const shown = await cli('transfer', 'show', String(listed[1]!.id));
+      expect(shown.status, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout)).toMatchObject({
+        destination: 'DWD_OFFENBACH',
+        target: 'one.grib',
+        status: 'WAIT',
+        source,
+        size: 4,
+        history: [{ status: 'WAIT', comment: 'Registered by pipeline', error: false }],
+      });
+    },
+    LONG,
+  );
+
+  it(
+    'refuses an unknown status, a malformed id and an unknown transfer',
+    async () => {
+      const status = await cli('transfer', 'list', '--status', 'SENT');
+      expect(status.status).toBe(1);
+      expect(status.stderr).toContain("--status: 'SENT' (one of INIT, WAIT");
+      const id = await cli('transfer', 'show', 'x1');
+      expect(id.stderr).toContain('transfer show needs the <id> of a transfer');
+      const unknown = await cli('transfer', 'show', '999999');
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toContain('Transfer 999999 not found');
+    },
+    LONG,
+  );
+});

@@ -10,6 +10,7 @@ import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
 import { metadataRepo } from './metadata.ts';
 import { monitoringRepo } from './monitoring.ts';
+import { transferRepo } from './transfers.ts';
 import { webUserRepo } from './web-users.ts';
 
 export function createRepositories(db: Database): Repositories {
@@ -28,6 +29,7 @@ export function createRepositories(db: Database): Repositories {
     metadata: metadataRepo(db),
     monitoring: monitoringRepo(db),
     dataFiles: dataFileRepo(db),
+    transfers: transferRepo(db),
     console: consoleRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
     async ping() {

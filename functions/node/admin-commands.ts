@@ -1,6 +1,7 @@
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
+import { listTransfers, showTransfer } from '../../core/dissemination/transfers.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
 import { exportNotes } from '../../core/metadata/notes.ts';
 import type { CommandContext } from './cli-io.ts';
@@ -66,6 +67,14 @@ export async function client(ctx: CommandContext, action: ClientAction, username
 export async function destination(ctx: CommandContext, action: DestinationAction, name: string) {
   const statusCode = await withRuntime(ctx, ({ ports }) => setDestinationStatus(ports, CLI_ACTOR, name, action));
   ctx.out(`Destination '${name}' is now ${statusCode}.`);
+}
+
+export async function transferList(ctx: CommandContext, filter: { destination?: string; status?: string }) {
+  ctx.out(await withRuntime(ctx, ({ ports }) => listTransfers(ports, filter)));
+}
+
+export async function transferShow(ctx: CommandContext, id: number) {
+  ctx.out(await withRuntime(ctx, ({ ports }) => showTransfer(ports, id)));
 }
 
 export async function webuser(ctx: CommandContext, grant: boolean, id: string, category: string) {

@@ -30,6 +30,7 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
 
   addClientCommands(program, ctx);
   addDestinationCommands(program, ctx);
+  addTransferCommands(program, ctx);
   addWebuserCommands(program, ctx);
   addFieldsCommands(program, ctx);
 
@@ -130,6 +131,34 @@ function addDestinationCommands(program: Command, ctx: CommandContext) {
         await (await bodies()).destination(ctx, action, name);
       });
   }
+}
+
+const STATUSES = ['INIT', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
+
+function addTransferCommands(program: Command, ctx: CommandContext) {
+  const usage = (group: Command) => `usage: ecpds-edge transfer list|show ...\n\n${usageOf(group)}`;
+  const transfer = commandGroup(program, 'transfer', 'data transfers and their history', usage);
+  transfer
+    .command('list')
+    .description('the newest transfers (up to 1,000) as JSON')
+    .option('--destination <name>', 'only this destination')
+    .option('--status <code>', `only this status (${STATUSES.join(', ')})`)
+    .action(async (options: { destination?: string; status?: string }) => {
+      const status = options.status?.toUpperCase();
+      if (status !== undefined && !STATUSES.includes(status)) {
+        throw new ConfigError(`--status: '${options.status}' (one of ${STATUSES.join(', ')} expected)`);
+      }
+      await (await bodies()).transferList(ctx, { destination: options.destination, status });
+    });
+  transfer
+    .command('show')
+    .usage('<id>')
+    .description('one transfer with its history, as JSON')
+    .argument('[id]')
+    .action(async (id: string | undefined) => {
+      if (!id || !/^[1-9]\d{0,15}$/.test(id)) throw new ConfigError('transfer show needs the <id> of a transfer');
+      await (await bodies()).transferShow(ctx, Number(id));
+    });
 }
 
 function addWebuserCommands(program: Command, ctx: CommandContext) {
