@@ -138,3 +138,78 @@ describe('ecpds-edge transfer', () => {
     LONG,
   );
 });
+
+describe('ecpds-edge transfer requeue|hold|stop', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-transfer-change-src-'));
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  const source = path.join(root, 'c.grib');
+
+  async function putOne(target: string) {
+    return withPorts(async (ports) => {
+      const { put } = await import('../core/data-files/handlers.ts');
+      ports.sources = { probe: async () => ({ size: 4 }) };
+      const ctx = { ports, caller: { username: 'pipeline', showSensitiveInfo: false }, requestId: 'test' };
+      const { id } = await put({ ctx, input: { destination: 'IMO_REYKJAVIK', source, target } as never });
+      const [t] = await ports.repos.transfers.list({ destination: 'IMO_REYKJAVIK', limit: 1 });
+      expect(t!.dataFileId).toBe(id);
+      return t!.id;
+    });
+  }
+  const historyOf = (id: number) =>
+    withPorts(async (ports) => (await ports.repos.transfers.history(id)).map((e) => [e.status, e.comment]));
+
+  it(
+    'holds, requeues and stops a transfer, with a history row and an audit row each',
+    async () => {
+      const id = await putOne('c1.grib');
+      for (const [action, status] of [
+        ['hold', 'HOLD'],
+        ['requeue', 'RETR'],
+        ['stop', 'STOP'],
+      ] as const) {
+        const r = await cli('transfer', action, String(id));
+        expect(r.status, r.stderr).toBe(0);
+        expect(r.stdout).toBe(`Transfer ${id} is now ${status}.\n`);
+      }
+      expect(await historyOf(id)).toEqual([
+        ['WAIT', 'Registered by pipeline'],
+        ['HOLD', 'hold by cli'],
+        ['RETR', 'requeue by cli'],
+        ['STOP', 'stop by cli'],
+      ]);
+      const trail = await withPorts((ports) => ports.repos.console.auditTrail(3));
+      expect(trail.map((a) => [a.action, a.target])).toEqual([
+        ['stop transfer', String(id)],
+        ['requeue transfer', String(id)],
+        ['hold transfer', String(id)],
+      ]);
+    },
+    LONG,
+  );
+
+  it(
+    'refuses what the reference refuses, and a requeue whose key another live transfer holds; nothing is written',
+    async () => {
+      const id = await putOne('c2.grib');
+      const again = await cli('transfer', 'requeue', String(id));
+      expect(again.status).toBe(1);
+      expect(again.stderr).toContain('Transfer in WAIT cannot be requeued');
+
+      expect((await cli('transfer', 'stop', String(id))).status).toBe(0);
+      const successor = await putOne('c2.grib');
+      expect(successor).not.toBe(id);
+      const before = await withPorts((ports) => ports.repos.console.auditTrail(100));
+      const taken = await cli('transfer', 'requeue', String(id));
+      expect(taken.status).toBe(1);
+      expect(taken.stderr).toContain('Another live transfer holds the same target and unique name');
+      expect(await historyOf(id)).toEqual([
+        ['WAIT', 'Registered by pipeline'],
+        ['STOP', 'stop by cli'],
+      ]);
+      expect(await withPorts((ports) => ports.repos.console.auditTrail(100))).toEqual(before);
+      const missing = await cli('transfer', 'hold', '999999');
+      expect(missing.stderr).toContain('Transfer 999999 not found');
+    },
+    LONG,
+  );
+});

@@ -11,6 +11,7 @@ import {
   initialState,
   JITTER,
 } from '../core/dissemination/failover.ts';
+import { manualChangeRefusal } from '../core/dissemination/manual.ts';
 
 describe('free slots of a destination and its host', () => {
   it('takes the smaller room of the two limits', () => {
@@ -146,5 +147,35 @@ describe('the status a destination shows', () => {
     expect(shownDestinationStatus('WAIT', { ...idle, retrying: 1, sleepingUntil: 10 }, 10)).toBe('RETR');
     expect(shownDestinationStatus('EXEC', { ...idle, running: 1, sleepingUntil: 10 }, 5)).toBe('EXEC');
     expect(shownDestinationStatus('WAIT', { ...idle, running: 1, resendingLastFailure: true }, 0)).toBe('DONE');
+  });
+});
+
+describe('manual changes of a transfer', () => {
+  const live = { deleted: false, expired: false };
+  it('allows what the reference allows', () => {
+    for (const status of ['DONE', 'FAIL', 'STOP', 'HOLD', 'INTR']) {
+      expect(manualChangeRefusal({ ...live, status }, 'requeue')).toBeNull();
+    }
+    for (const status of ['WAIT', 'RETR', 'EXEC', 'DONE', 'FAIL']) {
+      expect(manualChangeRefusal({ ...live, status }, 'hold')).toBeNull();
+    }
+    for (const status of ['WAIT', 'RETR', 'EXEC', 'HOLD', 'FAIL']) {
+      expect(manualChangeRefusal({ ...live, status }, 'stop')).toBeNull();
+    }
+  });
+  it('refuses an unchanged status, a requeue of a queued or running transfer, and a stop of a done one', () => {
+    expect(manualChangeRefusal({ ...live, status: 'HOLD' }, 'hold')).toBe('Transfer is already HOLD');
+    expect(manualChangeRefusal({ ...live, status: 'RETR' }, 'requeue')).toBe('Transfer is already RETR');
+    expect(manualChangeRefusal({ ...live, status: 'EXEC' }, 'requeue')).toBe('Transfer in EXEC cannot be requeued');
+    expect(manualChangeRefusal({ ...live, status: 'WAIT' }, 'requeue')).toBe('Transfer in WAIT cannot be requeued');
+    expect(manualChangeRefusal({ ...live, status: 'DONE' }, 'stop')).toBe('Transfer in DONE cannot be stopped');
+  });
+  it('only stops a deleted or expired transfer', () => {
+    const deleted = { status: 'WAIT', deleted: true, expired: false };
+    expect(manualChangeRefusal(deleted, 'requeue')).toBe('Transfer is deleted: it can only be stopped');
+    expect(manualChangeRefusal({ ...deleted, deleted: false, expired: true }, 'hold')).toBe(
+      'Transfer is expired: it can only be stopped',
+    );
+    expect(manualChangeRefusal(deleted, 'stop')).toBeNull();
   });
 });

@@ -36,4 +36,17 @@ export interface TransferRepo {
   get(id: number): Promise<TransferView | null>;
   /** Oldest first. */
   history(id: number): Promise<TransferHistoryEntry[]>;
+  /** The transfer, locked until the end of the transaction, with what a manual change is judged on. */
+  forChange(id: number): Promise<{ status: string; destination: string; expiresAt: Date; deleted: boolean } | null>;
+  /**
+   * Moves a transfer from `from` to `to` with its history row. 'changed meanwhile' when it is no
+   * longer in `from`; 'key taken' when another live transfer holds its key.
+   */
+  changeStatus(
+    id: number,
+    from: string,
+    to: string,
+    at: Date,
+    comment: string,
+  ): Promise<'changed' | 'changed meanwhile' | 'key taken'>;
 }

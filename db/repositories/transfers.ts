@@ -1,6 +1,7 @@
 import { and, asc, desc, eq } from 'drizzle-orm';
 import type { TransferRepo } from '../../core/dissemination/ports.ts';
 import type { Database } from '../client.ts';
+import { isUniqueViolation } from '../errors.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 
 const columns = {
@@ -41,6 +42,40 @@ export const transferRepo = (db: Database): TransferRepo => ({
       .innerJoin(dataFiles, eq(dataFiles.id, dataTransfers.dataFileId))
       .where(eq(dataTransfers.id, id));
     return row ?? null;
+  },
+  async forChange(id) {
+    const [row] = await db
+      .select({
+        status: dataTransfers.status,
+        destination: dataTransfers.destination,
+        expiresAt: dataTransfers.expiresAt,
+        deletedAt: dataFiles.deletedAt,
+      })
+      .from(dataTransfers)
+      .innerJoin(dataFiles, eq(dataFiles.id, dataTransfers.dataFileId))
+      .where(eq(dataTransfers.id, id))
+      .for('update', { of: dataTransfers });
+    return row ? { ...row, deleted: row.deletedAt !== null } : null;
+  },
+  async changeStatus(id, from, to, at, comment) {
+    // In a savepoint: a requeue that collides with the live key must not spoil the caller's transaction.
+    try {
+      return await db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(dataTransfers)
+          .set({ status: to, updatedAt: at })
+          .where(and(eq(dataTransfers.id, id), eq(dataTransfers.status, from)))
+          .returning({ destination: dataTransfers.destination });
+        if (!row) return 'changed meanwhile' as const;
+        await tx
+          .insert(transferHistory)
+          .values({ transferId: id, destination: row.destination, status: to, at, comment });
+        return 'changed' as const;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) return 'key taken';
+      throw error;
+    }
   },
   async history(id) {
     return db

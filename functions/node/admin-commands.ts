@@ -1,5 +1,6 @@
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
+import { changeTransfer, type TransferAction } from '../../core/dissemination/manual.ts';
 import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
 import { listTransfers, showTransfer } from '../../core/dissemination/transfers.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
@@ -71,6 +72,11 @@ export async function destination(ctx: CommandContext, action: DestinationAction
 
 export async function transferList(ctx: CommandContext, filter: { destination?: string; status?: string }) {
   ctx.out(await withRuntime(ctx, ({ ports }) => listTransfers(ports, filter)));
+}
+
+export async function transferChange(ctx: CommandContext, action: TransferAction, id: number) {
+  const status = await withRuntime(ctx, ({ ports }) => changeTransfer(ports, CLI_ACTOR, id, action));
+  ctx.out(`Transfer ${id} is now ${status}.`);
 }
 
 export async function transferShow(ctx: CommandContext, id: number) {

@@ -136,7 +136,7 @@ function addDestinationCommands(program: Command, ctx: CommandContext) {
 const STATUSES = ['INIT', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
 
 function addTransferCommands(program: Command, ctx: CommandContext) {
-  const usage = (group: Command) => `usage: ecpds-edge transfer list|show ...\n\n${usageOf(group)}`;
+  const usage = (group: Command) => `usage: ecpds-edge transfer list|show|requeue|hold|stop ...\n\n${usageOf(group)}`;
   const transfer = commandGroup(program, 'transfer', 'data transfers and their history', usage);
   transfer
     .command('list')
@@ -150,6 +150,22 @@ function addTransferCommands(program: Command, ctx: CommandContext) {
       }
       await (await bodies()).transferList(ctx, { destination: options.destination, status });
     });
+  for (const [action, description] of [
+    ['requeue', 'send it again (stored as RETR)'],
+    ['hold', 'keep it from being sent until requeued'],
+    ['stop', 'stop it for good'],
+  ] as const) {
+    transfer
+      .command(action)
+      .usage('<id>')
+      .description(description)
+      .argument('[id]')
+      .action(async (id: string | undefined) => {
+        if (!id || !/^[1-9]\d{0,15}$/.test(id))
+          throw new ConfigError(`transfer ${action} needs the <id> of a transfer`);
+        await (await bodies()).transferChange(ctx, action, Number(id));
+      });
+  }
   transfer
     .command('show')
     .usage('<id>')
