@@ -13,6 +13,8 @@ type Json = Record<string, unknown>;
 export interface OpenApiOptions {
   /** Routes the app serves beside the catalogue (health, metrics, docs), as OpenAPI path items. */
   extraPaths?: Record<string, Json>;
+  /** Where the paths are served, the first the default of a client; `/` when left out. */
+  servers?: Array<{ url: string; description?: string }>;
 }
 
 const JSON_SCHEMA = { unrepresentable: 'any', target: 'draft-2020-12' } as const;
@@ -205,7 +207,7 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
         'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), ' +
         'credentials and permission (500 `User not authorized`).',
     },
-    servers: [{ url: '/' }],
+    servers: options.servers ?? [{ url: '/' }],
     security: [{ basic: [] }],
     tags,
     paths: allPaths,
