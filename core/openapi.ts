@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { catalogue, namedShapes, type OperationId } from './catalogue.ts';
-import { envelopes, errorBody, type Operation } from './common/operation.ts';
+import { envelopes, errorBody, inFormBody, type Operation } from './common/operation.ts';
 import { param } from './common/params.ts';
 import { PRODUCT, VERSION } from './system/version.ts';
 
@@ -76,7 +76,7 @@ function operationObject(id: OperationId, op: Operation): Json {
   const wire = fields.map(([name, field]) => ({ name, ...wireParameter(field) }));
   const asForm = op.body === 'form';
   const parameters = wire
-    .filter((p) => inPath.has(p.name) || !asForm)
+    .filter((p) => !inFormBody(op, p.name))
     .map((p) => ({
       name: p.name,
       in: inPath.has(p.name) ? 'path' : 'query',
@@ -84,7 +84,7 @@ function operationObject(id: OperationId, op: Operation): Json {
       schema: p.schema,
       ...(p.description && { description: p.description }),
     }));
-  const formFields = asForm ? wire.filter((p) => !inPath.has(p.name)) : [];
+  const formFields = wire.filter((p) => inFormBody(op, p.name));
   const bodyField = op.input.shape.body;
   const documented = op.documentedBody;
 

@@ -100,9 +100,14 @@ describe('the OpenAPI document', () => {
     const backup = resolve(operationOf(catalogue.backupPut).requestBody.content['application/json'].schema);
     expect(backup.properties.backup.properties.destinations.type).toBe('array');
     const form = operationOf(catalogue.hostOption).requestBody.content['application/x-www-form-urlencoded'].schema;
-    expect(form.required).toEqual(['hostid', 'name', 'value']);
-    expect(form.properties.hostid.type).toBe('integer');
-    expect(operationOf(catalogue.hostOption).parameters).toBeUndefined();
+    // The spec's placement: hostid and name in the query, only value in the form body.
+    expect(form.required).toEqual(['value']);
+    expect(Object.keys(form.properties)).toEqual(['value']);
+    expect(operationOf(catalogue.hostOption).parameters).toMatchObject([
+      { name: 'hostid', in: 'query', required: true, schema: { type: 'integer' } },
+      { name: 'name', in: 'query', required: true, schema: { type: 'string' } },
+    ]);
+    expect(operationOf(catalogue.hostOption).parameters).toHaveLength(2);
   });
 
   it('documents the plain-text and JSON error answers where they can happen', () => {
