@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { catalogue, namedShapes, type OperationId } from './catalogue.ts';
-import { envelopes, errorBody, type Operation } from './common/operation.ts';
+import { envelopes, errorBody, inFormBody, type Operation } from './common/operation.ts';
 import { param } from './common/params.ts';
 import { PRODUCT, VERSION } from './system/version.ts';
 
@@ -13,6 +13,8 @@ type Json = Record<string, unknown>;
 export interface OpenApiOptions {
   /** Routes the app serves beside the catalogue (health, metrics, docs), as OpenAPI path items. */
   extraPaths?: Record<string, Json>;
+  /** Where the paths are served, the first the default of a client; `/` when left out. */
+  servers?: Array<{ url: string; description?: string }>;
 }
 
 const JSON_SCHEMA = { unrepresentable: 'any', target: 'draft-2020-12' } as const;
@@ -74,7 +76,7 @@ function operationObject(id: OperationId, op: Operation): Json {
   const wire = fields.map(([name, field]) => ({ name, ...wireParameter(field) }));
   const asForm = op.body === 'form';
   const parameters = wire
-    .filter((p) => inPath.has(p.name) || !asForm)
+    .filter((p) => !inFormBody(op, p.name))
     .map((p) => ({
       name: p.name,
       in: inPath.has(p.name) ? 'path' : 'query',
@@ -82,7 +84,7 @@ function operationObject(id: OperationId, op: Operation): Json {
       schema: p.schema,
       ...(p.description && { description: p.description }),
     }));
-  const formFields = asForm ? wire.filter((p) => !inPath.has(p.name)) : [];
+  const formFields = wire.filter((p) => inFormBody(op, p.name));
   const bodyField = op.input.shape.body;
   const documented = op.documentedBody;
 
@@ -205,7 +207,7 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
         'Order of checks: HTTPS (403), Authorization syntax (401), required parameters (412), parameter types (400), ' +
         'credentials and permission (500 `User not authorized`).',
     },
-    servers: [{ url: '/' }],
+    servers: options.servers ?? [{ url: '/' }],
     security: [{ basic: [] }],
     tags,
     paths: allPaths,

@@ -59,6 +59,22 @@ const list = (separator: RegExp) =>
       ),
   );
 
+/**
+ * The path prefix the API is served under besides the root (the reference server's `/ecpds`
+ * context). Unset means `/ecpds`; an empty value or `/` serves the root only (null).
+ */
+const basePath = (name: string) =>
+  z
+    .preprocess((v) => (typeof v === 'string' ? v.trim() : v), z.string().optional())
+    .transform((v, ctx) => {
+      if (v === undefined) return '/ecpds';
+      const path = v.replace(/\/+$/, '');
+      if (path === '') return null;
+      if (/^(\/[\w.~-]+)+$/.test(path)) return path;
+      ctx.issues.push({ code: 'custom', input: v, message: `${name} must be a path such as /ecpds, got '${v}'` });
+      return z.NEVER;
+    });
+
 /** Read by both shells. */
 export const sharedEnvSchema = z.object({
   ECPDS_SECRET_KEY: text(),
@@ -68,6 +84,7 @@ export const sharedEnvSchema = z.object({
   ECPDS_SOURCE_TIMEOUT_MS: integer('ECPDS_SOURCE_TIMEOUT_MS', 10_000, 100, 600_000),
   ECPDS_MAX_BODY_BYTES: integer('ECPDS_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   ECPDS_METRICS_PUBLIC: flag('ECPDS_METRICS_PUBLIC', false),
+  ECPDS_BASE_PATH: basePath('ECPDS_BASE_PATH'),
 });
 
 /** The Node shell's: the shared variables plus the server's, the files' and the embedded database's. */

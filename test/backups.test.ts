@@ -403,6 +403,34 @@ describe('shared hosts', () => {
     expect((await put(body, { copySharedHost: true })).text).toBe(created(2));
     expect(await hostIdOf('SH_P1')).toBe(await hostIdOf('SH_P2'));
   });
+
+  it('takes identical copies of one host under one hostid as that one host, whatever their key order', async () => {
+    const one = host('same-host', { hostid: 4343, comment: 'c' });
+    const reordered = Object.fromEntries(Object.entries(one).reverse());
+    const body = backup([entry('SH_S1', {}, [one]), entry('SH_S2', {}, [reordered])]);
+    expect((await put(body, { copySharedHost: true })).text).toBe(created(2));
+    expect(await hostIdOf('SH_S1')).toBe(await hostIdOf('SH_S2'));
+  });
+
+  it.each([
+    [
+      'in two destinations',
+      (a: Record<string, unknown>, b: Record<string, unknown>) => [entry('AMB_1', {}, [a]), entry('AMB_2', {}, [b])],
+    ],
+    ['in one destination', (a: Record<string, unknown>, b: Record<string, unknown>) => [entry('AMB_1', {}, [a, b])]],
+  ])('refuses one hostid given to two different hosts %s, with 400 naming it, writing nothing', async (_, place) => {
+    const a = host('amb-a', { hostid: 4444 });
+    const b = host('amb-b', { hostid: '4444' });
+    const r = await put(backup(place(a, b), { ecusers: [{ name: 'amb-ecuser' }] }), { copySharedHost: true });
+    expect([r.status, r.text]).toEqual([400, 'Invalid request body: hostid 4444 is given to different host records']);
+    for (const name of ['AMB_1', 'AMB_2']) {
+      const g = await h.call('GET', `/v1/destination/backup/${name}`, { auth: admin });
+      expect(g.text).toBe(error(`Destination ${name} not found`));
+    }
+    expect(await h.db.select().from(hosts).where(eq(hosts.nickname, 'amb-a'))).toEqual([]);
+    expect(await h.db.select().from(hosts).where(eq(hosts.nickname, 'amb-b'))).toEqual([]);
+    expect(await h.db.select().from(ecusers).where(eq(ecusers.name, 'amb-ecuser'))).toEqual([]);
+  });
 });
 
 describe('round trip into a fresh service', () => {

@@ -84,6 +84,12 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
     expect(r.json).toEqual({ status: 'ok', version: VERSION });
   });
 
+  it('serves the API under the default base path /ecpds too', async () => {
+    const r = await request(url, 'GET', '/ecpds/v1/incoming/user/list', { authorization: auth });
+    expect(r.json).toMatchObject({ status: 'ok', userList: [] });
+    expect((await request(url, 'GET', '/ecpds/openapi.json')).json.servers[0].url).toBe('/ecpds');
+  });
+
   it('accepts the client of the properties file and refuses a wrong secret', async () => {
     const ok = await request(url, 'GET', '/v1/incoming/user/list', { authorization: auth });
     expect(ok.status).toBe(200);

@@ -95,9 +95,39 @@ const envelope = z
 /** The PUT body `{"backup": {...}}`; the `status`/`success` of a GET answer are ignored. */
 export function parseBackupBody(body: unknown): { ok: true; backup: Backup } | { ok: false; problem: string } {
   const parsed = envelope.safeParse(body);
-  if (parsed.success) return { ok: true, backup: parsed.data.backup };
+  if (parsed.success) {
+    const clash = conflictingHostid(parsed.data.backup);
+    if (clash !== null) return { ok: false, problem: `hostid ${clash} is given to different host records` };
+    return { ok: true, backup: parsed.data.backup };
+  }
   const issue = parsed.error.issues[0]!;
   const where = issue.path.length ? issue.path.join('.') : 'body';
   const what = issue.code === 'unrecognized_keys' ? `unexpected key(s) ${issue.keys.join(', ')}` : issue.message;
   return { ok: false, problem: `${where}: ${what}` };
 }
+
+/**
+ * The restore maps each original hostid to one new host, so two different records under one hostid
+ * would silently lose one of them; identical copies (a host shared by several destinations) are one.
+ */
+function conflictingHostid(backup: Backup): number | null {
+  const seen = new Map<number, string>();
+  for (const { associations } of backup.destinations) {
+    for (const { host } of associations) {
+      if (typeof host.hostid !== 'number') continue;
+      const record = canonical(host);
+      const earlier = seen.get(host.hostid);
+      if (earlier === undefined) seen.set(host.hostid, record);
+      else if (earlier !== record) return host.hostid;
+    }
+  }
+  return null;
+}
+
+// Key order is not meaning: `{a, b}` and `{b, a}` are the same record.
+const canonical = (record: object) =>
+  JSON.stringify(
+    Object.entries(record)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );

@@ -21,6 +21,8 @@ export interface Operation<S extends InputSchema = InputSchema, A extends Answer
   envelope: 'status' | 'success';
   /** Where the body comes from: a JSON document (field `body`) or form fields merged into the input. */
   body?: 'json' | 'form';
+  /** With a form body, the input fields it carries on the wire; the other fields are query parameters. */
+  formFields?: readonly string[];
   summary: string;
   input: S;
   /** What the operation answers beside its envelope (wire-decisions §4). */
@@ -41,8 +43,16 @@ type WithDefaults<T extends OperationSpec> = T & {
  * An operation with the usual defaults: a `status: ok` envelope, and a permission when it names a
  * service. The entry keeps its own types, so the catalogue knows each input, answer and body.
  */
-export const op = <const T extends OperationSpec>(o: T): WithDefaults<T> =>
-  ({ envelope: 'status', access: o.service ? 'service' : 'basic', ...o }) as WithDefaults<T>;
+export const op = <const T extends OperationSpec>(o: T): WithDefaults<T> => {
+  // A misspelt form field would silently move a field to the query of the document and the client.
+  for (const name of o.formFields ?? []) {
+    if (o.body !== 'form' || !(name in o.input.shape)) throw new Error(`${o.path}: ${name} is not a form field of it`);
+  }
+  return { envelope: 'status', access: o.service ? 'service' : 'basic', ...o } as WithDefaults<T>;
+};
+
+/** Whether this input field travels in the operation's form body (otherwise in the path or the query). */
+export const inFormBody = (op: Operation, name: string) => op.body === 'form' && (op.formFields ?? []).includes(name);
 
 /** The answer of an operation that has nothing to say beyond its envelope. */
 export const noAnswer = z.strictObject({});

@@ -8,6 +8,7 @@ export const hostOperations = {
     path: '/v1/host/option',
     service: 'updateHostOption',
     body: 'form',
+    formFields: ['value'],
     summary: 'Set one host option',
     input: z.object({ hostid: param.int(), name: param.text(), value: param.text() }),
     answer: noAnswer,

@@ -8,7 +8,7 @@ import {
   type SuccessEnvelopeId,
 } from '../../core/catalogue.ts';
 import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
-import type { Operation } from '../../core/common/operation.ts';
+import { inFormBody, type Operation } from '../../core/common/operation.ts';
 
 /**
  * A typed client of the API, built from the same catalogue as the server: one method per
@@ -67,21 +67,22 @@ function requestOf(op: Operation, input: Record<string, unknown>): { path: strin
     return encodeURIComponent(input[name] === undefined ? '' : onWire(input[name]));
   });
   const fields = new URLSearchParams();
+  const form = new URLSearchParams();
   for (const name of Object.keys(op.input.shape)) {
     const value = input[name];
     if (name === 'body' || inPath.has(name) || value === undefined || value === null) continue;
-    fields.append(name, onWire(value));
+    (inFormBody(op, name) ? form : fields).append(name, onWire(value));
   }
   const headers: Record<string, string> = { accept: 'application/json' };
   let body: string | undefined;
   if (op.body === 'form') {
     headers['content-type'] = 'application/x-www-form-urlencoded';
-    body = fields.toString();
+    body = form.toString();
   } else if (op.body === 'json' && input.body !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(input.body);
   }
-  const query = op.body === 'form' ? '' : fields.toString();
+  const query = fields.toString();
   return { path: query ? `${path}?${query}` : path, init: { method: op.method, headers, body } };
 }
 

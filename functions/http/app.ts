@@ -8,9 +8,9 @@ import type { Caller, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import { type ConsoleOptions, consoleApp } from '../console/index.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
-import { docsRoutes } from './docs.ts';
+import { type DocsMounts, docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
-import { createMetrics } from './metrics.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { accessLog, requestId, requestMetrics, secureOnly } from './middleware.ts';
 import { opsRoutes } from './ops.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
@@ -27,6 +27,11 @@ export interface AppOptions {
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
   /**
+   * A path (such as `/ecpds`, ECPDS_BASE_PATH) that serves the API, /healthz, /metrics and the docs
+   * as the root does, for clients written for the reference server's context; null: the root only.
+   */
+  basePath?: string | null;
+  /**
    * The caller's address, for the failed-authentication limits of the API and the console;
    * `unknown` when the shell cannot tell (failures then count per username only).
    */
@@ -41,17 +46,10 @@ export function createApp(options: AppOptions) {
   const metrics = createMetrics();
   app.use(requestId(), accessLog(options.logger), requestMetrics(metrics), secureOnly(options.trustProxy));
 
-  const methodsByPath = new Map<string, Set<string>>();
-  for (const [id, op] of routesInMatchOrder()) {
-    const path = honoPath(op.path);
-    methodsByPath.set(path, (methodsByPath.get(path) ?? new Set()).add(op.method));
-    app.on(op.method, path, (c) => serve(c, op, handlers[id] as Handler<OperationId>, options));
-  }
-  for (const [path, methods] of methodsByPath) {
-    app.all(path, () => plain(405, 'Method not allowed', { Allow: [...methods].join(', ') }));
-  }
-  opsRoutes(app, options, metrics);
-  docsRoutes(app);
+  const base = options.basePath ?? null;
+  // Mounted routes are copied into the app's router with their prefix: no middleware per request.
+  app.route('/', apiRoutes(options, metrics, { base, mount: null }));
+  if (base !== null) app.route(base, apiRoutes(options, metrics, { base, mount: base }));
   if (options.console) {
     const { portsFor, clientAddress } = options;
     app.route('/console', consoleApp({ ...options.console, portsFor, clientAddress }));
@@ -60,6 +58,23 @@ export function createApp(options: AppOptions) {
   app.notFound(() => plain(404, 'Not found'));
   app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', options.logger));
   return app;
+}
+
+/** The catalogue's operations (and 405 for their other methods), /healthz, /metrics and the docs. */
+function apiRoutes(options: AppOptions, metrics: Metrics, mounts: DocsMounts) {
+  const api = new Hono<Env>();
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const [id, op] of routesInMatchOrder()) {
+    const path = honoPath(op.path);
+    methodsByPath.set(path, (methodsByPath.get(path) ?? new Set()).add(op.method));
+    api.on(op.method, path, (c) => serve(c, op, handlers[id] as Handler<OperationId>, options));
+  }
+  for (const [path, methods] of methodsByPath) {
+    api.all(path, () => plain(405, 'Method not allowed', { Allow: [...methods].join(', ') }));
+  }
+  opsRoutes(api, options, metrics);
+  docsRoutes(api, mounts);
+  return api;
 }
 
 const UNAUTHENTICATED = { 'WWW-Authenticate': `Basic realm="${PRODUCT}"` };

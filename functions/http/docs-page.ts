@@ -92,7 +92,9 @@ export const DOCS_SCRIPT =
     var codes = Object.keys(op.responses || {}).map(function (code) { ` +
   `return code + ' ' + (resolve(op.responses[code]).description || ''); });
     button.addEventListener('click', function () {
-      var url = path;
+      // The document's first server is the mount this page was served from (the root or the base path).
+      var server = (doc.servers && doc.servers[0] && doc.servers[0].url) || '/';
+      var url = (server === '/' ? '' : server) + path;
       var query = new URLSearchParams();
       var formData = new URLSearchParams();
       params.concat(formRows).forEach(function (r) {

@@ -33,20 +33,37 @@ const docsPaths = {
   },
 };
 
-/** The document the app serves: the catalogue's operations plus the routes outside /v1. */
-export const servedDocument = () => openApiDocument({ extraPaths: { ...opsPaths, ...docsPaths } });
+/** The base path the app serves besides the root (null: none), and the one these routes are under (null: root). */
+export interface DocsMounts {
+  base: string | null;
+  mount: string | null;
+}
+
+/**
+ * The document the app serves: the catalogue's operations plus the routes outside /v1. Its first
+ * server is the mount it was fetched from, so the docs page and generated clients stay there.
+ */
+export function servedDocument(mounts: DocsMounts = { base: null, mount: null }) {
+  const root = { url: '/', description: 'The root' };
+  const servers =
+    mounts.base === null
+      ? [root]
+      : [{ url: mounts.base, description: 'The base path (ECPDS_BASE_PATH), as the reference server' }, root];
+  if (mounts.mount === null) servers.reverse();
+  return openApiDocument({ extraPaths: { ...opsPaths, ...docsPaths }, servers });
+}
 
 const sha256 = async (text: string) =>
   `'sha256-${bytesToBase64(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text))))}'`;
 
 /** /openapi.json and /docs: public, generated once per app on first use. */
-export function docsRoutes(app: Hono<Env>) {
+export function docsRoutes(app: Hono<Env>, mounts?: DocsMounts) {
   let document: string | null = null;
   let page: { html: string; policy: string } | null = null;
 
   app.get('/openapi.json', (c) => {
     c.set('service', 'docs');
-    document ??= JSON.stringify(servedDocument());
+    document ??= JSON.stringify(servedDocument(mounts));
     return new Response(document, { headers: { 'content-type': 'application/json; charset=UTF-8' } });
   });
 

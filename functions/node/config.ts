@@ -23,6 +23,8 @@ export interface NodeConfig {
   sweepSeconds: number;
   /** /metrics answers without credentials (otherwise it needs the `metrics` permission). */
   metricsPublic: boolean;
+  /** The API's second mount besides the root (ECPDS_BASE_PATH); null serves the root only. */
+  basePath: string | null;
 }
 
 export { ConfigError } from '../env.ts';
@@ -49,6 +51,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     eventLog: e.ECPDS_EVENT_LOG,
     sweepSeconds: e.ECPDS_SWEEP_SECONDS,
     metricsPublic: e.ECPDS_METRICS_PUBLIC,
+    basePath: e.ECPDS_BASE_PATH,
     notesUrl: e.ECPDS_NOTES_URL,
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,

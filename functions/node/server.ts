@@ -22,6 +22,7 @@ export function nodeApp(config: NodeConfig, ports: Ports) {
     maxBodyBytes: config.maxBodyBytes,
     portsFor: () => ports,
     metricsPublic: config.metricsPublic,
+    basePath: config.basePath,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
   });

@@ -17,6 +17,8 @@ export interface WorkerEnv {
   ECPDS_MAX_BODY_BYTES?: string;
   /** `1` serves /metrics without credentials. */
   ECPDS_METRICS_PUBLIC?: string;
+  /** The API's mount besides the root; `/ecpds` when unset, root only when empty or `/`. */
+  ECPDS_BASE_PATH?: string;
 }
 
 export interface WorkerContext {
@@ -63,6 +65,7 @@ export function createIsolate(env: WorkerEnv): Isolate {
     maxBodyBytes: config.ECPDS_MAX_BODY_BYTES,
     portsFor: (c) => (c.env as RequestBindings).scope.ports(),
     metricsPublic: config.ECPDS_METRICS_PUBLIC,
+    basePath: config.ECPDS_BASE_PATH,
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
     console: { cookieSecret: secrets.derive('console-cookie') },
   });

@@ -33,6 +33,8 @@ export interface HarnessOptions {
   sourceHosts?: string[];
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1). */
   metricsPublic?: boolean;
+  /** The API's mount besides the root (ECPDS_BASE_PATH); `/ecpds` when left out, null for the root only. */
+  basePath?: string | null;
   /** Limits of failed authentications (the production defaults when left out). */
   authThrottle?: AuthThrottleOptions;
 }
@@ -62,6 +64,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     portsFor: () => ports,
     metricsPublic: options.metricsPublic,
+    basePath: options.basePath === undefined ? '/ecpds' : options.basePath,
     clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
   });

@@ -53,6 +53,34 @@ describe('routes outside /v1, inside workerd', () => {
   });
 });
 
+describe('the base path inside workerd', () => {
+  it('/ecpds/v1/... answers as /v1/...; ECPDS_BASE_PATH moves it, empty leaves the root only', async () => {
+    const auth = await client(`wbased_${stamp}`, ['destinationCountryList']);
+    for (const [method, path, opts] of [
+      ['GET', '/v1/version', {}],
+      ['GET', '/v1/destination/country/list', { auth }],
+      ['GET', '/v1/destination/list', { auth }],
+      ['PUT', '/v1/version', {}],
+      ['GET', '/v1/nosuch', {}],
+    ] as const) {
+      const root = await call(method, path, opts);
+      const based = await call(method, `/ecpds${path}`, opts);
+      expect([based.status, based.text, based.headers.get('allow')]).toEqual([
+        root.status,
+        root.text,
+        root.headers.get('allow'),
+      ]);
+    }
+    expect((await call('GET', '/ecpds/openapi.json')).json.servers[0].url).toBe('/ecpds');
+    const custom = { ...workerEnv, ECPDS_BASE_PATH: '/dds' };
+    expect((await throughIsolate(custom, new Request('https://edge.test/dds/v1/version'))).status).toBe(200);
+    expect((await throughIsolate(custom, new Request('https://edge.test/ecpds/v1/version'))).status).toBe(404);
+    const bare = { ...workerEnv, ECPDS_BASE_PATH: '' };
+    expect((await throughIsolate(bare, new Request('https://edge.test/ecpds/v1/version'))).status).toBe(404);
+    expect((await throughIsolate(bare, new Request('https://edge.test/v1/version'))).status).toBe(200);
+  });
+});
+
 describe('the typed client on Workers', () => {
   it('calls the API through a fetch of its own', async () => {
     const auth = await client(`wclient_${stamp}`, ['datafileSize|destinationCountryList']);
