@@ -21,31 +21,56 @@ export function nodeSourceProber(options: {
   return {
     async probe(raw) {
       if (isRemoteSource(raw)) return http.probe(raw);
-      const source = shownSource(raw);
-      if (/^[a-z][a-z0-9+.-]*:/i.test(source) && !source.startsWith('file:')) {
-        throw invalid(`Source ${source} not allowed: unsupported scheme`);
-      }
-      const local = raw.startsWith('file:') ? safeFileUrl(raw) : raw;
-      if (!path.isAbsolute(local) || local.split(/[\\/]/).includes('..')) {
-        throw invalid(`Source ${source} not allowed: an absolute path without '..' expected`);
-      }
-      if (options.roots.length === 0)
-        throw invalid(`Source ${source} not allowed: no local source roots are configured`);
-      // The roots too: one replaced by a link is judged by where it leads at this probe.
-      const [real, roots] = await Promise.all([realpathOf(local).catch(() => null), realRoots(options.roots)]);
-      if (roots.length === 0) throw invalid(`Source ${source} not allowed: no local source roots are configured`);
-      if (real === null) throw invalid(`Source ${source} not found`);
-      if (!roots.some((root) => real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep))) {
-        throw invalid(`Source ${source} not allowed: outside the configured source roots`);
-      }
+      const { real, shown } = await containedRealPath(options.roots, raw);
       // The resolved path, not the given one: what is measured is what was checked.
       const stat = await statOf(real).catch(() => {
-        throw invalid(`Source ${source} not found`);
+        throw invalid(`Source ${shown} not found`);
       });
-      if (!stat.isFile()) throw invalid(`Source ${source} not allowed: not a regular file`);
+      if (!stat.isFile()) throw invalid(`Source ${shown} not allowed: not a regular file`);
       return { size: stat.size };
     },
   };
+}
+
+/**
+ * Opens a local source to send it: resolved and checked as at registration, then opened without
+ * following a link in its last step and checked again on the open file, so that a file swapped
+ * after the check is not what gets read.
+ */
+export async function openLocalSource(roots: readonly string[], raw: string) {
+  const { real, shown } = await containedRealPath(roots, raw);
+  const file = await fs.promises.open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW).catch(() => {
+    throw invalid(`Source ${shown} not found`);
+  });
+  const stat = await file.stat();
+  if (!stat.isFile()) {
+    await file.close();
+    throw invalid(`Source ${shown} not allowed: not a regular file`);
+  }
+  return { size: stat.size, file };
+}
+
+/** The real path of a local source inside one of the roots, or the reason it is refused. */
+async function containedRealPath(roots: readonly string[], raw: string) {
+  const shown = shownSource(raw);
+  if (/^[a-z][a-z0-9+.-]*:/i.test(shown) && !shown.startsWith('file:')) {
+    throw invalid(`Source ${shown} not allowed: unsupported scheme`);
+  }
+  const local = raw.startsWith('file:') ? safeFileUrl(raw) : raw;
+  if (!path.isAbsolute(local) || local.split(/[\\/]/).includes('..')) {
+    throw invalid(`Source ${shown} not allowed: an absolute path without '..' expected`);
+  }
+  if (roots.length === 0) throw invalid(`Source ${shown} not allowed: no local source roots are configured`);
+  // The roots too: one replaced by a link is judged by where it leads at this probe.
+  const [real, realRootList] = await Promise.all([realpathOf(local).catch(() => null), realRoots(roots)]);
+  if (realRootList.length === 0) throw invalid(`Source ${shown} not allowed: no local source roots are configured`);
+  if (real === null) throw invalid(`Source ${shown} not found`);
+  if (
+    !realRootList.some((root) => real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep))
+  ) {
+    throw invalid(`Source ${shown} not allowed: outside the configured source roots`);
+  }
+  return { real, shown };
 }
 
 /** The real paths of the roots that exist now. */
