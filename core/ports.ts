@@ -3,7 +3,7 @@ import type { SecretBox } from './common/crypto.ts';
 import type { ConsoleRepo } from './console/ports.ts';
 import type { DataFileRepo, SourceProber } from './data-files/ports.ts';
 import type { CountryRepo, DestinationRepo, ViewCache } from './destinations/ports.ts';
-import type { TransferRepo } from './dissemination/ports.ts';
+import type { DisseminationRepo, TransferRepo } from './dissemination/ports.ts';
 import type { HostRepo, ReferenceRepo } from './hosts/ports.ts';
 import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
@@ -75,6 +75,7 @@ export interface Repositories {
   monitoring: MonitoringRepo;
   dataFiles: DataFileRepo;
   transfers: TransferRepo;
+  dissemination: DisseminationRepo;
   console: ConsoleRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;

@@ -366,10 +366,29 @@ export const dataTransfers = pgTable(
     /** `k=v,...` of the put, as [key, value] pairs in order. */
     metadata: jsonb('metadata').$type<Array<[string, string]>>().notNull().default([]),
     message: text('message'),
+    /** When the transfer may next be sent: its scheduled time, later after a failed attempt. */
+    queueAt: stamp('queue_at').notNull().defaultNow(),
+    /** Counts the claims; a mover's finish names the attempt it was given, so a stale one changes nothing. */
+    attempt: integer('attempt').notNull().default(0),
+    /** The mover holding the transfer while it is in EXEC, until `lease_until`. */
+    mover: text('mover'),
+    leaseUntil: stamp('lease_until'),
+    /** The host of the last attempt. */
+    hostId: text('host_id'),
+    startedAt: stamp('started_at'),
+    finishedAt: stamp('finished_at'),
+    sent: bigint('sent', { mode: 'number' }).notNull().default(0),
     createdAt: created(),
     updatedAt: updated(),
   },
   (t) => [
+    // What a claim reads: the due transfers of one destination, in the order they are sent.
+    index('data_transfers_due')
+      .on(t.destination, t.priority, t.queueAt, t.id)
+      .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR')`),
+    // The transfers being sent, per destination (limits) and by lease (the reaper).
+    index('data_transfers_running').on(t.destination, t.hostId).where(sql`${t.status} = 'EXEC'`),
+    index('data_transfers_lease').on(t.leaseUntil).where(sql`${t.status} = 'EXEC'`),
     // Live transfers are unique per destination + target + unique name: concurrent puts race on this index.
     uniqueIndex('data_transfers_live_key')
       .on(t.destination, t.target, t.uniqueName)

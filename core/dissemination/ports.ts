@@ -50,3 +50,45 @@ export interface TransferRepo {
     comment: string,
   ): Promise<'changed' | 'changed meanwhile' | 'key taken'>;
 }
+
+/** A transfer a mover was given: it may finish it only while it still owns this attempt. */
+export interface ClaimedTransfer {
+  id: number;
+  attempt: number;
+  dataFileId: number;
+  destination: string;
+  target: string;
+  source: string;
+  size: number;
+}
+
+export type AttemptOutcome =
+  | { status: 'DONE'; sent: number; md5: string }
+  | { status: 'RETR'; sent: number; queueAt: Date; message: string };
+
+export interface DisseminationRepo {
+  /**
+   * Locks the destination's row for the rest of the transaction; false when another claimer holds
+   * it (it will hand out the transfers, so this one moves on).
+   */
+  lockDestination(destination: string): Promise<boolean>;
+  /** Transfers in EXEC now, for the destination and for one of its hosts. */
+  running(destination: string, hostId: string): Promise<{ destination: number; host: number }>;
+  /**
+   * Moves up to `limit` due transfers of the destination (WAIT, RETR or INTR, queue time reached,
+   * not expired) to EXEC for the mover, in priority, queue time and id order, with their history rows.
+   */
+  takeDue(input: {
+    destination: string;
+    hostId: string;
+    mover: string;
+    limit: number;
+    now: Date;
+    leaseUntil: Date;
+  }): Promise<ClaimedTransfer[]>;
+  /**
+   * Ends an attempt with its history row, only while the mover still owns it (EXEC, same mover and
+   * attempt); false, and nothing written, otherwise.
+   */
+  finish(input: { id: number; mover: string; attempt: number; now: Date; outcome: AttemptOutcome }): Promise<boolean>;
+}

@@ -6,6 +6,7 @@ import { clientRepo } from './clients.ts';
 import { consoleRepo } from './console.ts';
 import { dataFileRepo } from './data-files.ts';
 import { destinationRepo } from './destinations.ts';
+import { disseminationRepo } from './dissemination.ts';
 import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
 import { metadataRepo } from './metadata.ts';
@@ -30,6 +31,7 @@ export function createRepositories(db: Database): Repositories {
     monitoring: monitoringRepo(db),
     dataFiles: dataFileRepo(db),
     transfers: transferRepo(db),
+    dissemination: disseminationRepo(db),
     console: consoleRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
     async ping() {

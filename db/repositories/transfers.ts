@@ -63,7 +63,8 @@ export const transferRepo = (db: Database): TransferRepo => ({
       return await db.transaction(async (tx) => {
         const [row] = await tx
           .update(dataTransfers)
-          .set({ status: to, updatedAt: at })
+          // A requeue is due at once.
+          .set(to === 'RETR' ? { status: to, queueAt: at, updatedAt: at } : { status: to, updatedAt: at })
           .where(and(eq(dataTransfers.id, id), eq(dataTransfers.status, from)))
           .returning({ destination: dataTransfers.destination });
         if (!row) return 'changed meanwhile' as const;

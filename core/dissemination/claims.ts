@@ -1,0 +1,54 @@
+import type { Ports } from '../ports.ts';
+import { freeSlots } from './capacity.ts';
+import type { AttemptOutcome, ClaimedTransfer } from './ports.ts';
+
+export interface ClaimRequest {
+  destination: string;
+  hostId: string;
+  mover: string;
+  destinationMax: number | null;
+  hostMax: number | null;
+  leaseMs: number;
+  /** At most this many for this mover now (its own concurrency left). */
+  wanted: number;
+}
+
+/**
+ * Claims due transfers of one destination for a mover, in one short transaction: whoever holds the
+ * destination's row decides alone, so the counts it reads stay true until it commits and neither
+ * the destination's nor the host's maxConnections is ever exceeded, across any number of movers.
+ */
+export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<ClaimedTransfer[]> {
+  const now = ports.clock();
+  return ports.repos.transaction(async (repos) => {
+    if (!(await repos.dissemination.lockDestination(request.destination))) return [];
+    const running = await repos.dissemination.running(request.destination, request.hostId);
+    const free = freeSlots({
+      destinationMax: request.destinationMax,
+      destinationRunning: running.destination,
+      hostMax: request.hostMax,
+      hostRunning: running.host,
+    });
+    const limit = Math.min(free, request.wanted);
+    if (limit <= 0) return [];
+    return repos.dissemination.takeDue({
+      destination: request.destination,
+      hostId: request.hostId,
+      mover: request.mover,
+      limit,
+      now,
+      leaseUntil: new Date(now.getTime() + request.leaseMs),
+    });
+  });
+}
+
+/** Ends an attempt; a mover that lost it (lease reclaimed, transfer stopped) changes nothing. */
+export function finishAttempt(ports: Ports, mover: string, claimed: ClaimedTransfer, outcome: AttemptOutcome) {
+  return ports.repos.dissemination.finish({
+    id: claimed.id,
+    mover,
+    attempt: claimed.attempt,
+    now: ports.clock(),
+    outcome,
+  });
+}
