@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ClaimRequest, claimTransfers, finishAttempt } from '../core/dissemination/claims.ts';
+import {
+  type ClaimRequest,
+  claimTransfers,
+  finishAttempt,
+  reclaimLapsedAttempts,
+  renewLeases,
+} from '../core/dissemination/claims.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
@@ -166,5 +172,42 @@ describe('finishing an attempt', () => {
     expect(await finishAttempt(h.ports, 'm1', claimed!, done)).toBe(false);
     expect((await statusOf(ids[0]!)).status).toBe('STOP');
     expect(await historyOf(ids[0]!)).toEqual([...before, ['STOP', null, false]]);
+  });
+});
+
+describe('leases', () => {
+  it('renews the leases a mover holds, and leaves out a transfer taken away from it', async () => {
+    const { name, ids } = await destinationWith([{}, {}]);
+    const claimed = await claimTransfers(h.ports, request(name, { mover: 'renewer' }));
+    expect(claimed).toHaveLength(2);
+    expect((await renewLeases(h.ports, 'renewer', 90_000)).sort()).toEqual([...ids].sort());
+    expect((await statusOf(ids[0]!)).leaseUntil).toEqual(new Date(T0.getTime() + 90_000));
+    const r = await h.call('DELETE', `/v1/datafile/del?id=${claimed[0]!.dataFileId}`, { auth: pipeline });
+    expect(r.status, r.text).toBe(200);
+    expect(await renewLeases(h.ports, 'renewer', 90_000)).toEqual([claimed[1]!.id]);
+  });
+
+  it('gives back the transfers of a lost mover, INTR then RETR, and fences its late finish', async () => {
+    const { name, ids } = await destinationWith([{}]);
+    const [claimed] = await claimTransfers(h.ports, request(name, { mover: 'lost', leaseMs: 30_000 }));
+    expect(await reclaimLapsedAttempts(h.ports)).toBe(0);
+    const now = h.ports.clock;
+    h.ports.clock = () => new Date(T0.getTime() + 30_001);
+    try {
+      expect(await reclaimLapsedAttempts(h.ports)).toBeGreaterThanOrEqual(1);
+      expect(await statusOf(ids[0]!)).toMatchObject({ status: 'RETR', mover: null, leaseUntil: null });
+      expect((await historyOf(ids[0]!)).slice(-2)).toEqual([
+        ['INTR', 'H1', true],
+        ['RETR', 'H1', false],
+      ]);
+      expect(await finishAttempt(h.ports, 'lost', claimed!, { status: 'DONE', sent: 5, md5: 'x' })).toBe(false);
+      const [again] = await claimTransfers(h.ports, request(name, { mover: 'other' }));
+      expect(again).toMatchObject({ id: ids[0], attempt: 2 });
+      expect(await finishAttempt(h.ports, 'other', again!, { status: 'DONE', sent: 5, md5: 'x' })).toBe(true);
+      const dones = (await historyOf(ids[0]!)).filter(([status]) => status === 'DONE');
+      expect(dones).toHaveLength(1);
+    } finally {
+      h.ports.clock = now;
+    }
   });
 });

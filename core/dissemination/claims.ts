@@ -52,3 +52,13 @@ export function finishAttempt(ports: Ports, mover: string, claimed: ClaimedTrans
     outcome,
   });
 }
+
+/** The mover's heartbeat: its leases extended; a transfer missing from the answer is to be aborted. */
+export function renewLeases(ports: Ports, mover: string, leaseMs: number) {
+  return ports.repos.dissemination.renewLeases({ mover, leaseUntil: new Date(ports.clock().getTime() + leaseMs) });
+}
+
+/** Gives back the transfers of movers that stopped renewing their leases. */
+export function reclaimLapsedAttempts(ports: Ports) {
+  return ports.repos.dissemination.reclaimLapsed(ports.clock());
+}

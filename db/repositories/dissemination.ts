@@ -67,6 +67,38 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       size: Number(r.size),
     }));
   },
+  async renewLeases({ mover, leaseUntil }) {
+    const rows = await db
+      .update(dataTransfers)
+      .set({ leaseUntil })
+      .where(and(eq(dataTransfers.mover, mover), eq(dataTransfers.status, 'EXEC')))
+      .returning({ id: dataTransfers.id });
+    return rows.map((r) => r.id);
+  },
+  async reclaimLapsed(now) {
+    const at = now.toISOString();
+    const rows = await db.execute(sql`
+      with lapsed as (
+        select id, destination, host_id, mover from data_transfers
+        where status = 'EXEC' and lease_until < ${at}::timestamptz
+        for update skip locked
+      ), requeued as (
+        update data_transfers t
+        set status = 'RETR', mover = null, lease_until = null, queue_at = ${at}::timestamptz,
+          message = 'Interrupted: its data mover was lost', updated_at = ${at}::timestamptz
+        from lapsed where t.id = lapsed.id
+        returning t.id
+      ), history as (
+        insert into transfer_history (transfer_id, destination, host_id, status, at, comment, error)
+        select l.id, l.destination, l.host_id, v.status, ${at}::timestamptz, v.comment || l.mover, v.error
+        from lapsed l
+        cross join (values (1, 'INTR', 'Interrupted: lost DataMover ', true),
+                           (2, 'RETR', 'Requeued after losing DataMover ', false)) v(step, status, comment, error)
+        order by l.id, v.step
+      )
+      select count(*)::int as n from requeued`);
+    return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0);
+  },
   async finish({ id, mover, attempt, now, outcome }) {
     const at = now.toISOString();
     const done = outcome.status === 'DONE';
