@@ -68,6 +68,13 @@ export interface StepNotification {
   at: Date;
 }
 
+/** What identifies a step's state: the primary key of its latest state. */
+export type StepKey = Pick<StepNotification, 'product' | 'time' | 'productTime' | 'buffer' | 'step' | 'type'>;
+
+/** One string per key: the key of maps and, hashed, of the advisory lock serializing the key's notifications. */
+export const stepKeyOf = (k: StepKey) =>
+  JSON.stringify([k.product, k.time, k.productTime.toISOString(), k.buffer, k.step, k.type]);
+
 /** Why the reference server drops a notification, or null when it is accepted. */
 export function rejection(n: StepNotification, latest: StepState | null): string | null {
   if (!latest && n.scheduledTime === null) return 'not found';

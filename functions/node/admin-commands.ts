@@ -112,7 +112,10 @@ export async function notesExport(ctx: CommandContext, destination: string | und
 
 export async function monitoringImport(ctx: CommandContext, file: string) {
   const counts = await withRuntime(ctx, ({ ports }) =>
-    importNotifications(ports, file, (line) => ctx.io.stderr.write(line)),
+    importNotifications(ports, file, (line) => ctx.io.stderr.write(line), {
+      // A progress bar only where someone watches it: redrawn lines would litter a log file.
+      tty: ctx.io.stderr.isTTY ? (text) => ctx.io.stderr.write(text) : undefined,
+    }),
   );
   const { accepted, ignored, refused, bad } = counts;
   ctx.out(`Notifications: ${accepted} accepted, ${ignored} ignored, ${refused} refused, ${bad} bad lines.`);
