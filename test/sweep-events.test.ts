@@ -36,7 +36,10 @@ beforeAll(async () => {
             destination: { name: 'SWEEPD', countryIso: 'gb', type: 2 },
             associations: [
               { priority: 1, host: { nickname: 'second', host: 'b.example', networkCode: 'B' } },
-              { priority: 0, host: { nickname: 'first', host: 'a.example', networkCode: 'NET;1' } },
+              {
+                priority: 0,
+                host: { nickname: 'first', host: 'a.example', networkCode: 'NET;1', networkName: 'Inter;net' },
+              },
             ],
           },
         ],
@@ -83,14 +86,14 @@ describe('sweepExpired', () => {
 
     h.ports.clock = () => plus(120);
     expect(await sweepExpired(h.ports)).toBe(3);
-    const err = (t: { transferId: number }, dest: string, type: number, file: string, scheduled: Date, code: string) =>
+    const err = (t: { transferId: number }, dest: string, type: string, file: string, scheduled: Date, code: string) =>
       `ERR;TimeStamp=${plus(120).getTime()};DataTransferId=${t.transferId};` +
       `DestinationName=${dest};DestinationType=${type};` +
       `FileName=${file};FileSize=5;ScheduledTime=${scheduled.getTime()};NetworkCode=${code};Message=${EXPIRED}`;
     expect(h.events).toEqual([
-      err(a, 'SWEEPD', 2, 'a.txt', T0, 'NET\\;1'),
-      err(b, 'SWEEPD', 2, 'b.txt', T0, 'NET\\;1'),
-      err(f, 'NOHOST', 1, 'f\\;x\\\\y.txt', plus(30), ''),
+      err(a, 'SWEEPD', 'Time Critical', 'a.txt', T0, 'Inter\\;net'),
+      err(b, 'SWEEPD', 'Time Critical', 'b.txt', T0, 'Inter\\;net'),
+      err(f, 'NOHOST', 'Dissemination', 'f\\;x\\\\y.txt', plus(30), ''),
     ]);
     for (const t of [a, b, f]) expect(await statusOf(t.transferId)).toEqual({ status: 'FAIL', message: EXPIRED });
     expect(await statusOf(c.transferId)).toEqual({ status: 'DONE', message: null });
@@ -155,7 +158,7 @@ describe('event entries', () => {
         at: T0,
         transferId: 7,
         destination: 'D',
-        destinationType: 0,
+        destinationType: 'Acquisition',
         fileName: 'f',
         fileSize: 0,
         scheduledTime: plus(2),
@@ -163,7 +166,7 @@ describe('event entries', () => {
         message: 'm\n',
       }),
     ).toBe(
-      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=0;FileName=f;FileSize=0;` +
+      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=Acquisition;FileName=f;FileSize=0;` +
         `ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`,
     );
   });
@@ -292,7 +295,7 @@ describe.skipIf(onPostgres())('command line', () => {
       const last = logLines().at(-1)!;
       expect(last).toMatch(
         new RegExp(
-          '^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=1;' +
+          '^ERR;TimeStamp=\\d+;DataTransferId=\\d+;DestinationName=CLID;DestinationType=Dissemination;' +
             'FileName=y\\.bin;FileSize=9;' +
             `ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`,
         ),

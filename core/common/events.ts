@@ -44,10 +44,12 @@ export const errEvent = (e: {
   at: Date;
   transferId: number;
   destination: string;
-  destinationType: number;
+  /** A label, as the reference writes it: `Dissemination`, not 1. */
+  destinationType: string;
   fileName: string;
   fileSize: number;
   scheduledTime: Date;
+  /** The network's label (`Internet`, `RMDCN`), under the reference's field name. */
   networkCode: string | null;
   message: string;
 }) =>

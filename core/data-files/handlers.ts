@@ -132,7 +132,7 @@ export async function sweepExpired(ports: Ports): Promise<number> {
         fileName: e.target,
         fileSize: e.size,
         scheduledTime: e.scheduledAt,
-        networkCode: e.networkCode,
+        networkCode: e.network,
         message: EXPIRED_MESSAGE,
       }),
     );

@@ -17,11 +17,13 @@ export interface NewTransfer {
 export interface ExpiredTransfer {
   transferId: number;
   destination: string;
-  destinationType: number;
+  /** The label of the destination's type (`Dissemination`, `Time Critical`, …). */
+  destinationType: string;
   target: string;
   size: number;
   scheduledAt: Date;
-  networkCode: string | null;
+  /** The label of the first host's network (its name, else its code), as ERR lines carry it. */
+  network: string | null;
 }
 
 export interface DataFileRepo {

@@ -8,11 +8,11 @@ import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 type ExpiredRow = {
   transfer_id: string | number;
   destination: string;
-  destination_type: number;
+  destination_type: string;
   target: string;
   size: string | number;
   scheduled_at: string | Date;
-  network_code: string | null;
+  network: string | null;
 };
 
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
@@ -127,19 +127,21 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         insert into transfer_history (transfer_id, destination, status, at, comment, error)
         select id, destination, 'FAIL', ${now.toISOString()}::timestamptz, ${message}, true from expired
       )
-      select e.id as transfer_id, e.destination, d.type as destination_type, e.target, f.size, e.scheduled_at,
-        (select h.network_code from destination_hosts dh join hosts h on h.hostid = dh.hostid
-          where dh.destination = e.destination order by dh.priority, h.hostid limit 1) as network_code
+      select e.id as transfer_id, e.destination, coalesce(t.label, d.type::text) as destination_type, e.target, f.size,
+        e.scheduled_at,
+        (select coalesce(h.network_name, h.network_code) from destination_hosts dh join hosts h on h.hostid = dh.hostid
+          where dh.destination = e.destination order by dh.priority, h.hostid limit 1) as network
       from expired e join data_files f on f.id = e.data_file_id join destinations d on d.name = e.destination
+        left join destination_types t on t.id = d.type
       order by e.id`);
     return rowsOf<ExpiredRow>(rows).map((r) => ({
       transferId: Number(r.transfer_id),
       destination: r.destination,
-      destinationType: Number(r.destination_type),
+      destinationType: r.destination_type,
       target: r.target,
       size: Number(r.size),
       scheduledAt: new Date(r.scheduled_at),
-      networkCode: r.network_code ?? null,
+      network: r.network ?? null,
     }));
   },
 });
