@@ -21,6 +21,19 @@ async function withPorts<T>(work: (ports: Awaited<ReturnType<typeof openRuntime>
   }
 }
 const cli = (...args: string[]) => runMain(args, { env: { ECPDS_DATA_DIR: dir } });
+/**
+ * Registers data files as `pipeline` through the put handler, on the command line's own database;
+ * the source is taken as 4 bytes, so that no source root is needed. Answers the data file ids.
+ */
+const putAll = (inputs: Array<Record<string, unknown>>) =>
+  withPorts(async (ports) => {
+    const { put } = await import('../core/data-files/handlers.ts');
+    ports.sources = { probe: async () => ({ size: 4 }) };
+    const ctx = { ports, caller: { username: 'pipeline', showSensitiveInfo: false }, requestId: 'test' };
+    const ids: number[] = [];
+    for (const input of inputs) ids.push((await put({ ctx, input: input as never })).id);
+    return ids;
+  });
 const statusOf = (name: string) => withPorts(async (ports) => (await ports.repos.destinations.get(name))?.statusCode);
 
 beforeAll(() => withPorts((ports) => loadDemoData(ports)), LONG);
@@ -85,18 +98,10 @@ describe('ecpds-edge transfer', () => {
     async () => {
       const source = path.join(fs.realpathSync(root), 'a.grib');
       fs.writeFileSync(source, 'grib');
-      const ids = await withPorts(async (ports) => {
-        const { put } = await import('../core/data-files/handlers.ts');
-        ports.sources = { probe: async () => ({ size: 4 }) };
-        const caller = { username: 'pipeline', showSensitiveInfo: false };
-        const ctx = { ports, caller, requestId: 'test' };
-        const one = await put({ ctx, input: { destination: 'DWD_OFFENBACH', source, target: 'one.grib' } as never });
-        const two = await put({
-          ctx,
-          input: { destination: 'FMI_HELSINKI', source, target: 'two.grib', standby: true } as never,
-        });
-        return [one.id, two.id];
-      });
+      const ids = await putAll([
+        { destination: 'DWD_OFFENBACH', source, target: 'one.grib' },
+        { destination: 'FMI_HELSINKI', source, target: 'two.grib', standby: true },
+      ]);
       const all = await cli('transfer', 'list');
       expect(all.status, all.stderr).toBe(0);
       const listed = JSON.parse(all.stdout) as Array<{ id: number; dataFileId: number; status: string }>;
@@ -145,15 +150,10 @@ describe('ecpds-edge transfer requeue|hold|stop', () => {
   const source = path.join(root, 'c.grib');
 
   async function putOne(target: string) {
-    return withPorts(async (ports) => {
-      const { put } = await import('../core/data-files/handlers.ts');
-      ports.sources = { probe: async () => ({ size: 4 }) };
-      const ctx = { ports, caller: { username: 'pipeline', showSensitiveInfo: false }, requestId: 'test' };
-      const { id } = await put({ ctx, input: { destination: 'IMO_REYKJAVIK', source, target } as never });
-      const [t] = await ports.repos.transfers.list({ destination: 'IMO_REYKJAVIK', limit: 1 });
-      expect(t!.dataFileId).toBe(id);
-      return t!.id;
-    });
+    const [id] = await putAll([{ destination: 'IMO_REYKJAVIK', source, target }]);
+    const [t] = await withPorts((ports) => ports.repos.transfers.list({ destination: 'IMO_REYKJAVIK', limit: 1 }));
+    expect(t!.dataFileId).toBe(id);
+    return t!.id;
   }
   const historyOf = (id: number) =>
     withPorts(async (ports) => (await ports.repos.transfers.history(id)).map((e) => [e.status, e.comment]));

@@ -135,6 +135,12 @@ function addDestinationCommands(program: Command, ctx: CommandContext) {
 
 const STATUSES = ['INIT', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
 
+/** The <id> argument of a transfer command, checked before the database is opened. */
+function transferId(id: string | undefined, command: string): number {
+  if (!id || !/^[1-9]\d{0,15}$/.test(id)) throw new ConfigError(`transfer ${command} needs the <id> of a transfer`);
+  return Number(id);
+}
+
 function addTransferCommands(program: Command, ctx: CommandContext) {
   const usage = (group: Command) => `usage: ecpds-edge transfer list|show|requeue|hold|stop ...\n\n${usageOf(group)}`;
   const transfer = commandGroup(program, 'transfer', 'data transfers and their history', usage);
@@ -161,9 +167,8 @@ function addTransferCommands(program: Command, ctx: CommandContext) {
       .description(description)
       .argument('[id]')
       .action(async (id: string | undefined) => {
-        if (!id || !/^[1-9]\d{0,15}$/.test(id))
-          throw new ConfigError(`transfer ${action} needs the <id> of a transfer`);
-        await (await bodies()).transferChange(ctx, action, Number(id));
+        const checked = transferId(id, action);
+        await (await bodies()).transferChange(ctx, action, checked);
       });
   }
   transfer
@@ -172,8 +177,8 @@ function addTransferCommands(program: Command, ctx: CommandContext) {
     .description('one transfer with its history, as JSON')
     .argument('[id]')
     .action(async (id: string | undefined) => {
-      if (!id || !/^[1-9]\d{0,15}$/.test(id)) throw new ConfigError('transfer show needs the <id> of a transfer');
-      await (await bodies()).transferShow(ctx, Number(id));
+      const checked = transferId(id, 'show');
+      await (await bodies()).transferShow(ctx, checked);
     });
 }
 

@@ -65,13 +65,15 @@ async function containedRealPath(roots: readonly string[], raw: string) {
   const [real, realRootList] = await Promise.all([realpathOf(local).catch(() => null), realRoots(roots)]);
   if (realRootList.length === 0) throw invalid(`Source ${shown} not allowed: no local source roots are configured`);
   if (real === null) throw invalid(`Source ${shown} not found`);
-  if (
-    !realRootList.some((root) => real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep))
-  ) {
+  if (!realRootList.some((root) => isWithin(root, real))) {
     throw invalid(`Source ${shown} not allowed: outside the configured source roots`);
   }
   return { real, shown };
 }
+
+/** Whether `candidate` is `root` or lies below it (both absolute and normalised). */
+export const isWithin = (root: string, candidate: string) =>
+  candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 
 /** The real paths of the roots that exist now. */
 async function realRoots(roots: readonly string[]): Promise<string[]> {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
+import { isWithin } from '../node/sources.ts';
 
 /**
  * The `file` method: a local or mounted directory (local hosting, the demo). Paths are taken
@@ -9,7 +10,7 @@ import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
 export function fileRemote(root: string): RemoteFiles {
   const inside = (remotePath: string) => {
     const full = path.resolve(root, remotePath.replace(/^\/+/, ''));
-    if (full !== root && !full.startsWith(root.endsWith(path.sep) ? root : root + path.sep)) {
+    if (!isWithin(root, full)) {
       throw new Error(`Path ${remotePath} leaves the host directory`);
     }
     return full;
