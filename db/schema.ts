@@ -83,6 +83,11 @@ export const destinations = pgTable(
       .notNull()
       .references(() => destinationTypes.id),
     statusCode: text('status_code').notNull().default('INIT'),
+    /**
+     * What the scheduler is doing with a started destination (EXEC, RETR, IDLE, SCHE, WAIT), written
+     * by the movers only when it changes; the endpoints show it while the stored status is WAIT.
+     */
+    schedulerStatus: text('scheduler_status'),
     comment: text('comment'),
     active: flag('active', true),
     monitor: flag('monitor'),
@@ -485,4 +490,28 @@ export const stepCycles = pgTable(
 export const listVersions = pgTable('list_versions', {
   name: text('name').primaryKey(),
   version: bigint('version', { mode: 'number' }).notNull().default(0),
+});
+
+/**
+ * Where each destination stands in its hosts' ring (the reference's SCHEDULER_VALUE): the host in
+ * use, the tries spent on it, the rounds of every host since the last success, and until when the
+ * destination waits before its next attempt. Written by the movers in the transaction that ends an
+ * attempt, under this row's lock; kept apart from `destinations` so that it raises no list version.
+ */
+export const destinationState = pgTable('destination_state', {
+  destination: text('destination')
+    .primaryKey()
+    .references(() => destinations.name, { onDelete: 'cascade' }),
+  hostIndex: integer('host_index').notNull().default(0),
+  hostFailures: integer('host_failures').notNull().default(0),
+  rounds: integer('rounds').notNull().default(0),
+  leftPrimaryAt: stamp('left_primary_at'),
+  /** No attempt before this time: a host's retry frequency, or a sleep after a failed round. */
+  pausedUntil: stamp('paused_until'),
+  /** Why it waits: 'retry' (shown RETR) or 'sleep' (shown IDLE). */
+  pauseReason: text('pause_reason'),
+  lastSuccessAt: stamp('last_success_at'),
+  lastErrorAt: stamp('last_error_at'),
+  lastError: text('last_error'),
+  lastHostId: text('last_host_id'),
 });

@@ -57,7 +57,12 @@ describe('the list entry of a destination', () => {
           backup: fc.boolean(),
           acquisition: fc.boolean(),
           type: fc.constantFrom(0, 1, 2),
-          statusCode: storable.filter((s) => s.length > 0),
+          statusCode: fc.oneof(
+            storable.filter((s) => s.length > 0),
+            fc.constantFrom('INIT', 'WAIT', 'HOLD'),
+          ),
+          // What the movers write while the destination is started, shown only then.
+          schedulerStatus: fc.constantFrom(null, 'EXEC', 'RETR', 'IDLE', 'SCHE'),
         }),
         optional,
         async (values, laterComment) => {

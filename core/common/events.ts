@@ -1,8 +1,9 @@
 /**
  * Event entries in the reference format `<KIND>;Key=Value;...`: PRS for product status
- * processing, ERR for dissemination failures. Values are escaped so one entry is one line.
+ * processing, ERR for dissemination failures, UPH for delivered files. Values are escaped so one
+ * entry is one line.
  */
-export type EventKind = 'PRS' | 'ERR';
+export type EventKind = 'PRS' | 'ERR' | 'UPH';
 
 const escapeValue = (v: unknown) =>
   (v === null || v === undefined ? '' : String(v))
@@ -11,8 +12,10 @@ const escapeValue = (v: unknown) =>
     .replace(/\r/g, '\\r')
     .replace(/\n/g, '\\n');
 
+/** Fields left undefined are not written (the expiry's ERR line has no attempt to describe). */
 export function formatEvent(kind: EventKind, fields: Record<string, unknown>): string {
-  return [kind, ...Object.entries(fields).map(([k, v]) => `${k}=${escapeValue(v)}`)].join(';');
+  const written = Object.entries(fields).filter(([, v]) => v !== undefined);
+  return [kind, ...written.map(([k, v]) => `${k}=${escapeValue(v)}`)].join(';');
 }
 
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null);
@@ -40,19 +43,35 @@ export const prsEvent = (e: {
     ErrorMessage: e.error,
   });
 
-export const errEvent = (e: {
-  at: Date;
-  transferId: number;
-  destination: string;
-  /** A label, as the reference writes it: `Dissemination`, not 1. */
-  destinationType: string;
-  fileName: string;
-  fileSize: number;
-  scheduledTime: Date;
-  /** The network's label (`Internet`, `RMDCN`), under the reference's field name. */
-  networkCode: string | null;
-  message: string;
-}) =>
+/** What an attempt adds to its ERR line; absent for a transfer that failed without one (expiry). */
+export interface AttemptFields {
+  startTime?: Date;
+  duration?: number;
+  /** The host's login. */
+  userId?: string;
+  bytesSent?: number;
+  /** The transfer method's module. */
+  protocol?: string;
+  /** The data mover. */
+  mover?: string;
+  hostAddress?: string;
+}
+
+export const errEvent = (
+  e: {
+    at: Date;
+    transferId: number;
+    destination: string;
+    /** A label, as the reference writes it: `Dissemination`, not 1. */
+    destinationType: string;
+    fileName: string;
+    fileSize: number;
+    scheduledTime: Date;
+    /** The network's label (`Internet`, `RMDCN`), under the reference's field name. */
+    networkCode: string | null;
+    message: string;
+  } & AttemptFields,
+) =>
   formatEvent('ERR', {
     TimeStamp: ms(e.at),
     DataTransferId: e.transferId,
@@ -61,6 +80,54 @@ export const errEvent = (e: {
     FileName: e.fileName,
     FileSize: e.fileSize,
     ScheduledTime: ms(e.scheduledTime),
+    StartTime: e.startTime && ms(e.startTime),
+    Duration: e.duration,
+    UserId: e.userId,
+    BytesSent: e.bytesSent,
+    TransferProtocol: e.protocol,
+    TransferServer: e.mover,
+    HostAddress: e.hostAddress,
     NetworkCode: e.networkCode,
     Message: e.message,
+  });
+
+/** A delivered file, with the reference's UPH fields this system knows. */
+export const uphEvent = (e: {
+  at: Date;
+  transferId: number;
+  destination: string;
+  destinationType: string;
+  fileName: string;
+  fileSize: number;
+  priority: number;
+  queueTime: Date;
+  scheduledTime: Date;
+  startTime: Date;
+  finishTime: Date;
+  bytesSent: number;
+  protocol: string;
+  mover: string;
+  networkCode: string | null;
+  hostAddress: string;
+}) =>
+  formatEvent('UPH', {
+    TimeStamp: ms(e.at),
+    DataTransferId: e.transferId,
+    DestinationName: e.destination,
+    DestinationType: e.destinationType,
+    FileName: e.fileName,
+    FileSize: e.fileSize,
+    Identity: e.fileName,
+    Priority: e.priority,
+    QueueTime: ms(e.queueTime),
+    ScheduledTime: ms(e.scheduledTime),
+    StartTime: ms(e.startTime),
+    Duration: e.finishTime.getTime() - e.startTime.getTime(),
+    BytesSent: e.bytesSent,
+    StatusCode: 'DONE',
+    FinishTime: ms(e.finishTime),
+    TransferProtocol: e.protocol,
+    TransferServer: e.mover,
+    NetworkCode: e.networkCode,
+    HostAddress: e.hostAddress,
   });

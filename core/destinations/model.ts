@@ -87,7 +87,12 @@ export type DestinationRecord = RecordOf<typeof DESTINATION_KEYS> & {
   type: number;
   data: string;
 };
-export type Destination = DestinationRecord & { statusCode: string };
+/** `schedulerStatus`: what the movers are doing with a started destination (see shownStatusCode). */
+export type Destination = DestinationRecord & { statusCode: string; schedulerStatus?: string | null };
+
+/** A started destination (stored WAIT or EXEC) shows the scheduler's view; any other, what was stored. */
+export const shownStatusCode = (d: Pick<Destination, 'statusCode' | 'schedulerStatus'>) =>
+  (d.statusCode === 'WAIT' || d.statusCode === 'EXEC') && d.schedulerStatus ? d.schedulerStatus : d.statusCode;
 /** A host as stored: the password sealed, never in clear. */
 export type Host = Omit<RecordOf<typeof HOST_KEYS>, 'passwd'> & {
   hostid: number;
@@ -162,7 +167,7 @@ export const destinationView = (d: Destination): z.output<typeof destinationReco
   country: d.countryIso,
   countryIso: d.countryIso,
   active: d.active,
-  statusCode: d.statusCode,
+  statusCode: shownStatusCode(d),
   backup: d.backup,
   comment: d.comment,
   monitor: d.monitor,

@@ -1,22 +1,22 @@
-import type { Delivered, Delivery } from "./deliver.ts";
-import type { MethodName, MethodOptions } from "./method-options.ts";
+import type { Delivered, Delivery } from './deliver.ts';
+import type { MethodName, MethodOptions } from './method-options.ts';
 
 /** One host as a transfer method reaches it; the password is unsealed for this attempt only. */
 export interface HostConnection {
-	hostId: string;
-	/** The host's name or address, without a port (`options.port` holds the port). */
-	hostname: string;
-	login: string;
-	password: string | null;
-	/** The target directory (`dir`); empty for the login's home directory. */
-	directory: string;
-	options: MethodOptions;
+  hostId: string;
+  /** The host's name or address, without a port (`options.port` holds the port). */
+  hostname: string;
+  login: string;
+  password: string | null;
+  /** The target directory (`dir`); empty for the login's home directory. */
+  directory: string;
+  options: MethodOptions;
 }
 
 /** The file an attempt sends: its name under the host's directory and its registered size. */
 export interface OutgoingFile {
-	target: string;
-	size: number;
+  target: string;
+  size: number;
 }
 
 /**
@@ -26,28 +26,25 @@ export interface OutgoingFile {
  * the stream. Methods may keep idle sessions for reuse; `close` ends them.
  */
 export interface TransferMethod {
-	send(
-		host: HostConnection,
-		file: OutgoingFile,
-		source: AsyncIterable<Uint8Array>,
-		signal: AbortSignal,
-	): Promise<Delivered>;
-	close(): Promise<void>;
+  send(
+    host: HostConnection,
+    file: OutgoingFile,
+    source: AsyncIterable<Uint8Array>,
+    signal: AbortSignal,
+  ): Promise<Delivered>;
+  close(): Promise<void>;
 }
 
 export type TransferMethods = Partial<Record<MethodName, TransferMethod>>;
 
 /** What `deliverFile` needs, from the host's options, for methods that write by name. */
-export function deliveryFor(
-	host: HostConnection,
-	file: OutgoingFile,
-): Delivery {
-	return {
-		directory: host.directory,
-		target: file.target,
-		registeredSize: file.size,
-		temporary: host.options.temporary,
-		makeDirectories: host.options.makeDirectories,
-		ignoreCheck: host.options.ignoreCheck,
-	};
+export function deliveryFor(host: HostConnection, file: OutgoingFile): Delivery {
+  return {
+    directory: host.directory,
+    target: file.target,
+    registeredSize: file.size,
+    temporary: host.options.temporary,
+    makeDirectories: host.options.makeDirectories,
+    ignoreCheck: host.options.ignoreCheck,
+  };
 }

@@ -1,3 +1,4 @@
+import type { DestinationRetry, FailoverState } from './failover.ts';
 /** A data transfer as the operator's commands show it. */
 export interface TransferView {
   id: number;
@@ -37,7 +38,12 @@ export interface TransferRepo {
   /** Oldest first. */
   history(id: number): Promise<TransferHistoryEntry[]>;
   /** The transfer, locked until the end of the transaction, with what a manual change is judged on. */
-  forChange(id: number): Promise<{ status: string; destination: string; expiresAt: Date; deleted: boolean } | null>;
+  forChange(id: number): Promise<{
+    status: string;
+    destination: string;
+    expiresAt: Date;
+    deleted: boolean;
+  } | null>;
   /**
    * Moves a transfer from `from` to `to` with its history row. 'changed meanwhile' when it is no
    * longer in `from`; 'key taken' when another live transfer holds its key.
@@ -60,13 +66,83 @@ export interface ClaimedTransfer {
   target: string;
   source: string;
   size: number;
+  priority: number;
+  scheduledAt: Date;
+  queueAt: Date;
+  startedAt: Date;
 }
 
+/**
+ * How an attempt ended. A failure writes history STOP (the error) then RETR (the requeue), as the
+ * reference does; `requeueComment` says why it is requeued.
+ */
 export type AttemptOutcome =
-  | { status: 'DONE'; sent: number; md5: string }
-  | { status: 'RETR'; sent: number; queueAt: Date; message: string };
+  | { status: 'DONE'; sent: number; md5: string; comment: string }
+  | {
+      status: 'RETR';
+      sent: number;
+      queueAt: Date;
+      message: string;
+      requeueComment: string;
+    };
+
+/** A dissemination host of a destination, as a mover needs it to send. */
+export interface DisseminationHost {
+  hostId: string;
+  /** The transfer method's module (`sftp`, `ftp`, ...); null when the host has no method. */
+  module: string | null;
+  host: string;
+  login: string;
+  passwdSealed: string | null;
+  dir: string;
+  data: string;
+  maxConnections: number | null;
+  retryCount: number | null;
+  retryFrequency: number | null;
+  /** The network's label (`Internet`, ...), else its code. */
+  network: string | null;
+}
+
+/** A started destination with transfers due now, with what its scheduling is decided on. */
+export interface DueDestination {
+  name: string;
+  typeLabel: string;
+  maxConnections: number | null;
+  retry: DestinationRetry;
+  /** Active dissemination hosts, primary first. */
+  hosts: DisseminationHost[];
+  state: FailoverState;
+}
+
+/** The stored state of a destination's ring, as the mover that ends an attempt reads and writes it. */
+export interface StoredFailover {
+  state: FailoverState;
+  pausedUntil: Date | null;
+  pauseReason: 'retry' | 'sleep' | null;
+}
 
 export interface DisseminationRepo {
+  /**
+   * Active destinations whose stored status is WAIT or EXEC, not paused, with a transfer due now;
+   * those waiting longest first.
+   */
+  dueDestinations(now: Date, limit: number): Promise<DueDestination[]>;
+  /** The destination's ring, locked until the end of the transaction (created when missing). */
+  lockFailover(destination: string): Promise<StoredFailover>;
+  saveFailover(
+    destination: string,
+    failover: StoredFailover,
+    result: { at: Date; hostId: string; error: string | null },
+  ): Promise<void>;
+  /** Puts a destination whose every host failed its rounds on HOLD, for an operator to restart. */
+  holdDestination(destination: string): Promise<void>;
+  /** A started destination without dissemination hosts cannot send (the reference's NoHosts). */
+  failDestination(destination: string): Promise<void>;
+  /**
+   * Writes what the scheduler is doing with the destination (EXEC while it sends, else RETR, IDLE,
+   * SCHE or WAIT), only when it changed.
+   */
+  refreshSchedulerStatus(destination: string, now: Date): Promise<void>;
   /**
    * Locks the destination's row for the rest of the transaction; false when another claimer holds
    * it (it will hand out the transfers, so this one moves on).

@@ -88,7 +88,7 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
   async setStatus(name, statusCode) {
     const rows = await db
       .update(destinations)
-      .set({ statusCode })
+      .set({ statusCode, schedulerStatus: null })
       .where(eq(destinations.name, name))
       .returning({ name: destinations.name });
     return rows.length === 1;

@@ -1,7 +1,7 @@
-import { and, count, eq, sql } from 'drizzle-orm';
-import type { DisseminationRepo } from '../../core/dissemination/ports.ts';
+import { and, count, eq, inArray, sql } from 'drizzle-orm';
+import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
-import { dataTransfers, destinations } from '../schema.ts';
+import { dataTransfers, destinationState, destinations } from '../schema.ts';
 
 type ClaimedRow = {
   id: string | number;
@@ -11,6 +11,10 @@ type ClaimedRow = {
   target: string;
   source: string;
   size: string | number;
+  priority: number;
+  scheduled_at: string | Date;
+  queue_at: string | Date;
+  started_at: string | Date;
 };
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
@@ -49,12 +53,14 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           host_id = ${hostId}, started_at = coalesce(t.started_at, ${at}::timestamptz), sent = 0,
           updated_at = ${at}::timestamptz
         from due where t.id = due.id
-        returning t.id, t.attempt, t.data_file_id, t.destination, t.target, t.priority, t.queue_at
+        returning t.id, t.attempt, t.data_file_id, t.destination, t.target, t.priority, t.queue_at,
+          t.scheduled_at, t.started_at
       ), history as (
         insert into transfer_history (transfer_id, destination, host_id, status, at, comment)
         select id, destination, ${hostId}::text, 'EXEC', ${at}::timestamptz, ${`Claimed by ${mover}`}::text from claimed
       )
-      select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.size
+      select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.size, c.priority,
+        c.scheduled_at, c.queue_at, c.started_at
       from claimed c join data_files f on f.id = c.data_file_id
       order by c.priority, c.queue_at, c.id`);
     return rowsOf<ClaimedRow>(rows).map((r) => ({
@@ -65,6 +71,10 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       target: r.target,
       source: r.source,
       size: Number(r.size),
+      priority: Number(r.priority),
+      scheduledAt: new Date(r.scheduled_at),
+      queueAt: new Date(r.queue_at),
+      startedAt: new Date(r.started_at),
     }));
   },
   async renewLeases({ mover, leaseUntil }) {
@@ -104,7 +114,10 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const done = outcome.status === 'DONE';
     const queueAt = done ? null : outcome.queueAt.toISOString();
     const message = done ? null : outcome.message;
-    const comment = done ? `Sent ${outcome.sent} bytes` : outcome.message;
+    // A failure is written as the reference writes it: STOP with the error, then RETR with the requeue.
+    const steps = done
+      ? sql`values (1, 'DONE', ${outcome.comment}::text, false)`
+      : sql`values (1, 'STOP', ${outcome.message}::text, true), (2, 'RETR', ${outcome.requeueComment}::text, false)`;
     const rows = await db.execute(sql`
       with ended as (
         update data_transfers
@@ -115,9 +128,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         returning id, data_file_id, destination, host_id
       ), history as (
         insert into transfer_history (transfer_id, destination, host_id, status, at, sent, comment, error)
-        select id, destination, host_id, ${outcome.status}::text, ${at}::timestamptz, ${outcome.sent}::bigint,
-          ${comment}::text, ${!done}::boolean
-        from ended
+        select e.id, e.destination, e.host_id, v.status, ${at}::timestamptz, ${outcome.sent}::bigint, v.comment, v.error
+        from ended e cross join (${steps}) v(step, status, comment, error)
+        order by v.step
       ), checksum as (
         update data_files f set checksum = ${done ? outcome.md5 : null}
         from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
@@ -125,4 +138,173 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       select count(*)::int as n from ended`);
     return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0) === 1;
   },
+  async dueDestinations(now, limit) {
+    const at = now.toISOString();
+    // One index probe per started destination: the claim index, on its first due row.
+    const rows = rowsOf<DueRow>(
+      await db.execute(sql`
+        select d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
+          d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at
+        from destinations d
+        join destination_types t on t.id = d.type
+        left join destination_state s on s.destination = d.name
+        join lateral (
+          select queue_at as at from data_transfers
+          where destination = d.name and status in ('WAIT', 'RETR', 'INTR')
+            and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
+          order by priority, queue_at, id
+          limit 1
+        ) due on true
+        where d.active and d.status_code in ('WAIT', 'EXEC') and true
+          and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
+        order by due.at, d.name
+        limit ${limit}::int`),
+    );
+    if (rows.length === 0) return [];
+    const hostRows = rowsOf<HostRow>(
+      await db.execute(sql`
+        select a.destination, h.hostid, m.ectrans_module_name as module, h.host, h.login, h.passwd_sealed, h.dir,
+          h.data, h.max_connections, h.retry_count, h.retry_frequency,
+          coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')) as network
+        from destination_hosts a
+        join hosts h on h.hostid = a.hostid
+        left join transfer_methods m on m.name = h.transfer_method_name
+        where a.destination in (${sql.join(
+          rows.map((r) => sql`${r.name}`),
+          sql`, `,
+        )}) and h.active and h.type = 'Dissemination'
+        order by a.destination, a.priority, h.hostid`),
+    );
+    const hostsOf = new Map<string, DisseminationHost[]>();
+    for (const h of hostRows) {
+      const list = hostsOf.get(h.destination) ?? [];
+      list.push({
+        hostId: String(h.hostid),
+        module: h.module,
+        host: h.host ?? '',
+        login: h.login ?? '',
+        passwdSealed: h.passwd_sealed,
+        dir: h.dir ?? '',
+        data: h.data,
+        maxConnections: numberOrNull(h.max_connections),
+        retryCount: numberOrNull(h.retry_count),
+        retryFrequency: numberOrNull(h.retry_frequency),
+        network: h.network,
+      });
+      hostsOf.set(h.destination, list);
+    }
+    return rows.map((r) => ({
+      name: r.name,
+      typeLabel: r.type_label,
+      maxConnections: numberOrNull(r.max_connections),
+      retry: {
+        retryCount: numberOrNull(r.retry_count),
+        retryFrequency: numberOrNull(r.retry_frequency),
+        onHostFailure: numberOrNull(r.on_host_failure),
+        resetFrequency: numberOrNull(r.reset_frequency),
+      },
+      hosts: hostsOf.get(r.name) ?? [],
+      state: {
+        hostIndex: Number(r.host_index ?? 0),
+        hostFailures: Number(r.host_failures ?? 0),
+        rounds: Number(r.rounds ?? 0),
+        leftPrimaryAt: r.left_primary_at === null ? null : new Date(r.left_primary_at).getTime(),
+      },
+    }));
+  },
+  async lockFailover(destination) {
+    await db.insert(destinationState).values({ destination }).onConflictDoNothing();
+    const [row] = await db
+      .select()
+      .from(destinationState)
+      .where(eq(destinationState.destination, destination))
+      .for('update');
+    if (!row) throw new Error(`destination ${destination} has no state row`);
+    return {
+      state: {
+        hostIndex: row.hostIndex,
+        hostFailures: row.hostFailures,
+        rounds: row.rounds,
+        leftPrimaryAt: row.leftPrimaryAt?.getTime() ?? null,
+      },
+      pausedUntil: row.pausedUntil,
+      pauseReason: row.pauseReason === 'retry' || row.pauseReason === 'sleep' ? row.pauseReason : null,
+    };
+  },
+  async saveFailover(destination, { state, pausedUntil, pauseReason }, result) {
+    await db
+      .update(destinationState)
+      .set({
+        hostIndex: state.hostIndex,
+        hostFailures: state.hostFailures,
+        rounds: state.rounds,
+        leftPrimaryAt: state.leftPrimaryAt === null ? null : new Date(state.leftPrimaryAt),
+        pausedUntil,
+        pauseReason,
+        lastHostId: result.hostId,
+        ...(result.error === null
+          ? { lastSuccessAt: result.at }
+          : { lastErrorAt: result.at, lastError: result.error.slice(0, 1000) }),
+      })
+      .where(eq(destinationState.destination, destination));
+  },
+  async holdDestination(destination) {
+    await db
+      .update(destinations)
+      .set({ statusCode: 'HOLD', schedulerStatus: null })
+      .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
+  },
+  async failDestination(destination) {
+    await db
+      .update(destinations)
+      .set({ statusCode: 'FAIL', schedulerStatus: null })
+      .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
+  },
+  async refreshSchedulerStatus(destination, now) {
+    const at = now.toISOString();
+    await db.execute(sql`
+      update destinations d set scheduler_status = v.shown
+      from (
+        select case
+          when exists (select 1 from data_transfers where destination = ${destination} and status = 'EXEC') then 'EXEC'
+          when s.paused_until > ${at}::timestamptz and s.pause_reason = 'sleep' then 'IDLE'
+          when s.paused_until > ${at}::timestamptz then 'RETR'
+          when exists (select 1 from data_transfers where destination = ${destination}
+            and status in ('WAIT', 'RETR', 'INTR') and queue_at <= ${at}::timestamptz) then 'SCHE'
+          else 'WAIT' end as shown
+        from (select 1) one left join destination_state s on s.destination = ${destination}
+      ) v
+      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC') and d.scheduler_status is distinct from v.shown`);
+  },
 });
+
+type DueRow = {
+  name: string;
+  type_label: string;
+  max_connections: number | null;
+  retry_count: number | null;
+  retry_frequency: number | null;
+  on_host_failure: number | null;
+  reset_frequency: string | number | null;
+  host_index: number | null;
+  host_failures: number | null;
+  rounds: number | null;
+  left_primary_at: string | Date | null;
+};
+
+type HostRow = {
+  destination: string;
+  hostid: string | number;
+  module: string | null;
+  host: string | null;
+  login: string | null;
+  passwd_sealed: string | null;
+  dir: string | null;
+  data: string;
+  max_connections: number | null;
+  retry_count: number | null;
+  retry_frequency: number | null;
+  network: string | null;
+};
+
+const numberOrNull = (v: string | number | null) => (v === null ? null : Number(v));

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
+import { deliverFile, type RemoteFiles } from '../../core/dissemination/deliver.ts';
+import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
 import { isWithin } from '../node/sources.ts';
 
 /**
@@ -47,5 +48,24 @@ export function fileRemote(root: string): RemoteFiles {
     async remove(remotePath) {
       await fs.promises.rm(inside(remotePath), { force: true });
     },
+  };
+}
+
+/**
+ * The `file` method as a transfer method: a host's `dir` is a directory on this machine, which
+ * must lie under one of `roots` (ECPDS_FILE_HOST_ROOTS), so that a host record cannot make a
+ * mover write anywhere else.
+ */
+export function fileMethod(roots: readonly string[]): TransferMethod {
+  return {
+    async send(host, file, source, signal) {
+      const directory = path.resolve(host.directory || '.');
+      if (!roots.some((root) => isWithin(path.resolve(root), directory))) {
+        throw new Error(`Directory ${host.directory} is not under a file host root (ECPDS_FILE_HOST_ROOTS)`);
+      }
+      await fs.promises.mkdir(directory, { recursive: true });
+      return deliverFile(fileRemote(directory), deliveryFor({ ...host, directory: '' }, file), source, signal);
+    },
+    async close() {},
   };
 }

@@ -1,0 +1,227 @@
+import type { Ports } from '../ports.ts';
+import { type Attempt, currentHost, endDelivered, endFailed } from './attempts.ts';
+import { claimTransfers, reclaimLapsedAttempts, renewLeases } from './claims.ts';
+import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
+import type { HostConnection, TransferMethods } from './methods.ts';
+import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
+
+/** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
+export interface SourceReader {
+  open(source: string, signal: AbortSignal): Promise<{ size: number; stream: AsyncIterable<Uint8Array> }>;
+}
+
+export interface MoverOptions {
+  name: string;
+  /** Transfers this mover sends at once, over every destination. */
+  concurrency: number;
+  /** How long a claimed transfer stays this mover's without a heartbeat. */
+  leaseMs: number;
+  /** Renews the leases, aborts what was taken away, reclaims lapsed ones. */
+  heartbeatMs: number;
+  /** Looks for due work at least this often, even without a wake-up. */
+  pollMs: number;
+}
+
+export interface MoverDeps {
+  ports: Ports;
+  methods: TransferMethods;
+  sources: SourceReader;
+  /** Called after each beat, for work that rides on it (the expiry sweep). */
+  onHeartbeat?: () => Promise<void>;
+}
+
+export interface Mover {
+  /** Looks for work now (a put, a requeue, a started destination). */
+  wake(): void;
+  /** Transfers being sent now. */
+  inFlight(): number;
+  /**
+   * Stops claiming and lets the transfers in flight finish; after `deadlineMs` the rest are
+   * aborted and requeued at once. Resolves once every attempt has ended and sessions are closed.
+   */
+  stop(deadlineMs: number): Promise<void>;
+}
+
+/** Why an attempt was aborted: the transfer was taken away (stop, delete, lost lease), or the mover stops. */
+class TakenAway extends Error {}
+class MoverStopping extends Error {}
+
+const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * A data mover: claims due transfers destination by destination (each claim one short
+ * transaction), sends each through its host's transfer method with no transaction open, and
+ * ends each attempt under the destination's ring lock. Its heartbeat renews its leases; a
+ * transfer missing from the renewal was stopped, deleted or reclaimed, and its stream is closed.
+ */
+export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
+  const { ports } = deps;
+  const running = new Map<number, AbortController>();
+  let stopping = false;
+  let wakeUp: (() => void) | null = null;
+  let pending = false;
+  const wake = () => {
+    pending = true;
+    wakeUp?.();
+  };
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      if (pending) return resolve();
+      const timer = setTimeout(done, options.pollMs);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
+  heartbeat.unref?.();
+  async function beat() {
+    try {
+      const kept = new Set(await renewLeases(ports, options.name, options.leaseMs));
+      for (const [id, controller] of running) {
+        if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.name}`));
+      }
+      if ((await reclaimLapsedAttempts(ports)) > 0) wake();
+      await deps.onHeartbeat?.();
+    } catch (error) {
+      ports.logger.error('mover heartbeat failed', {
+        mover: options.name,
+        reason: reason(error),
+      });
+    }
+  }
+
+  const loop = (async () => {
+    while (!stopping) {
+      pending = false;
+      try {
+        await claimRound();
+      } catch (error) {
+        ports.logger.error('mover claim failed', {
+          mover: options.name,
+          reason: reason(error),
+        });
+      }
+      if (!stopping) await idle();
+    }
+  })();
+
+  async function claimRound() {
+    let free = options.concurrency - running.size;
+    if (free <= 0) return;
+    const due = await ports.repos.dissemination.dueDestinations(ports.clock(), Math.max(10, free));
+    for (const destination of due) {
+      if (free <= 0 || stopping) break;
+      const { host } = currentHost(destination, destination.state, ports.clock().getTime());
+      if (!host) {
+        await ports.repos.dissemination.failDestination(destination.name);
+        ports.logger.warn('destination has no dissemination host', {
+          destination: destination.name,
+        });
+        continue;
+      }
+      const claimed = await claimTransfers(ports, {
+        destination: destination.name,
+        hostId: host.hostId,
+        mover: options.name,
+        destinationMax: destination.maxConnections,
+        hostMax: host.maxConnections,
+        leaseMs: options.leaseMs,
+        wanted: free,
+      });
+      if (claimed.length > 0) await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
+      for (const transfer of claimed) {
+        free--;
+        const controller = new AbortController();
+        running.set(transfer.id, controller);
+        void send(transfer, destination, host, controller.signal).finally(() => {
+          running.delete(transfer.id);
+          wake();
+        });
+      }
+    }
+  }
+
+  async function send(
+    transfer: ClaimedTransfer,
+    destination: DueDestination,
+    host: DisseminationHost,
+    signal: AbortSignal,
+  ) {
+    const protocol = host.module ?? 'none';
+    const attempt: Attempt = {
+      mover: options.name,
+      transfer,
+      destination,
+      host,
+      protocol,
+    };
+    try {
+      const method = deps.methods[protocol as MethodName];
+      if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${options.name}`);
+      const connection = await connectionTo(host, protocol as MethodName);
+      const timeout = connection.options.putTimeoutMs;
+      const attemptSignal = timeout === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(timeout)]);
+      const source = await deps.sources.open(transfer.source, attemptSignal);
+      if (source.size !== transfer.size) {
+        throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
+      }
+      const delivered = await method.send(
+        connection,
+        { target: transfer.target, size: transfer.size },
+        source.stream,
+        attemptSignal,
+      );
+      await endDelivered(ports, attempt, delivered);
+    } catch (error) {
+      const cause = signal.aborted ? signal.reason : error;
+      // Taken away: the stop, delete or reclaim already wrote what happened; the fenced finish would change nothing.
+      if (cause instanceof TakenAway) return;
+      const message = cause instanceof MoverStopping ? cause.message : reason(cause);
+      await endFailed(ports, attempt, {
+        message,
+        sent: 0,
+        counts: !(cause instanceof MoverStopping),
+      }).catch((e) =>
+        ports.logger.error('could not end a failed attempt', {
+          transfer: transfer.id,
+          reason: reason(e),
+        }),
+      );
+    }
+  }
+
+  async function connectionTo(host: DisseminationHost, method: MethodName): Promise<HostConnection> {
+    return {
+      hostId: host.hostId,
+      hostname: splitHostPort(host.host).hostname,
+      login: host.login,
+      // Unsealed for this attempt only, and never logged.
+      password: host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed),
+      directory: host.dir,
+      options: methodOptions(method, host.host, host.data),
+    };
+  }
+
+  return {
+    wake,
+    inFlight: () => running.size,
+    async stop(deadlineMs) {
+      stopping = true;
+      wakeUp?.();
+      await loop;
+      const deadline = setTimeout(() => {
+        for (const controller of running.values()) {
+          controller.abort(new MoverStopping(`Interrupted: DataMover=${options.name} stopped`));
+        }
+      }, deadlineMs);
+      while (running.size > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      clearTimeout(deadline);
+      clearInterval(heartbeat);
+      await Promise.all(Object.values(deps.methods).map((m) => m?.close()));
+    },
+  };
+}
