@@ -34,6 +34,8 @@ export interface Ports {
   events: EventSink;
   /** Checks a data file's source is allowed and reachable, and measures it, before anything is stored. */
   sources: SourceProber;
+  /** Tells the movers there may be work now (a put, a requeue, a start); they also look on their own. */
+  wakeMovers: () => void;
 }
 
 export interface Memo {

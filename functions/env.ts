@@ -101,6 +101,14 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_SOURCE_ROOTS: list(/[,:]/),
   ECPDS_EVENT_LOG: text(),
   ECPDS_SWEEP_SECONDS: integer('ECPDS_SWEEP_SECONDS', 60, 0, 86_400),
+  ECPDS_MOVER: flag('ECPDS_MOVER', true),
+  ECPDS_MOVER_NAME: text(),
+  ECPDS_MOVER_CONCURRENCY: integer('ECPDS_MOVER_CONCURRENCY', 8, 1, 1024),
+  ECPDS_MOVER_LEASE_SECONDS: integer('ECPDS_MOVER_LEASE_SECONDS', 60, 2, 3600),
+  ECPDS_MOVER_HEARTBEAT_SECONDS: integer('ECPDS_MOVER_HEARTBEAT_SECONDS', 15, 1, 900),
+  ECPDS_MOVER_POLL_MS: integer('ECPDS_MOVER_POLL_MS', 1000, 20, 60_000),
+  ECPDS_MOVER_DRAIN_SECONDS: integer('ECPDS_MOVER_DRAIN_SECONDS', 30, 0, 3600),
+  ECPDS_FILE_HOST_ROOTS: list(/[,:]/),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

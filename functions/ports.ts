@@ -35,16 +35,19 @@ export interface PortsOptions {
   /** Where destination notes are pushed after a metadata change; none when not configured. */
   notes?: { url: string; token: string | null } | null;
   clock?: () => Date;
+  /** Tells this process's mover there is work; movers elsewhere find it by polling. */
+  wakeMovers?: () => void;
 }
 
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
-  const { db, state, notes, clock, ...given } = options;
+  const { db, state, notes, clock, wakeMovers, ...given } = options;
   return {
     ...state,
     ...given,
     repos: createRepositories(db),
     clock: clock ?? (() => new Date()),
+    wakeMovers: wakeMovers ?? (() => {}),
     notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
   };
 }

@@ -64,11 +64,15 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
   for (let attempt = 0; attempt < 3; attempt++) {
     const outcome = await ctx.ports.repos.dataFiles.register(file, transfer);
     if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
-    if (outcome !== 'taken') return { id: outcome };
+    if (outcome !== 'taken') {
+      ctx.ports.wakeMovers();
+      return { id: outcome };
+    }
     const live = await ctx.ports.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
     if (!live) continue; // the holder was deleted meanwhile: try again
     if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
     await ctx.ports.repos.dataFiles.requeue(live.transferId, file, transfer);
+    ctx.ports.wakeMovers();
     return { id: live.dataFileId };
   }
   throw conflict('DataFile could not be registered: the unique key kept changing, try again');

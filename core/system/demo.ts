@@ -56,12 +56,26 @@ const FIELDS = [
   { name: 'portal_token', label: 'Portal token', type: 'password', category: 'Access', position: 1 },
 ];
 
-function demoBackup(): Backup {
+/**
+ * The demo's destinations deliver into `deliveredDir/<name>` through a `file` host (primary), with
+ * their remote host as a fall-back, so that a put on a fresh install arrives somewhere to look at.
+ */
+function demoBackup(deliveredDir: string): Backup {
   return {
     ecusers: [
       { name: 'ecpds', uid: 1000, gid: 1000, dir: '/home/ecpds', shell: '/bin/bash', comment: 'Dissemination owner' },
     ],
     methods: [
+      {
+        name: 'file',
+        ectransModuleName: 'file',
+        value: null,
+        restrict: false,
+        resolve: false,
+        comment: 'A directory on the data mover',
+        active: true,
+        ectransModule: { name: 'file', classe: null, archive: null, active: true },
+      },
       {
         name: 'sftp',
         ectransModuleName: 'sftp',
@@ -104,6 +118,26 @@ function demoBackup(): Backup {
         {
           priority: 0,
           host: {
+            hostid: 100 + i + 1,
+            nickname: `${name.toLowerCase()}-local`,
+            host: 'localhost',
+            login: '',
+            dir: `${deliveredDir.replace(/\/+$/, '')}/${name}`,
+            transferMethodName: 'file',
+            type: 'Dissemination',
+            ecuserName: 'ecpds',
+            active: true,
+            maxConnections: 2,
+            retryCount: 3,
+            retryFrequency: 5000,
+            networkName: 'LAN',
+            networkCode: 'L',
+            data: '',
+          },
+        },
+        {
+          priority: 1,
+          host: {
             hostid: i + 1,
             nickname: `${name.toLowerCase()}-primary`,
             host: `ftp.${name.toLowerCase().replace(/_/g, '-')}.example.org`,
@@ -125,11 +159,16 @@ function demoBackup(): Backup {
   };
 }
 
-export async function loadDemoData(ports: Ports) {
+/** Loads the demo and starts its active destinations: they send what is put for them. */
+export async function loadDemoData(ports: Ports, options: { deliveredDir?: string } = {}) {
   await importFields(ports, 'demo', FIELDS);
-  await ports.repos.transaction((repos) =>
-    restore({ ports, requestId: 'demo', caller: null }, repos, demoBackup(), false),
-  );
+  const backup = demoBackup(options.deliveredDir ?? 'data/delivered');
+  await ports.repos.transaction(async (repos) => {
+    await restore({ ports, requestId: 'demo', caller: null }, repos, backup, false);
+    for (const { destination } of backup.destinations) {
+      if (destination.active) await repos.destinations.setStatus(destination.name, 'WAIT');
+    }
+  });
   const ctx = { ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: true } };
   for (const [name, , , comment] of SITES) {
     const slug = name.toLowerCase().replace(/_/g, '-');

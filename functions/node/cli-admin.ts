@@ -24,6 +24,25 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
     });
 
   program
+    .command('mover')
+    .description('run a data mover: claim due transfers and send them, until SIGTERM or SIGINT')
+    .option('--name <name>', 'the name its claims carry (default: host name and process id)')
+    .option('--concurrency <n>', 'transfers sent at once (default: ECPDS_MOVER_CONCURRENCY or 8)')
+    .action(async (options: { name?: string; concurrency?: string }) => {
+      const concurrency = options.concurrency === undefined ? undefined : Number(options.concurrency);
+      if (concurrency !== undefined && !(Number.isInteger(concurrency) && concurrency >= 1 && concurrency <= 1024)) {
+        throw new ConfigError(`--concurrency must be a whole number from 1 to 1024, got '${options.concurrency}'`);
+      }
+      const config = parseConfig(ctx.io.env);
+      const mover = {
+        ...config.mover,
+        ...(options.name !== undefined && { name: options.name }),
+        ...(concurrency !== undefined && { concurrency }),
+      };
+      await (await import('./mover.ts')).runMoverProcess({ ...config, mover });
+    });
+
+  program
     .command('migrate')
     .description('apply database migrations')
     .action(async () => (await bodies()).migrate(ctx));

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
 
@@ -25,6 +26,20 @@ export interface NodeConfig {
   metricsPublic: boolean;
   /** The API's second mount besides the root (ECPDS_BASE_PATH); null serves the root only. */
   basePath: string | null;
+  mover: MoverConfig;
+}
+
+/** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
+export interface MoverConfig {
+  enabled: boolean;
+  name: string;
+  concurrency: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  pollMs: number;
+  drainMs: number;
+  /** Directories under which `file` hosts may deliver. */
+  fileRoots: string[];
 }
 
 export { ConfigError } from '../env.ts';
@@ -45,7 +60,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     trustProxy: e.ECPDS_TRUST_PROXY,
     propertiesFile: overrides.propertiesFile ?? e.ECPDS_PROPERTIES,
     demo: e.ECPDS_DEMO,
-    sourceRoots: e.ECPDS_SOURCE_ROOTS.map((p) => path.resolve(p)),
+    // Unset: the data directory's `outgoing`, so that a fresh install can put (and deliver) a file.
+    sourceRoots: (e.ECPDS_SOURCE_ROOTS.length > 0
+      ? e.ECPDS_SOURCE_ROOTS
+      : [path.join(e.ECPDS_DATA_DIR, 'outgoing')]
+    ).map((p) => path.resolve(p)),
     sourceHosts: e.ECPDS_SOURCE_HOSTS,
     sourceTimeoutMs: e.ECPDS_SOURCE_TIMEOUT_MS,
     eventLog: e.ECPDS_EVENT_LOG,
@@ -55,5 +74,18 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     notesUrl: e.ECPDS_NOTES_URL,
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,
+    mover: {
+      enabled: e.ECPDS_MOVER,
+      name: e.ECPDS_MOVER_NAME ?? `${os.hostname()}-${process.pid}`,
+      concurrency: e.ECPDS_MOVER_CONCURRENCY,
+      leaseMs: e.ECPDS_MOVER_LEASE_SECONDS * 1000,
+      heartbeatMs: Math.min(e.ECPDS_MOVER_HEARTBEAT_SECONDS, e.ECPDS_MOVER_LEASE_SECONDS / 2) * 1000,
+      pollMs: e.ECPDS_MOVER_POLL_MS,
+      drainMs: e.ECPDS_MOVER_DRAIN_SECONDS * 1000,
+      fileRoots: (e.ECPDS_FILE_HOST_ROOTS.length > 0
+        ? e.ECPDS_FILE_HOST_ROOTS
+        : [path.join(e.ECPDS_DATA_DIR, 'delivered')]
+      ).map((p) => path.resolve(p)),
+    },
   };
 }

@@ -13,6 +13,8 @@ export interface Runtime {
   config: NodeConfig;
   handle: DbHandle;
   ports: Ports;
+  /** Wakes `listener` whenever ports.wakeMovers is called (the embedded mover). */
+  onWake(listener: () => void): void;
   /** Waits for work handed to waitUntil, then closes the database. */
   close(): Promise<void>;
 }
@@ -38,6 +40,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   }
   const events = eventSink(config.eventLog);
   const background = backgroundWork(logger);
+  const wakeListeners = new Set<() => void>();
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(),
@@ -50,12 +53,16 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
       timeoutMs: config.sourceTimeoutMs,
     }),
     waitUntil: background.waitUntil,
+    wakeMovers: () => {
+      for (const listener of wakeListeners) listener();
+    },
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
   });
   return {
     config,
     handle,
     ports,
+    onWake: (listener) => wakeListeners.add(listener),
     async close() {
       await background.settled();
       await handle.close();

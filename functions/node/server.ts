@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Server } from 'node:http';
 import https from 'node:https';
 import { serve } from '@hono/node-server';
@@ -13,6 +14,7 @@ import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
+import { isWithin } from './sources.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports) {
@@ -44,10 +46,14 @@ export async function runServer(config: NodeConfig) {
   const stdout = batchedStdout();
   const logger = jsonLogger(stdout.write);
   const runtime = await openRuntime(config, logger, { hold: true });
+  // The default directories for sources and `file` hosts, inside the data directory.
+  for (const dir of [...config.sourceRoots, ...config.mover.fileRoots]) {
+    if (isWithin(config.dataDir, dir)) fs.mkdirSync(dir, { recursive: true });
+  }
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
   if (config.demo && !config.databaseUrl && (await isEmptyDatabase(ports))) {
-    await loadDemoData(ports);
+    await loadDemoData(ports, { deliveredDir: config.mover.fileRoots[0] });
     logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
   }
 
@@ -101,6 +107,8 @@ export async function runServer(config: NodeConfig) {
         }, config.sweepSeconds * 1000)
       : null;
   sweep?.unref();
+  const mover = config.mover.enabled ? (await import('./mover.ts')).startNodeMover(runtime, config) : null;
+  if (mover) logger.info('mover started', { mover: config.mover.name, concurrency: config.mover.concurrency });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -114,6 +122,7 @@ export async function runServer(config: NodeConfig) {
       server.close(() => resolve());
       server.closeIdleConnections?.();
     });
+    await mover?.stop(config.mover.drainMs);
     await runtime.close();
     logger.info('stopped', {});
     process.exit(0);

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { invalid } from '../../core/common/errors.ts';
 import type { SourceProber } from '../../core/data-files/ports.ts';
-import { httpSourceProber, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
+import { hostAllowed, httpSourceProber, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
+import type { SourceReader } from '../../core/dissemination/mover.ts';
 
 /**
  * Local sources must resolve (symlinks followed) to a regular file inside one of the roots;
@@ -91,4 +92,33 @@ function safeFileUrl(source: string) {
   } catch {
     throw invalid(`Source ${source} is not a valid file URL`);
   }
+}
+
+/**
+ * Reads a data file's source when it is sent: a local file under the roots, checked and opened as
+ * `openLocalSource` does, or an http(s) URL on an allowed host, streamed. The size is what the
+ * source says now; the mover compares it, and the bytes read, with the registered size.
+ */
+export function nodeSourceReader(options: { roots: readonly string[]; hosts: readonly string[] }): SourceReader {
+  return {
+    async open(raw, signal) {
+      if (isRemoteSource(raw)) return openRemoteSource(options.hosts, raw, signal);
+      const { size, file } = await openLocalSource(options.roots, raw);
+      const stream = file.createReadStream({ highWaterMark: 256 * 1024, signal });
+      return { size, stream };
+    },
+  };
+}
+
+async function openRemoteSource(hosts: readonly string[], raw: string, signal: AbortSignal) {
+  const url = new URL(raw);
+  if (!hostAllowed(hosts, url)) throw invalid(`Source ${shownSource(raw)} not allowed: ${url.host} is not allowed`);
+  // No redirects: where a redirect leads was not what was checked.
+  const response = await fetch(url, { signal, redirect: 'error' });
+  const length = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (!response.ok || !response.body || !Number.isFinite(length)) {
+    await response.body?.cancel();
+    throw invalid(`Source ${shownSource(raw)} could not be read: HTTP ${response.status}`);
+  }
+  return { size: length, stream: response.body as AsyncIterable<Uint8Array> };
 }
