@@ -1,0 +1,285 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { asc, eq } from 'drizzle-orm';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sweepExpired } from '../core/data-files/handlers.ts';
+import { claimTransfers, finishAttempt } from '../core/dissemination/claims.ts';
+import { changeTransfer } from '../core/dissemination/manual.ts';
+import type { TransferMethod } from '../core/dissemination/methods.ts';
+import { type Mover, type MoverOptions, startMover } from '../core/dissemination/mover.ts';
+import { dataFiles, dataTransfers, destinations, transferHistory } from '../db/schema.ts';
+import { nodeSourceReader } from '../functions/node/sources.ts';
+import { fileMethod } from '../functions/transfer-methods/file.ts';
+import { testMethod } from '../functions/transfer-methods/test.ts';
+import { eventually, restoreDestination } from './support/engine.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+
+/** The mover end to end through the API, on the suite's database, with the file and test methods. */
+let h: Harness;
+let admin: string;
+let sources: string;
+let delivered: string;
+const movers: Mover[] = [];
+
+/** The test method, counting the sends in progress at once and remembering how each ended. */
+function watched(inner: TransferMethod = testMethod()) {
+  let now = 0;
+  let most = 0;
+  const aborted: string[] = [];
+  const method: TransferMethod = {
+    async send(host, file, source, signal) {
+      now++;
+      most = Math.max(most, now);
+      signal.addEventListener('abort', () => aborted.push(file.target), { once: true });
+      try {
+        return await inner.send(host, file, source, signal);
+      } finally {
+        now--;
+      }
+    },
+    close: () => inner.close(),
+  };
+  return { method, most: () => most, aborted };
+}
+
+function mover(test: TransferMethod = testMethod(), over: Partial<MoverOptions> = {}) {
+  const started = startMover(
+    {
+      ports: h.ports,
+      methods: { file: fileMethod([delivered]), test },
+      sources: nodeSourceReader({ roots: [sources], hosts: [] }),
+    },
+    { name: `m${movers.length + 1}`, concurrency: 8, leaseMs: 1500, heartbeatMs: 150, pollMs: 40, ...over },
+  );
+  movers.push(started);
+  return started;
+}
+
+beforeAll(async () => {
+  sources = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-mover-src-')));
+  delivered = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-mover-dst-')));
+  h = await createHarness({ sourceRoots: [sources] });
+  admin = await h.client('operator', ['.*']);
+});
+afterEach(async () => {
+  await Promise.all(movers.splice(0).map((m) => m.stop(2000)));
+});
+afterAll(async () => {
+  await h.close();
+  fs.rmSync(sources, { recursive: true, force: true });
+  fs.rmSync(delivered, { recursive: true, force: true });
+});
+
+let files = 0;
+function sourceFile(bytes: number) {
+  const file = path.join(sources, `src-${++files}.bin`);
+  const content = randomBytes(bytes);
+  fs.writeFileSync(file, content);
+  return { file, md5: createHash('md5').update(content).digest('hex') };
+}
+
+async function put(destination: string, query: Record<string, string> = {}, bytes = 4096) {
+  const source = sourceFile(bytes);
+  const q = new URLSearchParams({ destination, source: source.file, target: `out/${files}.bin`, ...query });
+  const r = await h.call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+  expect(r.status, r.text).toBe(200);
+  const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
+  return { ...source, dataFileId: r.json.id as number, transferId: t!.id, target: t!.target };
+}
+
+const transfer = async (id: number) => (await h.db.select().from(dataTransfers).where(eq(dataTransfers.id, id)))[0]!;
+const statusIs = (id: number, status: string) => async () =>
+  (await transfer(id)).status === status ? true : undefined;
+const historyOf = async (id: number) =>
+  h.db
+    .select({ status: transferHistory.status, hostId: transferHistory.hostId, comment: transferHistory.comment })
+    .from(transferHistory)
+    .where(eq(transferHistory.transferId, id))
+    .orderBy(asc(transferHistory.id));
+const shownStatus = async (name: string) =>
+  (await h.call('GET', `/v1/destination/${name}`, { auth: admin })).json.destination.statusCode as string;
+
+describe('a mover', () => {
+  it('delivers a put end to end: same bytes and MD5, history WAIT EXEC DONE, a UPH line, no temporary file', async () => {
+    const dir = path.join(delivered, 'E2E');
+    await restoreDestination(h, admin, 'E2E', [{ method: 'file', dir, networkName: 'LAN', networkCode: 'L' }]);
+    mover();
+    const sent = await put('E2E', {}, 300_000);
+    await eventually(statusIs(sent.transferId, 'DONE'), 15_000, 'DONE');
+
+    const arrived = fs.readFileSync(path.join(dir, sent.target));
+    expect(createHash('md5').update(arrived).digest('hex')).toBe(sent.md5);
+    expect(fs.readdirSync(path.join(dir, 'out')).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, sent.dataFileId));
+    expect(file!.checksum).toBe(sent.md5);
+    expect((await historyOf(sent.transferId)).map((r) => r.status)).toEqual(['WAIT', 'EXEC', 'DONE']);
+    expect((await transfer(sent.transferId)).sent).toBe(300_000);
+    const uph = h.events.find((e) => e.startsWith('UPH;') && e.includes(`DataTransferId=${sent.transferId};`));
+    expect(uph).toContain('DestinationName=E2E;');
+    expect(uph).toContain('BytesSent=300000;');
+    expect(uph).toContain('TransferProtocol=file;');
+    expect(uph).toContain('NetworkCode=LAN;');
+    expect(await shownStatus('E2E')).toBe('WAIT');
+  });
+
+  it('sends nothing for a destination that was not started (INIT)', async () => {
+    await restoreDestination(h, admin, 'NOT_STARTED', [{ method: 'test' }], { start: false });
+    mover();
+    const sent = await put('NOT_STARTED');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await transfer(sent.transferId)).status).toBe('WAIT');
+    expect(await shownStatus('NOT_STARTED')).toBe('INIT');
+  });
+
+  it('delivers on the backup host when the primary is down, with history STOP and RETR and an ERR line', async () => {
+    const dir = path.join(delivered, 'FAILOVER');
+    await restoreDestination(h, admin, 'FAILOVER', [
+      {
+        method: 'test',
+        data: 'test.fail = "yes"\ntest.error = "Connection refused"',
+        retryCount: 1,
+        retryFrequency: 50,
+      },
+      { method: 'file', dir },
+    ]);
+    mover();
+    const sent = await put('FAILOVER');
+    await eventually(statusIs(sent.transferId, 'DONE'), 15_000, 'DONE on the backup');
+    const history = await historyOf(sent.transferId);
+    const [primary, backup] = [history[1]!.hostId, history.at(-1)!.hostId];
+    expect(primary).not.toBe(backup);
+    expect(history.map((r) => r.status)).toEqual([
+      'WAIT',
+      'EXEC',
+      'STOP',
+      'RETR',
+      'EXEC',
+      'STOP',
+      'RETR',
+      'EXEC',
+      'DONE',
+    ]);
+    expect(history[2]!.comment).toBe('Connection refused');
+    expect(fs.existsSync(path.join(dir, sent.target))).toBe(true);
+    const err = h.events.filter((e) => e.startsWith('ERR;') && e.includes(`DataTransferId=${sent.transferId};`));
+    expect(err).toHaveLength(2);
+    expect(err[0]).toContain('DestinationType=');
+    expect(err[0]).toContain('NetworkCode=Internet;');
+    expect(err[0]).toContain('TransferProtocol=test;');
+    expect(err[0]).toMatch(/;Message=Connection refused$/);
+  });
+
+  it('puts the destination on HOLD once every host failed its rounds', async () => {
+    const down = { method: 'test' as const, data: 'test.fail = "yes"', retryCount: 0, retryFrequency: 10 };
+    await restoreDestination(h, admin, 'ALL_DOWN', [down, down], { destination: { retryCount: 0 } });
+    mover();
+    const sent = await put('ALL_DOWN');
+    await eventually(async () => ((await shownStatus('ALL_DOWN')) === 'HOLD' ? true : undefined), 15_000, 'HOLD');
+    const [stored] = await h.db.select().from(destinations).where(eq(destinations.name, 'ALL_DOWN'));
+    expect(stored!.statusCode).toBe('HOLD');
+    expect((await transfer(sent.transferId)).status).toBe('RETR');
+  });
+
+  it('sleeps for the destination retry frequency after a failed round, shown IDLE', async () => {
+    const down = { method: 'test' as const, data: 'test.fail = "yes"', retryCount: 0, retryFrequency: 10 };
+    await restoreDestination(h, admin, 'SLEEPY', [down], { destination: { retryCount: 5, retryFrequency: 60_000 } });
+    mover();
+    const sent = await put('SLEEPY');
+    await eventually(async () => ((await shownStatus('SLEEPY')) === 'IDLE' ? true : undefined), 15_000, 'IDLE');
+    expect((await transfer(sent.transferId)).queueAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
+  });
+
+  it('never runs more than maxConnections=1 at once, across two movers, and sends all 50 files', async () => {
+    await restoreDestination(h, admin, 'ONE_AT_A_TIME', [{ method: 'test', data: 'test.delay = "5"' }], {
+      destination: { maxConnections: 1 },
+    });
+    const watch = watched();
+    const sent = [];
+    for (let i = 0; i < 50; i++) sent.push(await put('ONE_AT_A_TIME', {}, 64));
+    mover(watch.method);
+    mover(watch.method);
+    for (const s of sent) await eventually(statusIs(s.transferId, 'DONE'), 30_000, `DONE ${s.transferId}`);
+    expect(watch.most()).toBe(1);
+  });
+
+  it('fails a transfer whose expiry passes while it waits to retry', async () => {
+    await restoreDestination(h, admin, 'EXPIRING', [
+      { method: 'test', data: 'test.fail = "yes"', retryCount: 5, retryFrequency: 60_000 },
+    ]);
+    mover();
+    const sent = await put('EXPIRING', { lifetime: '1s' });
+    await eventually(statusIs(sent.transferId, 'RETR'), 10_000, 'RETR');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await sweepExpired(h.ports);
+    const ended = await transfer(sent.transferId);
+    expect(ended.status).toBe('FAIL');
+    expect(ended.message).toBe('File not transferred before expiration');
+  });
+
+  it('holds a standby file until it is requeued, then delivers it', async () => {
+    await restoreDestination(h, admin, 'STANDBY', [{ method: 'test' }]);
+    mover();
+    const sent = await put('STANDBY', { standby: 'true' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await transfer(sent.transferId)).status).toBe('HOLD');
+    await changeTransfer(h.ports, 'test', sent.transferId, 'requeue');
+    await eventually(statusIs(sent.transferId, 'DONE'), 10_000, 'DONE after requeue');
+  });
+
+  it('closes the stream of a send whose data file is deleted, within one heartbeat', async () => {
+    await restoreDestination(h, admin, 'DELETED', [{ method: 'test', data: 'test.delay = "30s"' }]);
+    const watch = watched();
+    mover(watch.method);
+    const sent = await put('DELETED');
+    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
+    const r = await h.call('DELETE', `/v1/datafile/del?id=${sent.dataFileId}`, { auth: admin });
+    expect(r.status, r.text).toBe(200);
+    await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 2000, 'abort');
+    expect((await transfer(sent.transferId)).status).toBe('STOP');
+    expect((await historyOf(sent.transferId)).map((x) => x.status)).not.toContain('DONE');
+  });
+
+  it("delivers the transfers of a mover that died, once, and fences the dead mover's late finish", async () => {
+    await restoreDestination(h, admin, 'ORPHANS', [{ method: 'test' }], { start: false });
+    const sent = await put('ORPHANS');
+    const [ghost] = await claimTransfers(h.ports, {
+      destination: 'ORPHANS',
+      hostId: 'nowhere',
+      mover: 'ghost',
+      destinationMax: -1,
+      hostMax: -1,
+      leaseMs: 200,
+      wanted: 1,
+    });
+    expect(ghost?.id).toBe(sent.transferId);
+    await h.db.update(destinations).set({ statusCode: 'WAIT' }).where(eq(destinations.name, 'ORPHANS'));
+    mover();
+    await eventually(statusIs(sent.transferId, 'DONE'), 10_000, 'DONE by another mover');
+    const late = { status: 'DONE' as const, sent: 1, md5: 'x', comment: 'late' };
+    expect(await finishAttempt(h.ports, 'ghost', ghost!, late)).toBe(false);
+    const statuses = (await historyOf(sent.transferId)).map((x) => x.status);
+    expect(statuses.filter((s) => s === 'DONE')).toHaveLength(1);
+    expect(statuses).toContain('INTR');
+  });
+
+  it('lets the transfers in flight finish when it stops', async () => {
+    await restoreDestination(h, admin, 'DRAIN', [{ method: 'test', data: 'test.delay = "400"' }]);
+    const m = mover();
+    const sent = [await put('DRAIN'), await put('DRAIN')];
+    for (const s of sent) await eventually(statusIs(s.transferId, 'EXEC'), 10_000, 'EXEC');
+    await m.stop(10_000);
+    for (const s of sent) expect((await transfer(s.transferId)).status).toBe('DONE');
+  });
+
+  it('fails an attempt whose source changed size since it was registered, saying so', async () => {
+    await restoreDestination(h, admin, 'CHANGED', [{ method: 'test', retryFrequency: 60_000 }], { start: false });
+    const sent = await put('CHANGED', {}, 100);
+    fs.appendFileSync(sent.file, 'more');
+    await h.db.update(destinations).set({ statusCode: 'WAIT' }).where(eq(destinations.name, 'CHANGED'));
+    mover();
+    await eventually(statusIs(sent.transferId, 'RETR'), 10_000, 'RETR');
+    expect((await transfer(sent.transferId)).message).toBe('Source changed size: 104 bytes now, 100 registered');
+  });
+});
