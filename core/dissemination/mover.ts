@@ -4,6 +4,7 @@ import { claimTransfers, reclaimLapsedAttempts, renewLeases } from './claims.ts'
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import type { HostConnection, TransferMethods } from './methods.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
+import type { EngineStats } from './stats.ts';
 
 /** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
 export interface SourceReader {
@@ -26,6 +27,8 @@ export interface MoverDeps {
   ports: Ports;
   methods: TransferMethods;
   sources: SourceReader;
+  /** Counters for /metrics. */
+  stats?: EngineStats;
   /** Called after each beat, for work that rides on it (the expiry sweep). */
   onHeartbeat?: () => Promise<void>;
 }
@@ -84,7 +87,11 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       for (const [id, controller] of running) {
         if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.name}`));
       }
-      if ((await reclaimLapsedAttempts(ports)) > 0) wake();
+      const reclaimed = await reclaimLapsedAttempts(ports);
+      if (reclaimed > 0) {
+        deps.stats?.reclaimed(reclaimed);
+        wake();
+      }
       await deps.onHeartbeat?.();
     } catch (error) {
       ports.logger.error('mover heartbeat failed', {
@@ -175,21 +182,16 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
         source.stream,
         attemptSignal,
       );
-      await endDelivered(ports, attempt, delivered);
+      if (await endDelivered(ports, attempt, delivered)) deps.stats?.delivered(host.hostId, delivered.sent);
     } catch (error) {
       const cause = signal.aborted ? signal.reason : error;
       // Taken away: the stop, delete or reclaim already wrote what happened; the fenced finish would change nothing.
       if (cause instanceof TakenAway) return;
       const message = cause instanceof MoverStopping ? cause.message : reason(cause);
-      await endFailed(ports, attempt, {
-        message,
-        sent: 0,
-        counts: !(cause instanceof MoverStopping),
-      }).catch((e) =>
-        ports.logger.error('could not end a failed attempt', {
-          transfer: transfer.id,
-          reason: reason(e),
-        }),
+      const counts = !(cause instanceof MoverStopping);
+      if (counts) deps.stats?.failed(host.hostId);
+      await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
+        ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: reason(e) }),
       );
     }
   }

@@ -122,6 +122,8 @@ export interface StoredFailover {
 }
 
 export interface DisseminationRepo {
+  /** Live transfers (WAIT, RETR, INTR, EXEC, HOLD) counted per destination and status. */
+  queueDepth(): Promise<Array<{ destination: string; status: string; count: number }>>;
   /**
    * Active destinations whose stored status is WAIT or EXEC, not paused, with a transfer due now;
    * those waiting longest first.

@@ -18,6 +18,16 @@ type ClaimedRow = {
 };
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
+  async queueDepth() {
+    const rows = await db.execute(sql`
+      select destination, status, count(*)::int as count from data_transfers
+      where status not in ('DONE', 'FAIL', 'STOP')
+      group by destination, status order by destination, status`);
+    return rowsOf<{ destination: string; status: string; count: number }>(rows).map((r) => ({
+      ...r,
+      count: Number(r.count),
+    }));
+  },
   async lockDestination(destination) {
     const rows = await db
       .select({ name: destinations.name })
