@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { methodOptions } from '../core/dissemination/method-options.ts';
@@ -174,6 +175,26 @@ describe.skipIf(!availability.run)(`ftp and ftps against ProFTPD ${availability.
     expect(connections).toBe(2);
   });
 
+  it('sends again on a new session when a reused one no longer answers, before reading the source', async () => {
+    const proxy = await freezableProxy(server.port);
+    try {
+      let connections = 0;
+      const ftp = method('ftp', { onConnect: () => void connections++ });
+      const data = 'ectrans.connectTimeOut = "500ms"';
+      const h = { ...host('ftp', 'in/dead', data), options: methodOptions('ftp', `127.0.0.1:${proxy.port}`, data) };
+      await ftp.send(h, { target: 'a', size: 3 }, chunks(payload(3)), never());
+      // The session's connection stays open but nothing goes through any more (a dropped NAT entry).
+      proxy.freeze();
+      const bytes = payload(5_000);
+      const done = await ftp.send(h, { target: 'b', size: 5_000 }, chunks(bytes), never());
+      expect(done.md5).toBe(md5(bytes));
+      expect(connections).toBe(2);
+      expect(read('in/dead/b')).toEqual(bytes);
+    } finally {
+      proxy.close();
+    }
+  });
+
   it('stops promptly when aborted mid-stream, leaving neither the final nor the temporary file', async () => {
     const abort = new AbortController();
     const bytes = payload(8 * 1024 * 1024);
@@ -195,6 +216,36 @@ describe.skipIf(!availability.run)(`ftp and ftps against ProFTPD ${availability.
     expect(filesIn('in/abort')).toEqual([]);
   });
 });
+
+/** A TCP relay to `port`; `freeze` stops relaying on the connections open so far, without closing them. */
+async function freezableProxy(port: number) {
+  const open = new Set<net.Socket>();
+  const all: net.Socket[] = [];
+  const relay = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      open.add(s);
+      all.push(s);
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (relay.address() as net.AddressInfo).port,
+    freeze() {
+      for (const s of open) {
+        s.unpipe();
+        s.pause();
+      }
+      open.clear();
+    },
+    close() {
+      for (const s of all) s.destroy();
+      relay.close();
+    },
+  };
+}
 
 function safeList(dir: string): string[] {
   try {
