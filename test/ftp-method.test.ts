@@ -97,6 +97,14 @@ describe.skipIf(!availability.run)(`ftp and ftps against ProFTPD ${availability.
     expect(new Set(seen.filter((n) => n !== 'f.bin'))).toEqual(new Set());
   });
 
+  it("says why the server refused the upload, with the server's reply", async () => {
+    const h = host('ftp', 'in/missing', 'ftp.mkdirs = "no"');
+    const attempt = method('ftp').send(h, { target: 'f', size: 3 }, chunks(payload(3)), never());
+    await expect(attempt).rejects.toThrow(
+      'Upload to in/missing/f.tmp failed: 550 in/missing/f.tmp: No such file or directory',
+    );
+  });
+
   it('checks the remote size with ftp.ignoreCheck=no', async () => {
     const bytes = payload(123_457);
     const h = host('ftp', 'in/check', 'ftp.ignoreCheck = "no"');

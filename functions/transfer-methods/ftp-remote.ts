@@ -77,6 +77,7 @@ async function upload(
   let bytes = 0;
   let ended = false;
   let sourceError: unknown = null;
+  let started = false;
   const end = (stream: Readable) => {
     if (ended) return;
     ended = true;
@@ -84,6 +85,7 @@ async function upload(
   };
   const stream = new Readable({
     async read() {
+      started = true;
       try {
         const next = await iterator.next();
         if (ended) return;
@@ -101,15 +103,38 @@ async function upload(
     void iterator.return?.()?.catch(() => undefined);
   };
   signal.addEventListener('abort', onAbort, { once: true });
+  const restore = awaitReplyOnDataError(client, () => started);
   try {
     await client.uploadFrom(stream, path);
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     throw sourceError ?? failed(`Upload to ${path}`, error);
   } finally {
+    restore();
     signal.removeEventListener('abort', onAbort);
   }
   if (signal.aborted) throw signal.reason;
   if (sourceError) throw sourceError;
   return bytes;
+}
+
+/** How long a reset data connection waits for the server's reply that explains it. */
+const REPLY_GRACE_MS = 500;
+
+/**
+ * A server refusing a STOR (no such directory, permission denied, quota) may reset the data
+ * connection before it sends its 550 on the control connection; basic-ftp then closes the session
+ * on the reset and the reply is lost: the operator would read `ECONNRESET`. So until the transfer
+ * starts, closing the session on a data connection error waits a short grace for that reply.
+ */
+function awaitReplyOnDataError(client: Client, started: () => boolean): () => void {
+  const ftp = client.ftp;
+  const close = ftp.closeWithError;
+  ftp.closeWithError = (error: Error) => {
+    const socket = ftp.dataSocket;
+    if (!socket || started() || !error.message.endsWith('(data socket)')) return close.call(ftp, error);
+    // The reply settles the transfer, which drops the data socket: then there is nothing to close.
+    setTimeout(() => ftp.dataSocket === socket && close.call(ftp, error), REPLY_GRACE_MS).unref();
+  };
+  return () => void Reflect.deleteProperty(ftp, 'closeWithError');
 }
