@@ -14,6 +14,7 @@ export interface FtpTarget {
   security: 'plain' | 'explicit' | 'implicit';
   /** Verify the server's certificate (`ftps.strict`). */
   strict: boolean;
+  /** basic-ftp's one timeout: connecting, waiting for each reply, and a data connection that stalls. */
   timeoutMs: number;
 }
 

@@ -33,7 +33,9 @@ export function ftpRemote(
         path = path === '' || path === '/' ? `${path}${part}` : `${path}/${part}`;
         if (options.known.has(path)) continue;
         // An existing directory answers 550 too; a real failure shows on the upload that follows.
-        await client.sendIgnoringError(`MKD ${path}`);
+        await client.sendIgnoringError(`MKD ${path}`).catch((error) => {
+          throw failed(`Creating directory ${path}`, error);
+        });
         options.known.add(path);
       }
     },
