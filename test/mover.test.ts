@@ -9,7 +9,9 @@ import { claimTransfers, finishAttempt } from '../core/dissemination/claims.ts';
 import { changeTransfer } from '../core/dissemination/manual.ts';
 import type { TransferMethod } from '../core/dissemination/methods.ts';
 import { type Mover, type MoverOptions, startMover } from '../core/dissemination/mover.ts';
+import { createEngineStats } from '../core/dissemination/stats.ts';
 import { dataFiles, dataTransfers, destinations, transferHistory } from '../db/schema.ts';
+import { renderEngine } from '../functions/http/metrics.ts';
 import { nodeSourceReader } from '../functions/node/sources.ts';
 import { fileMethod } from '../functions/transfer-methods/file.ts';
 import { testMethod } from '../functions/transfer-methods/test.ts';
@@ -281,5 +283,27 @@ describe('a mover', () => {
     mover();
     await eventually(statusIs(sent.transferId, 'RETR'), 10_000, 'RETR');
     expect((await transfer(sent.transferId)).message).toBe('Source changed size: 104 bytes now, 100 registered');
+  });
+
+  it('shows live transfers per destination and status on /metrics, and what a mover counted', async () => {
+    await restoreDestination(h, admin, 'METERED', [{ method: 'test' }], { start: false });
+    await put('METERED');
+    await put('METERED', { standby: 'true' });
+    const r = await h.call('GET', '/metrics', { auth: admin });
+    expect(r.status).toBe(200);
+    expect(r.text).toContain('ecpds_transfers{destination="METERED",status="WAIT"} 1\n');
+    expect(r.text).toContain('ecpds_transfers{destination="METERED",status="HOLD"} 1\n');
+    expect(r.text).toMatch(/\necpds_transfers_running \d+\n/);
+
+    const stats = createEngineStats();
+    stats.delivered('7', 1000);
+    stats.delivered('7', 24);
+    stats.failed('8');
+    stats.reclaimed(2);
+    const text = renderEngine([], stats.snapshot());
+    expect(text).toContain('ecpds_mover_bytes_sent_total{host="7"} 1024\n');
+    expect(text).toContain('ecpds_mover_delivered_total{host="7"} 2\n');
+    expect(text).toContain('ecpds_mover_failures_total{host="8"} 1\n');
+    expect(text).toContain('ecpds_mover_lease_reclaims_total 2\n');
   });
 });

@@ -3,6 +3,7 @@ import { authenticate, parseBasicAuthorization } from '../../core/api-clients/au
 import type { Operation, OperationId } from '../../core/catalogue.ts';
 import { type Handler, SerializedAnswer } from '../../core/common/operation.ts';
 import { parseInput } from '../../core/common/params.ts';
+import type { EngineStats } from '../../core/dissemination/stats.ts';
 import { handlers } from '../../core/handlers.ts';
 import type { Caller, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/system/version.ts';
@@ -36,6 +37,8 @@ export interface AppOptions {
    * `unknown` when the shell cannot tell (failures then count per username only).
    */
   clientAddress(c: Context): string;
+  /** What this process's mover did, for /metrics; none when it runs no mover. */
+  engineStats?: EngineStats;
 }
 
 /** `service` labels the request in /metrics: a permission name, none/basic, or an ops route. */

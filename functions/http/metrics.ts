@@ -1,3 +1,5 @@
+import type { EngineStats } from '../../core/dissemination/stats.ts';
+
 /**
  * Request counters of one app, rendered in the Prometheus text format. createApp makes one;
  * nothing is kept at module level, so each app (and each test) starts from zero.
@@ -81,3 +83,38 @@ export function createMetrics(): Metrics {
 
 /** The service label of a request that no catalogue route labelled. */
 export const otherLabel = (path: string) => (path === '/console' || path.startsWith('/console/') ? 'console' : 'other');
+
+/**
+ * The engine's part of /metrics: live transfers per destination and status (from the database,
+ * so every mover's work counts), and what this process's mover did, when it runs one.
+ */
+export function renderEngine(
+  depth: Array<{ destination: string; status: string; count: number }>,
+  stats: ReturnType<EngineStats['snapshot']> | null,
+): string {
+  const lines = [
+    '# HELP ecpds_transfers Transfers not yet ended (WAIT, RETR, INTR, EXEC, HOLD), by destination and status.',
+    '# TYPE ecpds_transfers gauge',
+    ...depth.map((d) => `ecpds_transfers{destination="${label(d.destination)}",status="${d.status}"} ${d.count}`),
+    '# HELP ecpds_transfers_running Transfers being sent now (EXEC), over every destination.',
+    '# TYPE ecpds_transfers_running gauge',
+    `ecpds_transfers_running ${depth.filter((d) => d.status === 'EXEC').reduce((n, d) => n + d.count, 0)}`,
+  ];
+  if (stats) {
+    const perHost = (name: string, help: string, values: ReadonlyMap<string, number>) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+      for (const [host, n] of [...values].sort(([a], [b]) => a.localeCompare(b))) {
+        lines.push(`${name}{host="${label(host)}"} ${n}`);
+      }
+    };
+    perHost('ecpds_mover_bytes_sent_total', "Bytes delivered by this process's mover, by host id.", stats.bytesSent);
+    perHost('ecpds_mover_delivered_total', "Files delivered by this process's mover, by host id.", stats.delivered);
+    perHost('ecpds_mover_failures_total', "Failed attempts of this process's mover, by host id.", stats.failures);
+    lines.push(
+      "# HELP ecpds_mover_lease_reclaims_total Transfers of lost movers given back by this process's mover.",
+      '# TYPE ecpds_mover_lease_reclaims_total counter',
+      `ecpds_mover_lease_reclaims_total ${stats.reclaims}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

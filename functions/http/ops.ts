@@ -3,7 +3,7 @@ import { authenticate, parseBasicAuthorization } from '../../core/api-clients/au
 import { PRODUCT } from '../../core/system/version.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
-import type { Metrics } from './metrics.ts';
+import { type Metrics, renderEngine } from './metrics.ts';
 
 /** The permission /metrics asks for, matched like a service name (so `.*` grants it). */
 export const METRICS_PERMISSION = 'metrics';
@@ -41,7 +41,9 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
         await authenticate(await options.portsFor(c), credentials, METRICS_PERMISSION, options.clientAddress(c)),
       );
     }
-    return new Response(metrics.render(), {
+    const ports = await options.portsFor(c);
+    const engine = renderEngine(await ports.repos.dissemination.queueDepth(), options.engineStats?.snapshot() ?? null);
+    return new Response(metrics.render() + engine, {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     });
   });

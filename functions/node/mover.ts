@@ -15,6 +15,7 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
   const started = startMover(
     {
       ports: runtime.ports,
+      stats: runtime.engineStats,
       methods: nodeTransferMethods({ fileRoots: mover.fileRoots }),
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
       async onHeartbeat() {

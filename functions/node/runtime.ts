@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { createEngineStats, type EngineStats } from '../../core/dissemination/stats.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
@@ -13,6 +14,8 @@ export interface Runtime {
   config: NodeConfig;
   handle: DbHandle;
   ports: Ports;
+  /** What the movers of this process did, for /metrics. */
+  engineStats: EngineStats;
   /** Wakes `listener` whenever ports.wakeMovers is called (the embedded mover). */
   onWake(listener: () => void): void;
   /** Waits for work handed to waitUntil, then closes the database. */
@@ -63,6 +66,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     handle,
     ports,
     onWake: (listener) => wakeListeners.add(listener),
+    engineStats: createEngineStats(),
     async close() {
       await background.settled();
       await handle.close();

@@ -6,6 +6,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
+import type { EngineStats } from '../../core/dissemination/stats.ts';
 import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
@@ -17,13 +18,14 @@ import { openRuntime } from './runtime.ts';
 import { isWithin } from './sources.ts';
 import { loadTls } from './tls.ts';
 
-export function nodeApp(config: NodeConfig, ports: Ports) {
+export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
   return createApp({
     logger: ports.logger,
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
     portsFor: () => ports,
     metricsPublic: config.metricsPublic,
+    engineStats: config.mover.enabled ? engineStats : undefined,
     basePath: config.basePath,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
@@ -57,7 +59,7 @@ export async function runServer(config: NodeConfig) {
     logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
   }
 
-  const app = nodeApp(config, ports);
+  const app = nodeApp(config, ports, runtime.engineStats);
   const tls = config.trustProxy ? null : await loadTls(config);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
