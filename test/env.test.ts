@@ -20,13 +20,44 @@ describe('the Node configuration', () => {
       databaseUrl: null,
       trustProxy: false,
       demo: true,
-      sourceRoots: [],
+      // Inside the data directory, so that a fresh install can put a file and see it delivered.
+      sourceRoots: [path.resolve('./data/outgoing')],
       sourceHosts: [],
       sourceTimeoutMs: 10_000,
       sweepSeconds: 60,
       maxBodyBytes: 10 * 1024 * 1024,
       metricsPublic: false,
+      mover: {
+        enabled: true,
+        concurrency: 8,
+        leaseMs: 60_000,
+        heartbeatMs: 15_000,
+        pollMs: 1000,
+        drainMs: 30_000,
+        fileRoots: [path.resolve('./data/delivered')],
+      },
     });
+    expect(config.mover.name).toMatch(/-\d+$/);
+  });
+
+  it('reads the mover settings, its heartbeat at most half its lease', () => {
+    const config = parseConfig({
+      ECPDS_MOVER: '0',
+      ECPDS_MOVER_NAME: 'mover-a',
+      ECPDS_MOVER_CONCURRENCY: '32',
+      ECPDS_MOVER_LEASE_SECONDS: '10',
+      ECPDS_MOVER_HEARTBEAT_SECONDS: '30',
+      ECPDS_FILE_HOST_ROOTS: '/srv/out:/mnt/share',
+    });
+    expect(config.mover).toMatchObject({
+      enabled: false,
+      name: 'mover-a',
+      concurrency: 32,
+      leaseMs: 10_000,
+      heartbeatMs: 5000,
+      fileRoots: ['/srv/out', '/mnt/share'],
+    });
+    expect(() => parseConfig({ ECPDS_MOVER_CONCURRENCY: '0' })).toThrow(/ECPDS_MOVER_CONCURRENCY/);
   });
 
   it('reads flags, integers and lists', () => {

@@ -308,7 +308,7 @@ describe('the documented answers are the real ones', () => {
     const values = await call('metadataGet', 'GET', '/v1/destination/MO_EXETER/metadata');
     await call('metadataPut', 'PUT', '/v1/destination/MO_EXETER/metadata', { body: values });
     const backup = await call('backupList', 'GET', '/v1/destination/backup?iso=gb');
-    expect(backup.backup.destinations[0].associations[0].host.passwd).toBeTypeOf('string');
+    expect(backup.backup.destinations[0].associations.at(-1).host.passwd).toBeTypeOf('string');
     await call('backupGet', 'GET', '/v1/destination/backup/MO_EXETER');
     expect((await call('backupPut', 'PUT', '/v1/destination/backup', { body: backup })).message).toBe(
       'Number of Destination(s) created: 0',

@@ -12,11 +12,13 @@ const escapeValue = (v: unknown) =>
     .replace(/\r/g, '\\r')
     .replace(/\n/g, '\\n');
 
-/** Fields left undefined are not written (the expiry's ERR line has no attempt to describe). */
 export function formatEvent(kind: EventKind, fields: Record<string, unknown>): string {
-  const written = Object.entries(fields).filter(([, v]) => v !== undefined);
-  return [kind, ...written.map(([k, v]) => `${k}=${escapeValue(v)}`)].join(';');
+  return [kind, ...Object.entries(fields).map(([k, v]) => `${k}=${escapeValue(v)}`)].join(';');
 }
+
+/** Leaves out the fields a line has no value for (the expiry's ERR line has no attempt to describe). */
+const given = (fields: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 
 const ms = (d: Date | null | undefined) => (d ? d.getTime() : null);
 
@@ -72,24 +74,27 @@ export const errEvent = (
     message: string;
   } & AttemptFields,
 ) =>
-  formatEvent('ERR', {
-    TimeStamp: ms(e.at),
-    DataTransferId: e.transferId,
-    DestinationName: e.destination,
-    DestinationType: e.destinationType,
-    FileName: e.fileName,
-    FileSize: e.fileSize,
-    ScheduledTime: ms(e.scheduledTime),
-    StartTime: e.startTime && ms(e.startTime),
-    Duration: e.duration,
-    UserId: e.userId,
-    BytesSent: e.bytesSent,
-    TransferProtocol: e.protocol,
-    TransferServer: e.mover,
-    HostAddress: e.hostAddress,
-    NetworkCode: e.networkCode,
-    Message: e.message,
-  });
+  formatEvent(
+    'ERR',
+    given({
+      TimeStamp: ms(e.at),
+      DataTransferId: e.transferId,
+      DestinationName: e.destination,
+      DestinationType: e.destinationType,
+      FileName: e.fileName,
+      FileSize: e.fileSize,
+      ScheduledTime: ms(e.scheduledTime),
+      StartTime: e.startTime && ms(e.startTime),
+      Duration: e.duration,
+      UserId: e.userId,
+      BytesSent: e.bytesSent,
+      TransferProtocol: e.protocol,
+      TransferServer: e.mover,
+      HostAddress: e.hostAddress,
+      NetworkCode: e.networkCode,
+      Message: e.message,
+    }),
+  );
 
 /** A delivered file, with the reference's UPH fields this system knows. */
 export const uphEvent = (e: {
