@@ -56,6 +56,8 @@ export function startService(tmp: string, port: number, env: Record<string, stri
     ECPDS_SECRET_KEY: secretKey,
     ECPDS_DEMO: '0',
     ECPDS_SWEEP_SECONDS: '0',
+    // The API alone: the bench's destinations are never started, so a mover would only poll.
+    ECPDS_MOVER: '0',
     ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
     TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'),
     TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
