@@ -11,6 +11,14 @@ export interface DbHandle {
   db: Database;
   kind: 'pglite' | 'postgres';
   close(): Promise<void>;
+  /** Postgres notifications between processes (LISTEN/NOTIFY); none on the embedded database. */
+  signals?: Signals;
+}
+
+export interface Signals {
+  notify(channel: string): Promise<void>;
+  /** Calls `onMessage` for every notification on `channel`, on a connection of its own. */
+  listen(channel: string, onMessage: () => void): Promise<void>;
 }
 
 export interface PostgresOptions {
@@ -42,5 +50,9 @@ export function openPostgres(url: string, options: PostgresOptions = {}): DbHand
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
   const db = drizzle(client, { schema }) as unknown as Database;
-  return { db, kind: 'postgres', close: () => client.end({ timeout: 5 }) };
+  const signals: Signals = {
+    notify: async (channel) => void (await client.notify(channel, '')),
+    listen: async (channel, onMessage) => void (await client.listen(channel, onMessage)),
+  };
+  return { db, kind: 'postgres', close: () => client.end({ timeout: 5 }), signals };
 }

@@ -3,7 +3,7 @@ import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
-import { openRuntime, type Runtime } from './runtime.ts';
+import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
 import { nodeSourceReader } from './sources.ts';
 
 /**
@@ -28,6 +28,9 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     mover,
   );
   runtime.onWake(started.wake);
+  runtime.handle.signals
+    ?.listen(MOVERS_CHANNEL, started.wake)
+    .catch((e: unknown) => runtime.ports.logger.warn('movers cannot LISTEN: polling only', { reason: String(e) }));
   return started;
 }
 

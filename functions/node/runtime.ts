@@ -44,6 +44,20 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   const events = eventSink(config.eventLog);
   const background = backgroundWork(logger);
   const wakeListeners = new Set<() => void>();
+  // Movers in other processes hear of new work by NOTIFY: sent after the put's commit, never
+  // inside its transaction (a NOTIFY takes a global lock at commit), and at most one per interval.
+  let notifyPending = false;
+  const notifyOthers = () => {
+    const signals = handle.signals;
+    if (!signals || notifyPending) return;
+    notifyPending = true;
+    setTimeout(() => {
+      notifyPending = false;
+      signals
+        .notify(MOVERS_CHANNEL)
+        .catch((e: unknown) => logger.warn('could not notify the movers', { reason: String(e) }));
+    }, NOTIFY_INTERVAL_MS).unref();
+  };
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(),
@@ -58,6 +72,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     waitUntil: background.waitUntil,
     wakeMovers: () => {
       for (const listener of wakeListeners) listener();
+      notifyOthers();
     },
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
   });
@@ -75,6 +90,10 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     },
   };
 }
+
+/** The channel movers LISTEN on for new work. */
+export const MOVERS_CHANNEL = 'ecpds_movers';
+const NOTIFY_INTERVAL_MS = 20;
 
 /** The embedded database, loaded only when used: a server or command on Postgres never pays for it. */
 async function openEmbedded(dataDir: string): Promise<DbHandle> {

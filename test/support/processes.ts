@@ -78,7 +78,16 @@ const running = new Set<ServerProcess>();
 
 /** Starts `ecpds-edge serve` (extra arguments after `serve`). Kill them all with `killAll`. */
 export function startServer(env: Record<string, string | undefined>, args: string[] = []): ServerProcess {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+  return startCommand('serve', args, env, 'listening');
+}
+
+/** Starts `ecpds-edge mover`; `ready` resolves once it has started (its url is empty). */
+export function startMoverProcess(env: Record<string, string | undefined>, args: string[] = []): ServerProcess {
+  return startCommand('mover', args, env, 'mover started');
+}
+
+function startCommand(command: string, args: string[], env: Record<string, string | undefined>, readyMsg: string) {
+  const child = spawn(process.execPath, [BIN, command, ...args], {
     cwd: ROOT,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -104,13 +113,13 @@ export function startServer(env: Record<string, string | undefined>, args: strin
     });
   const ready = new Promise<string>((resolve, reject) => {
     const poll = setInterval(() => {
-      const listening = logs().find((l) => l.msg === 'listening');
+      const listening = logs().find((l) => l.msg === readyMsg);
       if (listening) {
         clearInterval(poll);
-        resolve(listening.url as string);
+        resolve((listening.url as string | undefined) ?? '');
       } else if (done) {
         clearInterval(poll);
-        reject(new Error(`server exited before listening:\n${text}`));
+        reject(new Error(`${command} exited before it was ready:\n${text}`));
       }
     }, 50);
   });

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restore } from '../core/backups/handlers.ts';
+import { parseBackupBody } from '../core/backups/schema.ts';
+import { SecretBox } from '../core/common/crypto.ts';
+import { put } from '../core/data-files/handlers.ts';
+import { setDestinationStatus } from '../core/dissemination/operator.ts';
+import type { Ports } from '../core/ports.ts';
+import { type DbHandle, openPostgres } from '../db/client.ts';
+import { migrate } from '../db/migrate.ts';
+import { dataTransfers } from '../db/schema.ts';
+import { MOVERS_CHANNEL } from '../functions/node/runtime.ts';
+import { nodeSourceProber } from '../functions/node/sources.ts';
+import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
+import { eventually } from './support/engine.ts';
+import { killAll, runCli, startMoverProcess, tempDir } from './support/processes.ts';
+
+/**
+ * `ecpds-edge mover` as a process of its own on Postgres: woken by NOTIFY (its polling set to a
+ * minute, so that only the notification can explain a prompt delivery), and draining on SIGTERM.
+ */
+const url = process.env.TEST_DATABASE_URL;
+const key = randomBytes(32);
+let database: string;
+let databaseUrl: string;
+let handle: DbHandle;
+let ports: Ports;
+let dir: string;
+
+beforeAll(async () => {
+  if (!url) return;
+  database = `ecpds_mover_${Date.now().toString(36)}`;
+  const admin = postgres(url, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`create database "${database}"`);
+  await admin.end();
+  const target = new URL(url);
+  target.pathname = `/${database}`;
+  databaseUrl = target.href;
+  handle = openPostgres(databaseUrl, { max: 4 });
+  await migrate(handle);
+  dir = tempDir('ecpds-mover-process-');
+  fs.mkdirSync(path.join(dir, 'src'));
+  ports = createPorts({
+    db: handle.db,
+    state: createProcessState(),
+    secrets: new SecretBox(new Uint8Array(key)),
+    logger: { info() {}, warn() {}, error() {} },
+    events: { write() {} },
+    sources: nodeSourceProber({ roots: [path.join(dir, 'src')], hosts: [], timeoutMs: 2000 }),
+    waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
+  });
+}, 60_000);
+afterAll(async () => {
+  if (!url) return;
+  await killAll();
+  await handle.close();
+  const admin = postgres(url, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`drop database if exists "${database}" with (force)`);
+  await admin.end();
+});
+
+const moverEnv = () => ({
+  DATABASE_URL: databaseUrl,
+  ECPDS_SECRET_KEY: key.toString('base64'),
+  ECPDS_SOURCE_ROOTS: path.join(dir, 'src'),
+  ECPDS_FILE_HOST_ROOTS: path.join(dir, 'out'),
+  ECPDS_MOVER_POLL_MS: '60000',
+  ECPDS_MOVER_HEARTBEAT_SECONDS: '1',
+  ECPDS_SWEEP_SECONDS: '0',
+});
+
+async function destination(name: string, host: Record<string, unknown>) {
+  const backup = parseBackupBody({
+    backup: {
+      methods: ['file', 'test'].map((m) => ({
+        name: m,
+        ectransModuleName: m,
+        active: true,
+        ectransModule: { name: m, classe: null, archive: null, active: true },
+      })),
+      destinations: [
+        {
+          destination: { name, countryIso: 'gb', type: 1, maxConnections: -1 },
+          associations: [
+            {
+              priority: 0,
+              host: { nickname: name, type: 'Dissemination', active: true, host: 'localhost', data: '', ...host },
+            },
+          ],
+        },
+      ],
+    },
+  });
+  if (!backup.ok) throw new Error(backup.problem);
+  await ports.repos.transaction((repos) =>
+    restore({ ports, requestId: 't', caller: null }, repos, backup.backup, false),
+  );
+  await setDestinationStatus(ports, 'test', name, 'start');
+}
+
+async function putFile(destination: string) {
+  const file = path.join(dir, 'src', `${destination}.bin`);
+  fs.writeFileSync(file, randomBytes(2048));
+  const { id } = await put({
+    ctx: { ports, requestId: 't', caller: { username: 'test', showSensitiveInfo: false } },
+    input: { destination, source: file, target: 'f.bin' },
+  } as Parameters<typeof put>[0]);
+  const [t] = await handle.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, id));
+  return t!.id;
+}
+const statusIs = (id: number, status: string) => async () => {
+  const [t] = await handle.db.select().from(dataTransfers).where(eq(dataTransfers.id, id));
+  return t!.status === status ? true : undefined;
+};
+
+describe.skipIf(!url)('ecpds-edge mover on Postgres', () => {
+  it('delivers at once when NOTIFY wakes it, though it would poll only every minute', async () => {
+    await destination('WOKEN', { hostid: 1, transferMethodName: 'file', dir: path.join(dir, 'out', 'WOKEN') });
+    const mover = startMoverProcess(moverEnv(), ['--name', 'woken', '--concurrency', '4']);
+    await mover.ready;
+    // Its first look for work is over once it has started; what follows needs a wake-up.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const id = await putFile('WOKEN');
+    await handle.signals!.notify(MOVERS_CHANNEL);
+    await eventually(statusIs(id, 'DONE'), 5000, 'DONE after NOTIFY');
+    expect(fs.existsSync(path.join(dir, 'out', 'WOKEN', 'f.bin'))).toBe(true);
+    expect(await mover.stop()).toBe(true);
+    expect(mover.logs().find((l) => l.msg === 'mover started')).toMatchObject({ mover: 'woken', concurrency: 4 });
+  });
+
+  it('lets the transfer in flight finish on SIGTERM, then exits 0', async () => {
+    await destination('DRAINED', { hostid: 2, transferMethodName: 'test', data: 'test.delay = "1500"' });
+    const mover = startMoverProcess({ ...moverEnv(), ECPDS_MOVER_POLL_MS: '100' }, ['--name', 'drained']);
+    await mover.ready;
+    const id = await putFile('DRAINED');
+    await eventually(statusIs(id, 'EXEC'), 5000, 'EXEC');
+    mover.child.kill('SIGTERM');
+    expect(await mover.exited).toBe(0);
+    expect(await statusIs(id, 'DONE')()).toBe(true);
+    expect(mover.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['mover stopping', 'mover stopped']));
+  });
+
+  it('refuses a concurrency that is not a whole number from 1 to 1024', () => {
+    const r = runCli(['mover', '--concurrency', '0'], moverEnv());
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("--concurrency must be a whole number from 1 to 1024, got '0'");
+  });
+});
