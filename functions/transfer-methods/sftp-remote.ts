@@ -1,0 +1,197 @@
+import type { Stats } from 'ssh2';
+import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
+import type { SftpSession } from './sftp-session.ts';
+
+/** SFTP status codes (draft-ietf-secsh-filexfer-02) that the steps below tell apart. */
+const NO_SUCH_FILE = 2;
+
+/** How the write path pipelines: requests of `chunkBytes`, at most `windowBytes` unanswered. */
+export interface WriteTuning {
+  chunkBytes: number;
+  windowBytes: number;
+}
+
+/** OpenSSH's own sftp client keeps 64 requests of 32 KiB in flight; larger requests cost less JS per byte. */
+export const DEFAULT_TUNING: WriteTuning = { chunkBytes: 64 * 1024, windowBytes: 4 * 1024 * 1024 };
+
+/** After an abort, cleanup gets this long before the session is dropped anyway. */
+const CLEANUP_AFTER_ABORT_MS = 1_000;
+
+type SftpError = Error & { code?: number };
+type Callback<T> = (error: SftpError | null | undefined, value: T) => void;
+
+export interface SftpRemote extends RemoteFiles {
+  chmod(path: string, mode: number): Promise<void>;
+  /** Stops listening to the signal; the session outlives the remote. */
+  dispose(): void;
+}
+
+/**
+ * The host's files over one SFTP session, for one send: every request gives up when the signal
+ * aborts or the connection goes away, so that a stalled server never holds a send.
+ */
+export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = DEFAULT_TUNING): SftpRemote {
+  const { sftp } = session;
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+
+  /** Waits for `promise` unless the send is aborted or the connection lost first. */
+  const guard = <T>(promise: Promise<T>): Promise<T> => {
+    const lost = session.lost();
+    if (lost) return Promise.reject(lost);
+    return Promise.race([promise, aborted, session.closed]);
+  };
+  /** One request, answered or failed when the connection goes away. */
+  const request = <T>(start: (cb: Callback<T>) => void): Promise<T> => {
+    const lost = session.lost();
+    if (lost) return Promise.reject(lost);
+    const answer = new Promise<T>((resolve, reject) => {
+      start((error, value) => (error ? reject(error) : resolve(value)));
+    });
+    return Promise.race([answer, session.closed]);
+  };
+  const call = <T>(start: (cb: Callback<T>) => void): Promise<T> => guard(request(start));
+  const failed = (what: string) => (error: unknown) => {
+    throw error === signal.reason || error === session.lost() ? error : new Error(`${what}: ${describe(error)}`);
+  };
+  const stat = (path: string) =>
+    call<Stats | null>((cb) =>
+      sftp.stat(path, (error, stats) => (missing(error) ? cb(null, null) : cb(error as SftpError, stats ?? null))),
+    );
+
+  async function makeDirectories(directory: string): Promise<void> {
+    const found = await stat(directory).catch(failed(`Cannot stat ${directory}`));
+    if (found?.isDirectory()) return;
+    if (found) throw new Error(`Cannot create directory ${directory}: a file has that name`);
+    const slash = directory.replace(/\/+$/, '').lastIndexOf('/');
+    if (slash > 0) await makeDirectories(directory.slice(0, slash));
+    await call<void>((cb) => sftp.mkdir(directory, (error) => cb(error, undefined))).catch(async (error) => {
+      // Another send may have created it meanwhile.
+      if ((await stat(directory).catch(() => null))?.isDirectory()) return;
+      failed(`Cannot create directory ${directory}`)(error);
+    });
+  }
+
+  async function write(path: string, source: AsyncIterable<Uint8Array>): Promise<number> {
+    const handle = await call<Buffer>((cb) => sftp.open(path, 'w', cb)).catch(
+      failed(`Cannot open ${path} for writing`),
+    );
+    const pipeline = writePipeline(session, handle, path, tuning);
+    const chunks = source[Symbol.asyncIterator]();
+    let done = false;
+    try {
+      for (;;) {
+        const next = await guard(chunks.next());
+        if (next.done) break;
+        await pipeline.push(next.value, guard);
+      }
+      const written = await pipeline.drain(guard);
+      await call<void>((cb) => sftp.close(handle, (error) => cb(error, undefined))).catch(
+        failed(`Cannot close ${path}`),
+      );
+      done = true;
+      return written;
+    } finally {
+      if (!done) {
+        // Neither waits: a stalled server would hold the send, and the session is dropped after.
+        chunks.return?.().catch(() => undefined);
+        if (!session.lost()) sftp.close(handle, () => undefined);
+      }
+    }
+  }
+
+  return {
+    makeDirectories,
+    write: (path, source) => write(path, source),
+    async size(path) {
+      const stats = await stat(path).catch(failed(`Cannot stat ${path}`));
+      return stats ? stats.size : null;
+    },
+    async rename(from, to) {
+      const renamed = failed(`Cannot rename ${from} to ${to}`);
+      let offered = true;
+      // Atomic replace when the server offers it (OpenSSH does); ssh2 throws when it was not announced.
+      await call<void>((cb) => {
+        try {
+          sftp.ext_openssh_rename(from, to, (error) => cb(error, undefined));
+        } catch {
+          offered = false;
+          cb(null, undefined);
+        }
+      }).catch(renamed);
+      if (offered) return;
+      // Plain SFTP rename refuses to replace: remove the earlier delivery first.
+      await call<void>((cb) => sftp.unlink(to, (error) => cb(missing(error) ? null : error, undefined))).catch(renamed);
+      await call<void>((cb) => sftp.rename(from, to, (error) => cb(error, undefined))).catch(renamed);
+    },
+    async remove(path) {
+      const unlink = (cb: Callback<void>) => sftp.unlink(path, (error) => cb(missing(error) ? null : error, undefined));
+      if (!signal.aborted) return call(unlink).catch(failed(`Cannot remove ${path}`));
+      // Cleanup after an abort: bounded, as a stalled server may be why the send was aborted.
+      const patience = new Promise<void>((resolve) => setTimeout(resolve, CLEANUP_AFTER_ABORT_MS).unref());
+      await Promise.race([request(unlink), patience]).catch(failed(`Cannot remove ${path}`));
+    },
+    async chmod(path, mode) {
+      await call<void>((cb) => sftp.chmod(path, mode, (error) => cb(error, undefined))).catch(
+        failed(`Cannot change the mode of ${path}`),
+      );
+    },
+    dispose() {
+      signal.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/** Write requests kept in flight up to the tuning's window, the source's bytes copied as they go. */
+function writePipeline(session: SftpSession, handle: Buffer, path: string, tuning: WriteTuning) {
+  const { sftp } = session;
+  let position = 0;
+  let inFlight = 0;
+  let failure: Error | null = null;
+  let wake: (() => void) | null = null;
+  const settled = () => {
+    const waiting = wake;
+    wake = null;
+    waiting?.();
+  };
+  const room = () => new Promise<void>((resolve) => (wake = resolve));
+
+  const send = (piece: Buffer) => {
+    const at = position;
+    position += piece.byteLength;
+    inFlight += piece.byteLength;
+    // ssh2 copies the piece into its packet before returning.
+    sftp.write(handle, piece, 0, piece.byteLength, at, (error) => {
+      inFlight -= piece.byteLength;
+      if (error) failure ??= new Error(`Cannot write ${path} at byte ${at}: ${describe(error)}`);
+      settled();
+    });
+  };
+
+  return {
+    async push(chunk: Uint8Array, guard: <T>(p: Promise<T>) => Promise<T>) {
+      for (let at = 0; at < chunk.byteLength; at += tuning.chunkBytes) {
+        while (inFlight >= tuning.windowBytes && !failure) await guard(room());
+        if (failure) throw failure;
+        const end = Math.min(at + tuning.chunkBytes, chunk.byteLength);
+        send(Buffer.from(chunk.buffer, chunk.byteOffset + at, end - at));
+      }
+    },
+    async drain(guard: <T>(p: Promise<T>) => Promise<T>) {
+      while (inFlight > 0 && !failure) await guard(room());
+      if (failure) throw failure;
+      return position;
+    },
+  };
+}
+
+const missing = (error: unknown) => (error as SftpError | undefined)?.code === NO_SUCH_FILE;
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
