@@ -43,8 +43,9 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
   /** Waits for `promise` unless the send is aborted or the connection lost first. */
   const guard = <T>(promise: Promise<T>): Promise<T> => {
     const lost = session.lost();
-    if (lost) return Promise.reject(lost);
-    return Promise.race([promise, aborted, session.closed]);
+    if (!lost) return Promise.race([promise, aborted, session.closed]);
+    promise.catch(() => undefined);
+    return Promise.reject(lost);
   };
   /** One request, answered or failed when the connection goes away. */
   const request = <T>(start: (cb: Callback<T>) => void): Promise<T> => {
@@ -150,6 +151,10 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
 /** Write requests kept in flight up to the tuning's window, the source's bytes copied as they go. */
 function writePipeline(session: SftpSession, handle: Buffer, path: string, tuning: WriteTuning) {
   const { sftp } = session;
+  // ssh2 splits a larger request into ones it sends only after the previous is answered; its
+  // limit (from the server's limits@openssh.com, else 32 KiB less overhead) is not public.
+  const limit = (sftp as unknown as { _maxWriteLen?: number })._maxWriteLen ?? 31 * 1024;
+  const chunkBytes = Math.min(tuning.chunkBytes, limit);
   let position = 0;
   let inFlight = 0;
   let failure: Error | null = null;
@@ -175,10 +180,10 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
 
   return {
     async push(chunk: Uint8Array, guard: <T>(p: Promise<T>) => Promise<T>) {
-      for (let at = 0; at < chunk.byteLength; at += tuning.chunkBytes) {
+      for (let at = 0; at < chunk.byteLength; at += chunkBytes) {
         while (inFlight >= tuning.windowBytes && !failure) await guard(room());
         if (failure) throw failure;
-        const end = Math.min(at + tuning.chunkBytes, chunk.byteLength);
+        const end = Math.min(at + chunkBytes, chunk.byteLength);
         send(Buffer.from(chunk.buffer, chunk.byteOffset + at, end - at));
       }
     },
