@@ -190,10 +190,9 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
   };
   const flush = async (guard: Guard) => {
     if (!staged || stagedBytes === 0) return;
-    const full = staged.subarray(0, stagedBytes);
-    staged = null;
+    // One staging buffer per file: ssh2 has copied it once `send` returns.
+    await send(staged.subarray(0, stagedBytes), guard);
     stagedBytes = 0;
-    await send(full, guard);
   };
 
   return {
