@@ -35,31 +35,59 @@ export interface SftpRemote extends RemoteFiles {
  */
 export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = DEFAULT_TUNING): SftpRemote {
   const { sftp } = session;
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  aborted.catch(() => undefined);
-
-  /** Waits for `promise` unless the send is aborted or the connection lost first. */
-  const guard = <T>(promise: Promise<T>): Promise<T> => {
-    const lost = session.lost();
-    if (!lost) return Promise.race([promise, aborted, session.closed]);
-    promise.catch(() => undefined);
-    return Promise.reject(lost);
+  // Waits in progress, each failed at once by an abort or a lost connection. Listeners are
+  // removed as waits end: racing against long-lived promises would pile up their reactions.
+  const abortable = new Set<(error: unknown) => void>();
+  const losable = new Set<(error: unknown) => void>();
+  const onAbort = () => {
+    for (const stop of [...abortable]) stop(signal.reason);
   };
-  /** One request, answered or failed when the connection goes away. */
+  signal.addEventListener('abort', onAbort, { once: true });
+  const stopWatching = session.onClose((error) => {
+    for (const stop of [...losable]) stop(error);
+  });
+
+  const settle = <T>(promise: Promise<T>, onAbortToo: boolean): Promise<T> => {
+    const gone = session.lost() ?? (onAbortToo && signal.aborted ? signal.reason : null);
+    if (gone) {
+      promise.catch(() => undefined);
+      return Promise.reject(gone);
+    }
+    return new Promise<T>((resolve, reject) => {
+      const stop = (error: unknown) => {
+        abortable.delete(stop);
+        losable.delete(stop);
+        reject(error);
+      };
+      if (onAbortToo) abortable.add(stop);
+      losable.add(stop);
+      promise.then(
+        (value) => {
+          abortable.delete(stop);
+          losable.delete(stop);
+          resolve(value);
+        },
+        (error) => stop(error),
+      );
+    });
+  };
+  /** Waits for `promise` unless the send is aborted or the connection lost first. */
+  const guard = <T>(promise: Promise<T>): Promise<T> => settle(promise, true);
+  /** One request, answered or failed when the connection goes away (not when aborted). */
   const request = <T>(start: (cb: Callback<T>) => void): Promise<T> => {
     const lost = session.lost();
     if (lost) return Promise.reject(lost);
-    const answer = new Promise<T>((resolve, reject) => {
-      start((error, value) => (error ? reject(error) : resolve(value)));
-    });
-    return Promise.race([answer, session.closed]);
+    return settle(
+      new Promise<T>((resolve, reject) => {
+        start((error, value) => (error ? reject(error) : resolve(value)));
+      }),
+      false,
+    );
   };
-  const call = <T>(start: (cb: Callback<T>) => void): Promise<T> => guard(request(start));
+  const call = <T>(start: (cb: Callback<T>) => void): Promise<T> => {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return guard(request(start));
+  };
   const failed = (what: string) => (error: unknown) => {
     throw error === signal.reason || error === session.lost() ? error : new Error(`${what}: ${describe(error)}`);
   };
@@ -147,6 +175,7 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
     },
     dispose() {
       signal.removeEventListener('abort', onAbort);
+      stopWatching();
     },
   };
 }

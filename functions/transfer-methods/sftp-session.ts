@@ -14,8 +14,11 @@ export interface SftpSession {
   readonly where: string;
   /** Set once the connection closed or failed: the session is never used again. */
   readonly lost: () => Error | null;
-  /** Rejects when the connection goes away, so that no request waits for an answer forever. */
-  readonly closed: Promise<never>;
+  /**
+   * Calls `listener` when the connection goes away, so that no request waits for an answer
+   * forever; answers the unsubscribe (a session outlives many sends).
+   */
+  onClose(listener: (error: Error) => void): () => void;
   end(): void;
 }
 
@@ -80,11 +83,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
   const client = new Client();
   let offeredKey: Buffer | null = null;
   let lost: Error | null = null;
-  let markClosed!: (error: Error) => void;
-  const closed = new Promise<never>((_, reject) => {
-    markClosed = reject;
-  });
-  closed.catch(() => undefined);
+  const closeListeners = new Set<(error: Error) => void>();
 
   return new Promise<SftpSession>((resolve, reject) => {
     let ready = false;
@@ -108,7 +107,8 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
     });
     client.on('close', () => {
       lost ??= new Error(`Connection to ${where} closed by the server`);
-      markClosed(lost);
+      for (const listener of [...closeListeners]) listener(lost);
+      closeListeners.clear();
       fail(lost);
     });
     client.on('keyboard-interactive', (_name, _instructions, _lang, prompts, finish) => {
@@ -125,7 +125,10 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
           sftp,
           where,
           lost: () => lost,
-          closed,
+          onClose: (listener) => {
+            closeListeners.add(listener);
+            return () => closeListeners.delete(listener);
+          },
           end: () => {
             lost ??= new Error(`Connection to ${where} closed`);
             client.end();

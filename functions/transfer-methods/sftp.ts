@@ -51,6 +51,7 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
     for (let entry = idle.get(key)?.pop(); entry; entry = idle.get(key)?.pop()) {
       forget(entry);
       if (!entry.session.lost()) return entry.session;
+      entry.session.end();
     }
     return null;
   };
@@ -64,9 +65,8 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         session.end();
       }, idleMs),
     };
+    // One closed by the server while idle is skipped by `take` and ended by its timer.
     entry.timer.unref();
-    // Closed by the server while idle: not worth keeping.
-    session.closed.catch(() => forget(entry));
     list.push(entry);
     idle.set(session.key, list);
   };
