@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import type { HostConnection } from '../../core/dissemination/methods.ts';
+
+/**
+ * One SSH connection with its SFTP channel, as the SFTP method uses it for one send at a time.
+ * Errors say what failed and where; the password is handed to ssh2 for the connection only.
+ */
+export interface SftpSession {
+  /** The pool's key: host, port, login and a hash of the credentials. */
+  readonly key: string;
+  readonly sftp: SFTPWrapper;
+  /** `host:port`, for messages. */
+  readonly where: string;
+  /** Set once the connection closed or failed: the session is never used again. */
+  readonly lost: () => Error | null;
+  /**
+   * Calls `listener` when the connection goes away, so that no request waits for an answer
+   * forever; answers the unsubscribe (a session outlives many sends).
+   */
+  onClose(listener: (error: Error) => void): () => void;
+  end(): void;
+}
+
+/** The `sftp.*` options the connection reads. */
+export interface SftpCredentials {
+  privateKey: string | null;
+  passPhrase: string | null;
+  fingerPrint: string | null;
+}
+
+export function credentialsOf(host: HostConnection): SftpCredentials {
+  const text = (name: string) => {
+    const value = host.options.raw.get(name);
+    return value === undefined || value.trim() === '' ? null : value;
+  };
+  return { privateKey: text('privateKey'), passPhrase: text('passPhrase'), fingerPrint: text('fingerPrint') };
+}
+
+export const whereOf = (host: HostConnection) => `${host.hostname}:${host.options.port ?? 22}`;
+
+/** Sessions are shared only between sends that would have opened the very same connection. */
+export function sessionKey(host: HostConnection, credentials: SftpCredentials): string {
+  const secrets = createHash('sha256')
+    .update(JSON.stringify([host.password, credentials.privateKey, credentials.passPhrase, credentials.fingerPrint]))
+    .digest('base64url');
+  return `${host.login}@${whereOf(host)}#${secrets}`;
+}
+
+/**
+ * AES-GCM first: Node's OpenSSL runs it with AES-NI whether or not ssh2's native binding was
+ * built, while chacha20-poly1305 falls back to a slow JavaScript Poly1305 without it.
+ */
+const CIPHERS: ConnectConfig['algorithms'] = {
+  cipher: [
+    'aes128-gcm@openssh.com',
+    'aes256-gcm@openssh.com',
+    'aes128-ctr',
+    'aes192-ctr',
+    'aes256-ctr',
+    'chacha20-poly1305@openssh.com',
+  ],
+};
+
+/** The host key's fingerprints in the forms operators copy: `SHA256:` base64, and hex MD5. */
+export function fingerprintsOf(key: Buffer): { sha256: string; md5: string } {
+  return {
+    sha256: createHash('sha256').update(key).digest('base64').replace(/=+$/, ''),
+    md5: createHash('md5').update(key).digest('hex'),
+  };
+}
+
+/** Leniently: with or without the `SHA256:`/`MD5:` label, base64 padding, colons or case in hex. */
+export function fingerprintMatches(expected: string, key: Buffer): boolean {
+  const { sha256, md5 } = fingerprintsOf(key);
+  const text = expected.trim().replace(/^(SHA256|MD5):/i, '');
+  const hex = text.replace(/:/g, '').toLowerCase();
+  return text.replace(/=+$/, '') === sha256 || hex === md5;
+}
+
+export function connect(host: HostConnection, credentials: SftpCredentials, signal: AbortSignal): Promise<SftpSession> {
+  const where = whereOf(host);
+  const client = new Client();
+  let offeredKey: Buffer | null = null;
+  let lost: Error | null = null;
+  const closeListeners = new Set<(error: Error) => void>();
+
+  return new Promise<SftpSession>((resolve, reject) => {
+    let ready = false;
+    const fail = (error: Error) => {
+      if (!ready) {
+        ready = true;
+        signal.removeEventListener('abort', onAbort);
+        client.end();
+        reject(error);
+      }
+    };
+    const onAbort = () => {
+      fail(signal.reason instanceof Error ? signal.reason : new Error(`Connection to ${where} aborted`));
+      client.destroy();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    client.on('error', (error: Error & { level?: string }) => {
+      if (!ready) fail(connectError(error, host, where, credentials, offeredKey));
+      else lost ??= new Error(`Connection to ${where} lost: ${error.message}`);
+    });
+    client.on('close', () => {
+      lost ??= new Error(`Connection to ${where} closed by the server`);
+      for (const listener of [...closeListeners]) listener(lost);
+      closeListeners.clear();
+      fail(lost);
+    });
+    client.on('keyboard-interactive', (_name, _instructions, _lang, prompts, finish) => {
+      finish(prompts.map(() => host.password ?? ''));
+    });
+    client.on('ready', () => {
+      client.sftp((error, sftp) => {
+        if (error) return fail(new Error(`SFTP subsystem refused by ${where}: ${error.message}`));
+        if (ready) return sftp.end();
+        ready = true;
+        signal.removeEventListener('abort', onAbort);
+        resolve({
+          key: sessionKey(host, credentials),
+          sftp,
+          where,
+          lost: () => lost,
+          onClose: (listener) => {
+            closeListeners.add(listener);
+            return () => closeListeners.delete(listener);
+          },
+          end: () => {
+            lost ??= new Error(`Connection to ${where} closed`);
+            client.end();
+            // A stalled server may never answer the disconnect.
+            setTimeout(() => client.destroy(), 2_000).unref();
+          },
+        });
+      });
+    });
+
+    const methods: Array<'publickey' | 'password' | 'keyboard-interactive'> = [];
+    if (credentials.privateKey !== null) methods.push('publickey');
+    if (host.password !== null) methods.push('password', 'keyboard-interactive');
+    const expected = credentials.fingerPrint;
+    try {
+      client.connect({
+        host: host.hostname,
+        port: host.options.port ?? 22,
+        username: host.login,
+        password: host.password ?? undefined,
+        privateKey: credentials.privateKey ?? undefined,
+        passphrase: credentials.passPhrase ?? undefined,
+        tryKeyboard: host.password !== null,
+        authHandler: methods,
+        readyTimeout: host.options.connectTimeoutMs,
+        algorithms: CIPHERS,
+        hostVerifier:
+          expected === null
+            ? undefined
+            : (key: Buffer) => {
+                offeredKey = key;
+                return fingerprintMatches(expected, key);
+              },
+      });
+      // Each step (handshake, login, every SFTP request) waits for the answer to a small message:
+      // Nagle's algorithm against the server's delayed ACK would hold each one up to 40 ms.
+      client.setNoDelay(true);
+    } catch (error) {
+      // ssh2 parses the private key before connecting.
+      fail(new Error(`Cannot use sftp.privateKey for ${host.login}@${where}: ${(error as Error).message}`));
+    }
+  });
+}
+
+function connectError(
+  error: Error & { level?: string },
+  host: HostConnection,
+  where: string,
+  credentials: SftpCredentials,
+  offeredKey: Buffer | null,
+): Error {
+  if (
+    offeredKey !== null &&
+    credentials.fingerPrint !== null &&
+    !fingerprintMatches(credentials.fingerPrint, offeredKey)
+  ) {
+    const { sha256, md5 } = fingerprintsOf(offeredKey);
+    return new Error(
+      `Host key of ${where} does not match sftp.fingerPrint: the server offers SHA256:${sha256} (MD5 ${md5})`,
+    );
+  }
+  if (error.level === 'client-authentication') return new Error(`Authentication failed for ${host.login}@${where}`);
+  if (error.level === 'client-timeout') {
+    return new Error(`Connection to ${where} timed out after ${host.options.connectTimeoutMs} ms`);
+  }
+  return new Error(`Connection to ${where} failed: ${error.message}`);
+}

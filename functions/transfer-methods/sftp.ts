@@ -1,0 +1,143 @@
+import { type Delivered, deliverFile, joinRemote } from '../../core/dissemination/deliver.ts';
+import {
+  deliveryFor,
+  type HostConnection,
+  type OutgoingFile,
+  type TransferMethod,
+} from '../../core/dissemination/methods.ts';
+import { DEFAULT_TUNING, sftpRemote, type WriteTuning } from './sftp-remote.ts';
+import { connect, credentialsOf, type SftpSession, sessionKey } from './sftp-session.ts';
+
+export interface SftpMethodOptions {
+  /** How long an idle session waits for the next send to its host before it is closed. */
+  idleMs?: number;
+  /** Idle sessions kept per host, login and credentials; more are closed at once. */
+  maxIdlePerHost?: number;
+  tuning?: WriteTuning;
+}
+
+export interface SftpMethod extends TransferMethod {
+  /** Connections opened and sessions reused so far, and how many sessions are idle now. */
+  stats(): { connections: number; reused: number; idle: number };
+}
+
+interface Idle {
+  session: SftpSession;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * The `sftp` method: each send writes its file over its own SFTP session, under a temporary name
+ * then renamed into place (`deliverFile`). Sessions that delivered are kept idle for a while and
+ * reused by the next send to the same host and login, which saves the SSH handshake and login
+ * on small files; one that failed or was aborted is closed, never reused.
+ */
+export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
+  const idleMs = options.idleMs ?? 5_000;
+  const maxIdle = options.maxIdlePerHost ?? 8;
+  const tuning = options.tuning ?? DEFAULT_TUNING;
+  const idle = new Map<string, Idle[]>();
+  let connections = 0;
+  let reused = 0;
+
+  const forget = (entry: Idle) => {
+    clearTimeout(entry.timer);
+    const list = idle.get(entry.session.key) ?? [];
+    const at = list.indexOf(entry);
+    if (at >= 0) list.splice(at, 1);
+    if (list.length === 0) idle.delete(entry.session.key);
+  };
+  const take = (key: string): SftpSession | null => {
+    for (let entry = idle.get(key)?.pop(); entry; entry = idle.get(key)?.pop()) {
+      forget(entry);
+      if (!entry.session.lost()) return entry.session;
+      entry.session.end();
+    }
+    return null;
+  };
+  const putBack = (session: SftpSession) => {
+    const list = idle.get(session.key) ?? [];
+    if (session.lost() || list.length >= maxIdle) return session.end();
+    const entry: Idle = {
+      session,
+      timer: setTimeout(() => {
+        forget(entry);
+        session.end();
+      }, idleMs),
+    };
+    // One closed by the server while idle is skipped by `take` and ended by its timer.
+    entry.timer.unref();
+    list.push(entry);
+    idle.set(session.key, list);
+  };
+
+  return {
+    async send(host: HostConnection, file: OutgoingFile, source: AsyncIterable<Uint8Array>, signal: AbortSignal) {
+      signal.throwIfAborted();
+      const credentials = credentialsOf(host);
+      const mode = readMode(host.options.raw.get('chmod'));
+      let session = take(sessionKey(host, credentials));
+      if (session) reused++;
+      else {
+        session = await connect(host, credentials, signal).catch((error) => {
+          throw redacted(error, host.password);
+        });
+        connections++;
+      }
+      const put = withTimeout(signal, host.options.putTimeoutMs);
+      const remote = sftpRemote(session, put.signal, tuning);
+      let delivered: Delivered | null = null;
+      try {
+        delivered = await deliverFile(remote, deliveryFor(host, file), source, put.signal);
+        if (mode !== null) await remote.chmod(joinRemote(host.directory, file.target), mode);
+        return delivered;
+      } catch (error) {
+        delivered = null;
+        throw redacted(error, host.password);
+      } finally {
+        remote.dispose();
+        put.dispose();
+        if (delivered && !put.signal.aborted) putBack(session);
+        else session.end();
+      }
+    },
+    async close() {
+      for (const list of [...idle.values()]) {
+        for (const entry of [...list]) {
+          forget(entry);
+          entry.session.end();
+        }
+      }
+    },
+    stats: () => ({ connections, reused, idle: [...idle.values()].reduce((n, list) => n + list.length, 0) }),
+  };
+}
+
+/** `sftp.chmod` in octal (`644`, `0640`); anything else leaves the server's default mode. */
+function readMode(value: string | undefined): number | null {
+  const text = value?.trim() ?? '';
+  return /^0?[0-7]{3,4}$/.test(text) ? Number.parseInt(text, 8) : null;
+}
+
+/** The send's signal, also aborted once `ectrans.putTimeOut` has passed. */
+function withTimeout(signal: AbortSignal, ms: number | null) {
+  if (ms === null) return { signal, dispose: () => undefined };
+  const controller = new AbortController();
+  const forward = () => controller.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
+  const timer = setTimeout(() => controller.abort(new Error(`Put timed out after ${ms} ms`)), ms);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', forward);
+    },
+  };
+}
+
+/** The password never reaches a message, whatever a server or library echoed. */
+function redacted(error: unknown, password: string | null): unknown {
+  if (!password || !(error instanceof Error) || !error.message.includes(password)) return error;
+  error.message = error.message.split(password).join('***');
+  return error;
+}
