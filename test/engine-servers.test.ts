@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Mover, startMover } from '../core/dissemination/mover.ts';
 import { dataTransfers, transferHistory } from '../db/schema.ts';
@@ -12,16 +12,20 @@ import { eventually, restoreDestination } from './support/engine.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { freePort } from './support/processes.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from './support/servers/proftpd.ts';
+import { type Sshd, sshdMissing, startSshd } from './support/servers/sshd.ts';
 
 /**
  * Puts through the API, delivered by a mover with the Node transfer methods to real servers
  * started here; on the suite's database (PGlite, or Postgres with TEST_DATABASE_URL).
  */
 const ftpAvailable = proftpdAvailability();
+const noSshd = sshdMissing();
+if (noSshd && process.env.CI) throw new Error(`CI needs sshd: ${noSshd}`);
 let h: Harness;
 let admin: string;
 let sources: string;
 let ftp: Proftpd | undefined;
+let sshd: Sshd | undefined;
 let mover: Mover;
 
 beforeAll(async () => {
@@ -29,6 +33,7 @@ beforeAll(async () => {
   h = await createHarness({ sourceRoots: [sources] });
   admin = await h.client('operator', ['.*']);
   if (ftpAvailable.run) ftp = await startProftpd();
+  if (!noSshd) sshd = await startSshd();
   mover = startMover(
     {
       ports: h.ports,
@@ -41,6 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await mover?.stop(5000);
   await ftp?.stop();
+  await sshd?.stop();
   await h.close();
   fs.rmSync(sources, { recursive: true, force: true });
 });
@@ -96,5 +102,75 @@ describe.skipIf(!ftpAvailable.run)(`FTP to ProFTPD ${ftpAvailable.reason}`, () =
     const refused = history.find((r) => r.status === 'STOP');
     expect(refused?.comment).toMatch(/Connection to 127\.0\.0\.1:\d+ failed/);
     expect(refused?.comment).not.toContain(ftp!.password);
+  });
+});
+
+describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
+  const sftpHost = (dir: string, over: Record<string, unknown> = {}) => ({
+    method: 'sftp' as const,
+    host: `127.0.0.1:${sshd!.port}`,
+    login: sshd!.user,
+    passwd: sshd!.password,
+    dir,
+    ...over,
+  });
+
+  it('delivers a put with the sealed password: bytes and MD5 arrive, no temporary file, history and statusCode', async () => {
+    const dir = sshd!.scratch('e2e-');
+    await restoreDestination(h, admin, 'SFTP_E2E', [sftpHost(dir)]);
+    const sent = await put('SFTP_E2E', 2_000_000);
+    await eventually(done(sent.id), 20_000, 'DONE over SFTP');
+    const arrived = path.join(dir, sent.target);
+    expect(md5Of(arrived)).toBe(sent.md5);
+    expect(fs.readdirSync(path.dirname(arrived)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    const history = await h.db.select().from(transferHistory).where(eq(transferHistory.transferId, sent.id));
+    expect(history.map((r) => r.status)).toEqual(['WAIT', 'EXEC', 'DONE']);
+    expect(history.at(-1)!.comment).toMatch(/^Sent 2000000 bytes from DataMover=servers to 127\.0\.0\.1:\d+ at day\//);
+    const shown = await h.call('GET', '/v1/destination/SFTP_E2E', { auth: admin });
+    expect(shown.json.destination.statusCode).toBe('WAIT');
+  });
+
+  it('with maxConnections=1 sends 50 files over one session, never a second', async () => {
+    const dir = sshd!.scratch('one-');
+    await restoreDestination(h, admin, 'SFTP_ONE', [sftpHost(dir, { maxConnections: 1 })], {
+      destination: { maxConnections: 1 },
+    });
+    const before = sshd!.accepted();
+    const sent = [];
+    for (let i = 0; i < 50; i++) sent.push(await put('SFTP_ONE', 4096));
+    for (const s of sent) await eventually(done(s.id), 30_000, `DONE ${s.id}`);
+    for (const s of sent) expect(md5Of(path.join(dir, s.target))).toBe(s.md5);
+    // One login at most: the session may also be the idle one an earlier send to this host left open.
+    expect(sshd!.accepted() - before).toBeLessThanOrEqual(1);
+  });
+
+  it('a host option set with POST /v1/host/option applies from the next attempt on', async () => {
+    const dir = sshd!.scratch('option-');
+    await restoreDestination(h, admin, 'SFTP_OPTION', [sftpHost(dir, { retryCount: 5, retryFrequency: 50 })]);
+    const [association] = (await h.call('GET', '/v1/destination/backup/SFTP_OPTION', { auth: admin })).json.backup
+      .destinations[0].associations;
+    const hostid = association.host.hostid;
+    // A port where nothing listens: the next attempt fails; set back, the one after delivers.
+    const closed = await freePort();
+    const option = (value: string) =>
+      h.call('POST', `/v1/host/option?hostid=${hostid}&name=sftp.port`, { auth: admin, form: { value } });
+    await h.call('POST', `/v1/host/option?hostid=${hostid}&name=ectrans.connectTimeOut`, {
+      auth: admin,
+      form: { value: '2s' },
+    });
+    expect((await option(String(closed))).status).toBe(200);
+    await h.db.execute(sql`update hosts set host = '127.0.0.1' where hostid = ${hostid}`);
+    const sent = await put('SFTP_OPTION', 1000);
+    await eventually(
+      async () => {
+        const history = await h.db.select().from(transferHistory).where(eq(transferHistory.transferId, sent.id));
+        return history.some((r) => r.status === 'STOP') ? true : undefined;
+      },
+      20_000,
+      'a failed attempt',
+    );
+    expect((await option(String(sshd!.port))).status).toBe(200);
+    await eventually(done(sent.id), 20_000, 'DONE once the option is back');
+    expect(md5Of(path.join(dir, sent.target))).toBe(sent.md5);
   });
 });

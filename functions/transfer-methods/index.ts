@@ -1,6 +1,7 @@
 import type { TransferMethods } from '../../core/dissemination/methods.ts';
 import { fileMethod } from './file.ts';
 import { ftpMethod } from './ftp.ts';
+import { sftpMethod } from './sftp.ts';
 import { testMethod } from './test.ts';
 
 /** The transfer methods a Node mover offers, by the module name of a host's transfer method. */
@@ -9,6 +10,7 @@ export function nodeTransferMethods(options: { fileRoots: readonly string[] }): 
     file: fileMethod(options.fileRoots),
     ftp: ftpMethod('ftp'),
     ftps: ftpMethod('ftps'),
+    sftp: sftpMethod(),
     test: testMethod(),
   };
 }
