@@ -1,6 +1,7 @@
 import { and, count, eq, inArray, sql } from 'drizzle-orm';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
+import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 
 type ClaimedRow = {
@@ -29,27 +30,35 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     }));
   },
   async lockDestination(destination) {
-    const rows = await db
-      .select({ name: destinations.name })
-      .from(destinations)
-      .where(eq(destinations.name, destination))
-      .for('update', { skipLocked: true });
+    const rows = await runPrepared(
+      db
+        .select({ name: destinations.name })
+        .from(destinations)
+        .where(eq(destinations.name, destination))
+        .for('update', { skipLocked: true }),
+      'lockDestination',
+    );
     return rows.length === 1;
   },
   async running(destination, hostId) {
-    const [row] = await db
-      .select({
-        destination: count(),
-        host: sql<number>`count(*) filter (where ${dataTransfers.hostId} = ${hostId})`.mapWith(Number),
-      })
-      .from(dataTransfers)
-      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.status, 'EXEC')));
+    const [row] = await runPrepared(
+      db
+        .select({
+          destination: count(),
+          host: sql<number>`count(*) filter (where ${dataTransfers.hostId} = ${hostId})`.mapWith(Number),
+        })
+        .from(dataTransfers)
+        .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.status, 'EXEC'))),
+      'runningTransfers',
+    );
     return { destination: row?.destination ?? 0, host: row?.host ?? 0 };
   },
   async takeDue({ destination, hostId, mover, limit, now, leaseUntil }) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
     const at = now.toISOString();
-    const rows = await db.execute(sql`
+    const rows = await executePrepared(
+      db,
+      sql`
       with due as (
         select id from data_transfers
         where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR')
@@ -72,7 +81,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.size, c.priority,
         c.scheduled_at, c.queue_at, c.started_at
       from claimed c join data_files f on f.id = c.data_file_id
-      order by c.priority, c.queue_at, c.id`);
+      order by c.priority, c.queue_at, c.id`,
+      'takeDue',
+    );
     return rowsOf<ClaimedRow>(rows).map((r) => ({
       id: Number(r.id),
       attempt: Number(r.attempt),
@@ -128,7 +139,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const steps = done
       ? sql`values (1, 'DONE', ${outcome.comment}::text, false)`
       : sql`values (1, 'STOP', ${outcome.message}::text, true), (2, 'RETR', ${outcome.requeueComment}::text, false)`;
-    const rows = await db.execute(sql`
+    const rows = await executePrepared(
+      db,
+      sql`
       with ended as (
         update data_transfers
         set status = ${outcome.status}, mover = null, lease_until = null, sent = ${outcome.sent},
@@ -145,14 +158,18 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         update data_files f set checksum = ${done ? outcome.md5 : null}
         from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
       )
-      select count(*)::int as n from ended`);
+      select count(*)::int as n from ended`,
+      'finishAttempt',
+    );
     return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0) === 1;
   },
   async dueDestinations(now, limit) {
     const at = now.toISOString();
     // One index probe per started destination: the claim index, on its first due row.
     const rows = rowsOf<DueRow>(
-      await db.execute(sql`
+      await executePrepared(
+        db,
+        sql`
         select d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
           d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at
         from destinations d
@@ -168,7 +185,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         where d.active and d.status_code in ('WAIT', 'EXEC') and true
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
         order by due.at, d.name
-        limit ${limit}::int`),
+        limit ${limit}::int`,
+        'dueDestinations',
+      ),
     );
     if (rows.length === 0) return [];
     const hostRows = rowsOf<HostRow>(
