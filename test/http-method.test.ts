@@ -82,6 +82,13 @@ describe('http: sending', () => {
     expect(String(error).length).toBeLessThan(300);
   });
 
+  it('a redirect is not followed (the body cannot be sent again): it fails and says where to', async () => {
+    sink.respond = () => ({ status: 307, body: '', headers: { location: 'http://elsewhere.example.org/f' } });
+    await expect(send(host(sink.port), 'moved', payload(10))).rejects.toThrow(
+      /failed: 307 Temporary Redirect \(to http:\/\/elsewhere.example.org\/f\)$/,
+    );
+  });
+
   it('a source shorter or longer than registered fails and stores nothing', async () => {
     await expect(send(host(sink.port), 'short', payload(100), never(), 150)).rejects.toThrow(
       'Source changed size: 100 bytes read, 150 registered',

@@ -127,6 +127,15 @@ describe('s3: sending to s3rver', () => {
     expect(s3.pendingUploads()).toEqual([]);
   });
 
+  it('keeps at most s3.numUploadThreads parts in flight', async () => {
+    for (const threads of [1, 3]) {
+      s3.maxPartsInFlight = 0;
+      const h = host({ 's3.multipartSize': 5 * MIB, 's3.partSize': 5 * MIB, 's3.numUploadThreads': threads });
+      await send(h, `threads-${threads}`, payload(20 * MIB, threads));
+      expect(s3.maxPartsInFlight).toBe(threads);
+    }
+  });
+
   it('never makes parts under the 5 MiB S3 takes (the test server refuses them as S3 does)', async () => {
     const bytes = payload(6 * MIB, 13);
     const h = host({ 's3.multipartSize': MIB, 's3.partSize': MIB });
@@ -213,6 +222,23 @@ describe('s3: failures', () => {
     expect(uploadIds()).toBe(uploads + 1);
     expect(s3.pendingUploads()).toEqual([]);
     expect(await s3.object('incoming/mp-500')).toBeNull();
+  });
+
+  it('an ETag that is not the MD5 sent fails the PUT and removes the object', async () => {
+    s3.fault = (req) => (req.method === 'PUT' ? 'wrongEtag' : undefined);
+    await expect(send(host(), 'corrupt', payload(1000))).rejects.toThrow(
+      /S3 PUT test-bucket\/incoming\/corrupt failed: ETag 0123456789abcdef0123456789abcdef is not the MD5 \w+ of the bytes/,
+    );
+    expect(await s3.object('incoming/corrupt')).toBeNull();
+  });
+
+  it('a part whose ETag is not its MD5 fails the upload, which is aborted', async () => {
+    s3.fault = (req) => (req.url?.includes('partNumber=1') ? 'wrongEtag' : undefined);
+    const h = host({ 's3.multipartSize': 5 * MIB, 's3.partSize': 5 * MIB });
+    await expect(send(h, 'mp-corrupt', payload(6 * MIB))).rejects.toThrow(
+      /S3 UploadPart 1 .* is not the MD5 of the part/,
+    );
+    expect(s3.pendingUploads()).toEqual([]);
   });
 
   it('a server that never answers is left when the signal aborts', async () => {

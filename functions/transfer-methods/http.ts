@@ -28,15 +28,19 @@ export function httpMethod(): TransferMethod {
       let response: Response;
       try {
         const body = requestBody(sized.chunks, file.size);
-        // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it.
-        response = await fetch(url, { method, headers, body, signal, duplex: 'half' } as RequestInit);
+        // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A streamed
+        // body cannot be sent again, so a redirect is a failure that says where it pointed.
+        const init = { method, headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
+        response = await fetch(url, init);
       } catch (error) {
         throw sendError(sized, signal, error, () => new Error(`${label} failed: ${fetchFailure(error)}`));
       }
       if (!response.ok) {
         const text = await response.text().catch(() => '');
         const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 200);
-        throw new Error(`${label} failed: ${response.status} ${response.statusText} ${excerpt}`.trim());
+        const location = response.headers.get('location');
+        const to = location ? ` (to ${location})` : '';
+        throw new Error(`${label} failed: ${response.status} ${response.statusText}${to} ${excerpt}`.trim());
       }
       await response.body?.cancel();
       if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');

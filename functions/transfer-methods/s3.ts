@@ -197,8 +197,9 @@ class S3Client {
       region: this.settings.region,
     });
     const signed = await signer.sign();
-    // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it.
-    const init = { method, headers: signed.headers, body, signal, duplex: 'half' } as RequestInit;
+    // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A redirect
+    // (a bucket in another region) cannot replay a streamed body: it fails, with S3's reason.
+    const init = { method, headers: signed.headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
     return this.fetchFn(signed.url.toString(), init);
   }
 

@@ -25,7 +25,9 @@ export interface HttpSink {
   dir: string;
   requests: SinkRequest[];
   /** Answer instead of storing: a status and body, or 'stall' to never answer. */
-  respond: (req: http.IncomingMessage) => { status: number; body: string } | 'stall' | undefined;
+  respond: (
+    req: http.IncomingMessage,
+  ) => { status: number; body: string; headers?: Record<string, string> } | 'stall' | undefined;
   file(relative: string): Buffer | null;
   stop(): Promise<void>;
 }
@@ -77,7 +79,7 @@ export async function startHttpSink(
     }
     if (injected) {
       req.resume();
-      res.writeHead(injected.status).end(injected.body);
+      res.writeHead(injected.status, injected.headers).end(injected.body);
       return;
     }
     if (req.method !== 'PUT' && req.method !== 'POST') {

@@ -14,9 +14,10 @@ import { checkSignature } from './sigv4.ts';
  *   streams in, so an interrupted PUT would leave a partial object where S3 leaves none);
  * - AbortMultipartUpload works (s3rver answers 405) and parts under 5 MiB but the last are
  *   refused with EntityTooSmall on completion (s3rver takes any size);
- * - faults can be injected per request (a 500, or no answer at all).
+ * - faults can be injected per request (a 500, no answer at all, or a wrong ETag);
+ * - the most UploadPart requests in progress at once is kept.
  */
-export type S3Fault = 'fail500' | 'stall' | undefined;
+export type S3Fault = 'fail500' | 'stall' | 'wrongEtag' | undefined;
 
 export interface S3Request {
   method: string;
@@ -37,6 +38,8 @@ export interface S3TestServer {
   secretAccessKey: string;
   dir: string;
   requests: S3Request[];
+  /** The most UploadPart requests in progress at once. */
+  maxPartsInFlight: number;
   /** Upload ids aborted with AbortMultipartUpload. */
   aborted: string[];
   fault: (req: http.IncomingMessage) => S3Fault;
@@ -68,6 +71,7 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
   const secrets = new Map([[ACCESS_KEY, ACCESS_KEY]]);
   const uploadsDir = (b: string) => path.join(store, b, '._S3rver_uploads');
   let spooled = 0;
+  let partsInFlight = 0;
   const sockets = new Set<Socket>();
   // Requests being passed to s3rver, by upload id: an abort waits for them, as S3 does, rather
   // than removing the upload under a part s3rver is still writing.
@@ -83,6 +87,7 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
     dir,
     requests: [],
     aborted: [],
+    maxPartsInFlight: 0,
     fault: () => undefined,
     async object(key, b = bucket) {
       const res = await fetch(`${server.directUrl}/${b}/${key.split('/').map(encodeURIComponent).join('/')}`);
@@ -112,6 +117,11 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
     const signature = checkSignature(req, secrets);
     const fault = server.fault(req);
     if (fault === 'stall') return;
+    const isPart = query.has('partNumber');
+    if (isPart) server.maxPartsInFlight = Math.max(server.maxPartsInFlight, ++partsInFlight);
+    res.on('close', () => {
+      if (isPart) partsInFlight--;
+    });
 
     // The body first, whole, as S3 takes it.
     let body: string | null = null;
@@ -148,7 +158,7 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
       if (uploadId && req.method === 'POST' && tooSmallPart(path.join(uploadsDir(b), path.basename(uploadId)))) {
         return reply(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size');
       }
-      const forwarding = forward(req, res, body);
+      const forwarding = forward(req, res, body, fault === 'wrongEtag');
       if (uploadId) {
         const set = passing.get(uploadId) ?? new Set();
         passing.set(uploadId, set.add(forwarding));
@@ -160,12 +170,13 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
     }
   }
 
-  async function forward(req: http.IncomingMessage, res: http.ServerResponse, body: string | null) {
+  async function forward(req: http.IncomingMessage, res: http.ServerResponse, body: string | null, badEtag: boolean) {
     await new Promise<void>((resolve, reject) => {
       const back = http.request(
         { host: '127.0.0.1', port: backPort, method: req.method, path: req.url, headers: req.headers, agent: false },
         (answer) => {
-          res.writeHead(answer.statusCode!, answer.headers);
+          const headers = badEtag ? { ...answer.headers, etag: '"0123456789abcdef0123456789abcdef"' } : answer.headers;
+          res.writeHead(answer.statusCode!, headers);
           pipeline(answer, res).then(resolve, reject);
         },
       );
