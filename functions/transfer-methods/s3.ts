@@ -77,6 +77,8 @@ class S3Client {
     const parts = new AbortController();
     const stop = () => parts.abort(signal.reason);
     signal.addEventListener('abort', stop, { once: true });
+    // An abort while the upload was being created fired before the listener was there.
+    if (signal.aborted) stop();
     try {
       const etags = await this.uploadParts(sized, partSizeFor(this.settings, file.size), query, parts);
       if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
