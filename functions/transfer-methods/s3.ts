@@ -22,7 +22,8 @@ const CLEANUP_MS = 30_000;
  * temporary name: a failed send leaves no object, and a failed multipart upload is aborted.
  */
 export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
-  const send = dependencies.fetch ?? fetch;
+  // Called unbound: Workers refuses a fetch invoked as a method of another object.
+  const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
   return {
     async send(host, file, source, signal) {
       signal.throwIfAborted();
