@@ -123,6 +123,13 @@ describe('http: sending', () => {
       'Transfer timed out',
     );
   });
+
+  it('ectrans.putTimeOut bounds the send', async () => {
+    sink.respond = () => 'stall';
+    await expect(send(host(sink.port, { 'ectrans.putTimeOut': '300ms' }), 'slow', payload(10))).rejects.toThrow(
+      'Transfer timed out after 0.3 s (ectrans.putTimeOut)',
+    );
+  });
 });
 
 describe('http: https with a self-signed certificate', () => {

@@ -248,6 +248,19 @@ describe('s3: failures', () => {
     await expect(send(host(), 'stalled', payload(1000), controller.signal)).rejects.toThrow('Transfer timed out');
   });
 
+  it('ectrans.putTimeOut bounds the whole send, multipart uploads included, which are aborted', async () => {
+    s3.fault = () => 'stall';
+    await expect(send(host({ 'ectrans.putTimeOut': '300ms' }), 'slow', payload(1000))).rejects.toThrow(
+      'Transfer timed out after 0.3 s (ectrans.putTimeOut)',
+    );
+    s3.fault = (req) => (req.url?.includes('partNumber=2') ? 'stall' : undefined);
+    const aborted = s3.aborted.length;
+    const h = host({ 'ectrans.putTimeOut': '1s', 's3.multipartSize': 5 * MIB, 's3.partSize': 5 * MIB });
+    await expect(send(h, 'slow-mp', payload(12 * MIB))).rejects.toThrow('Transfer timed out after 1 s');
+    expect(s3.aborted.length).toBe(aborted + 1);
+    expect(s3.pendingUploads()).toEqual([]);
+  });
+
   it('a refused connection says so', async () => {
     const h = host({ 's3.url': `http://127.0.0.1:${await closedPort()}` });
     await expect(send(h, 'x', payload(10))).rejects.toThrow(/S3 PUT test-bucket\/incoming\/x failed: .*ECONNREFUSED/);

@@ -3,7 +3,7 @@ import type { Delivered } from '../../core/dissemination/deliver.ts';
 import { joinRemote } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
-import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
+import { fetchFailure, requestBody, sendError, sizedSource, withPutTimeout } from './sized-source.ts';
 
 /**
  * The `http` method: the file as the body of one PUT (or POST with `http.usePost`) to
@@ -18,36 +18,50 @@ import { fetchFailure, requestBody, sendError, sizedSource } from './sized-sourc
  */
 export function httpMethod(): TransferMethod {
   return {
-    async send(host, file, source, signal) {
-      signal.throwIfAborted();
-      const url = httpUrl(host, file);
-      const method = readFlag(host.options.raw.get('usePost'), false) ? 'POST' : 'PUT';
-      const headers = httpHeaders(host, file);
-      const sized = sizedSource(source, file.size);
-      const label = `HTTP ${method} ${url.origin}${url.pathname}`;
-      let response: Response;
+    async send(host, file, source, callerSignal) {
+      callerSignal.throwIfAborted();
+      const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
       try {
-        const body = requestBody(sized.chunks, file.size);
-        // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A streamed
-        // body cannot be sent again, so a redirect is a failure that says where it pointed.
-        const init = { method, headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
-        response = await fetch(url, init);
-      } catch (error) {
-        throw sendError(sized, signal, error, () => new Error(`${label} failed: ${fetchFailure(error)}`));
+        return await put(host, file, source, signal);
+      } finally {
+        clear();
       }
-      if (!response.ok) {
-        const text = await response.text().catch(() => '');
-        const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 200);
-        const location = response.headers.get('location');
-        const to = location ? ` (to ${location})` : '';
-        throw new Error(`${label} failed: ${response.status} ${response.statusText}${to} ${excerpt}`.trim());
-      }
-      await response.body?.cancel();
-      if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
-      return { sent: sized.bytes(), md5: sized.md5() } satisfies Delivered;
     },
     async close() {},
   };
+}
+
+async function put(
+  host: HostConnection,
+  file: OutgoingFile,
+  source: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+): Promise<Delivered> {
+  const url = httpUrl(host, file);
+  const method = readFlag(host.options.raw.get('usePost'), false) ? 'POST' : 'PUT';
+  const headers = httpHeaders(host, file);
+  const sized = sizedSource(source, file.size);
+  const label = `HTTP ${method} ${url.origin}${url.pathname}`;
+  let response: Response;
+  try {
+    const body = requestBody(sized.chunks, file.size);
+    // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A streamed
+    // body cannot be sent again, so a redirect is a failure that says where it pointed.
+    const init = { method, headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
+    response = await fetch(url, init);
+  } catch (error) {
+    throw sendError(sized, signal, error, () => new Error(`${label} failed: ${fetchFailure(error)}`));
+  }
+  if (!response.ok) {
+    const text = await response.text().catch(() => '');
+    const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 200);
+    const location = response.headers.get('location');
+    const to = location ? ` (to ${location})` : '';
+    throw new Error(`${label} failed: ${response.status} ${response.statusText}${to} ${excerpt}`.trim());
+  }
+  await response.body?.cancel();
+  if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
+  return { sent: sized.bytes(), md5: sized.md5() };
 }
 
 export function httpUrl(host: HostConnection, file: OutgoingFile): URL {

@@ -4,7 +4,7 @@ import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
 import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
-import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource } from './sized-source.ts';
+import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource, withPutTimeout } from './sized-source.ts';
 
 export interface S3Dependencies {
   /** The fetch to send with; tests give one that reaches virtual-hosted names without DNS. */
@@ -25,14 +25,19 @@ export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
   const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
   return {
-    async send(host, file, source, signal) {
-      signal.throwIfAborted();
+    async send(host, file, source, callerSignal) {
+      callerSignal.throwIfAborted();
       const settings = s3Settings(host.options.raw);
       const client = new S3Client(host, s3Object(host, file, settings), settings, send);
       const sized = sizedSource(source, file.size);
-      return file.size > 0 && file.size >= settings.multipartSize
-        ? client.multipart(file, sized, signal)
-        : client.put(file, sized, signal);
+      const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
+      try {
+        return file.size > 0 && file.size >= settings.multipartSize
+          ? await client.multipart(file, sized, signal)
+          : await client.put(file, sized, signal);
+      } finally {
+        clear();
+      }
     },
     async close() {},
   };

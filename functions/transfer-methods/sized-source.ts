@@ -94,3 +94,17 @@ export function sendError(source: SizedSource, signal: AbortSignal, error: unkno
   if (signal.aborted) return signal.reason ?? error;
   return describe();
 }
+
+/**
+ * The caller's signal, aborted as well once `ectrans.putTimeOut` has passed (when the host sets
+ * one), with a reason that says so; `clear` must be called when the send ends.
+ */
+export function withPutTimeout(signal: AbortSignal, timeoutMs: number | null) {
+  if (timeoutMs === null) return { signal, clear: () => undefined };
+  const timeout = new AbortController();
+  const timer = setTimeout(
+    () => timeout.abort(new Error(`Transfer timed out after ${timeoutMs / 1000} s (ectrans.putTimeOut)`)),
+    timeoutMs,
+  );
+  return { signal: AbortSignal.any([signal, timeout.signal]), clear: () => clearTimeout(timer) };
+}
