@@ -73,8 +73,9 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
   let spooled = 0;
   let partsInFlight = 0;
   const sockets = new Set<Socket>();
-  // Requests being passed to s3rver, by upload id: an abort waits for them, as S3 does, rather
-  // than removing the upload under a part s3rver is still writing.
+  // Requests of an upload in progress (from their first byte, body included), by upload id: an
+  // abort waits for them rather than removing the upload under a part s3rver is still writing,
+  // or before a part that had fully arrived is passed on (which would bring the upload back).
   const passing = new Map<string, Set<Promise<void>>>();
 
   const server: S3TestServer = {
@@ -158,13 +159,7 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
       if (uploadId && req.method === 'POST' && tooSmallPart(path.join(uploadsDir(b), path.basename(uploadId)))) {
         return reply(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size');
       }
-      const forwarding = forward(req, res, body, fault === 'wrongEtag');
-      if (uploadId) {
-        const set = passing.get(uploadId) ?? new Set();
-        passing.set(uploadId, set.add(forwarding));
-        void forwarding.catch(() => undefined).finally(() => set.delete(forwarding));
-      }
-      await forwarding;
+      await forward(req, res, body, fault === 'wrongEtag');
     } finally {
       if (body) fs.rmSync(body, { force: true });
     }
@@ -187,7 +182,13 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
   }
 
   const front = http.createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy());
+    const handling = handle(req, res).catch(() => void res.destroy());
+    const uploadId = new URL(req.url!, 'http://x').searchParams.get('uploadId');
+    if (uploadId && req.method !== 'DELETE') {
+      const set = passing.get(uploadId) ?? new Set();
+      passing.set(uploadId, set.add(handling));
+      void handling.finally(() => set.delete(handling));
+    }
   });
   front.on('connection', (s) => {
     sockets.add(s);
