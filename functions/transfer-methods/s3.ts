@@ -1,0 +1,296 @@
+import { createHash } from 'node:crypto';
+import { AwsV4Signer } from 'aws4fetch';
+import { invalid } from '../../core/common/errors.ts';
+import type { Delivered } from '../../core/dissemination/deliver.ts';
+import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
+import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
+import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource, withPutTimeout } from './sized-source.ts';
+
+export interface S3Dependencies {
+  /** The fetch to send with; tests give one that reaches virtual-hosted names without DNS. */
+  fetch?: typeof fetch;
+}
+
+/** How long aborting a multipart upload may take once the send itself has failed. */
+const CLEANUP_MS = 30_000;
+
+/**
+ * The `s3` method: one PUT, or a multipart upload for big files, signed with SigV4 over fetch
+ * (the same code on Node and Workers). Payloads go unsigned (`UNSIGNED-PAYLOAD`) so a body is
+ * streamed rather than hashed first; integrity comes from the MD5 checked against the ETag (and
+ * Content-MD5 on parts). A PUT and a completed multipart upload are atomic, so there is no
+ * temporary name: a failed send leaves no object, and a failed multipart upload is aborted.
+ */
+export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
+  // Called unbound: Workers refuses a fetch invoked as a method of another object.
+  const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
+  return {
+    async send(host, file, source, callerSignal) {
+      callerSignal.throwIfAborted();
+      const settings = s3Settings(host.options.raw);
+      const client = new S3Client(host, s3Object(host, file, settings), settings, send);
+      const sized = sizedSource(source, file.size);
+      const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
+      try {
+        return file.size > 0 && file.size >= settings.multipartSize
+          ? await client.multipart(file, sized, signal)
+          : await client.put(file, sized, signal);
+      } finally {
+        clear();
+      }
+    },
+    async close() {},
+  };
+}
+
+type Headers = Record<string, string>;
+
+class S3Client {
+  constructor(
+    private readonly host: HostConnection,
+    private readonly object: S3Object,
+    private readonly settings: S3Settings,
+    private readonly fetchFn: typeof fetch,
+  ) {}
+
+  async put(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
+    const body = requestBody(sized.chunks, file.size);
+    const headers = { 'content-length': String(file.size), 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' };
+    let response: Response;
+    try {
+      response = await this.request('PUT', this.object.url, headers, body, signal);
+    } catch (error) {
+      throw sendError(sized, signal, error, () => this.failed('PUT', fetchFailure(error)));
+    }
+    await this.check('PUT', response);
+    if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
+    const md5 = sized.md5();
+    const etag = plainEtag(response.headers.get('etag'));
+    if (etag !== null && etag !== md5) {
+      // Nothing that differs from the source may keep the final name.
+      await this.remove().catch(() => undefined);
+      throw this.failed('PUT', `ETag ${etag} is not the MD5 ${md5} of the bytes sent`);
+    }
+    return { sent: sized.bytes(), md5 };
+  }
+
+  async multipart(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
+    const created = await this.call('CreateMultipartUpload', 'POST', '?uploads', {}, null, signal);
+    const uploadId = xmlValue(await created.text(), 'UploadId');
+    if (!uploadId) throw this.failed('CreateMultipartUpload', 'no UploadId in the reply');
+    const query = `uploadId=${encodeURIComponent(uploadId)}`;
+    // One signal for every part: the caller's abort or the first part that fails stops them all.
+    const parts = new AbortController();
+    const stop = () => parts.abort(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    // An abort while the upload was being created fired before the listener was there.
+    if (signal.aborted) stop();
+    try {
+      const etags = await this.uploadParts(sized, partSizeFor(this.settings, file.size), query, parts);
+      if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
+      const xml = completeXml(etags);
+      const headers = { 'content-type': 'application/xml', 'x-amz-content-sha256': sha256(xml) };
+      const done = await this.call('CompleteMultipartUpload', 'POST', `?${query}`, headers, xml, parts.signal);
+      // S3 may answer 200 and still fail the completion, with an Error document as the body.
+      const reply = await done.text();
+      if (/<Error>/.test(reply)) throw this.failed('CompleteMultipartUpload', s3Reason(reply));
+      const md5 = sized.md5();
+      const etag = plainEtag(xmlValue(reply, 'ETag') ?? done.headers.get('etag'));
+      // A multipart ETag is not an MD5 on AWS (`…-N`); some services give the whole file's.
+      if (etag !== null && etag !== md5) {
+        throw this.failed('CompleteMultipartUpload', `ETag ${etag} is not the MD5 ${md5} of the bytes sent`);
+      }
+      return { sent: sized.bytes(), md5 };
+    } catch (error) {
+      parts.abort(error);
+      await this.abortUpload(query);
+      throw sized.failure() ?? (signal.aborted ? (signal.reason ?? error) : error);
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+  }
+
+  /** Parts of `partSize` bytes (the last one shorter), up to `threads` in flight; their ETags in order. */
+  private async uploadParts(sized: SizedSource, partSize: number, query: string, parts: AbortController) {
+    const etags: string[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let failure: { error: unknown } | null = null;
+    let number = 0;
+    try {
+      // The source is read under the parts' signal: an abort must not wait for a stalled source.
+      for await (const part of untilAborted(partsOf(sized.chunks, partSize), parts.signal)) {
+        const n = ++number;
+        const upload = this.uploadPart(n, part, query, parts.signal).then(
+          (etag) => {
+            etags[n - 1] = etag;
+          },
+          (error) => {
+            failure ??= { error };
+            parts.abort(error);
+          },
+        );
+        inFlight.add(upload);
+        void upload.finally(() => inFlight.delete(upload));
+        while (inFlight.size >= this.settings.threads && !failure) await Promise.race(inFlight);
+        if (failure) break;
+        parts.signal.throwIfAborted();
+      }
+    } finally {
+      await Promise.allSettled(inFlight);
+    }
+    if (failure) throw (failure as { error: unknown }).error;
+    return etags;
+  }
+
+  private async uploadPart(n: number, part: Uint8Array, query: string, signal: AbortSignal) {
+    const md5 = createHash('md5').update(part).digest();
+    const headers = {
+      'content-length': String(part.byteLength),
+      'content-md5': md5.toString('base64'),
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+    };
+    const response = await this.call(`UploadPart ${n}`, 'PUT', `?partNumber=${n}&${query}`, headers, part, signal);
+    await response.body?.cancel();
+    const etag = response.headers.get('etag');
+    const plain = plainEtag(etag);
+    if (!etag || (plain !== null && plain !== md5.toString('hex'))) {
+      throw this.failed(`UploadPart ${n}`, `ETag ${etag} is not the MD5 of the part`);
+    }
+    return etag;
+  }
+
+  /** Best effort: the upload's parts would otherwise be kept (and billed) until a lifecycle rule. */
+  private async abortUpload(query: string) {
+    const signal = AbortSignal.timeout(CLEANUP_MS);
+    await this.call('AbortMultipartUpload', 'DELETE', `?${query}`, {}, null, signal)
+      .then((r) => r.body?.cancel())
+      .catch(() => undefined);
+  }
+
+  private async remove() {
+    const r = await this.call('DELETE', 'DELETE', '', {}, null, AbortSignal.timeout(CLEANUP_MS));
+    await r.body?.cancel();
+  }
+
+  /** A signed request that must succeed; network failures and error replies both say what failed. */
+  private async call(
+    what: string,
+    method: string,
+    query: string,
+    headers: Headers,
+    body: RequestInit['body'],
+    signal: AbortSignal,
+  ) {
+    const url = new URL(this.object.url);
+    url.search = query;
+    let response: Response;
+    try {
+      response = await this.request(method, url, headers, body, signal);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason ?? error;
+      throw this.failed(what, fetchFailure(error));
+    }
+    await this.check(what, response);
+    return response;
+  }
+
+  private async request(method: string, url: URL, headers: Headers, body: RequestInit['body'], signal: AbortSignal) {
+    const signer = new AwsV4Signer({
+      method,
+      url: url.toString(),
+      headers: { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
+      accessKeyId: this.host.login,
+      secretAccessKey: this.host.password ?? '',
+      service: 's3',
+      region: this.settings.region,
+    });
+    const signed = await signer.sign();
+    // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A redirect
+    // (a bucket in another region) cannot replay a streamed body: it fails, with S3's reason.
+    const init = { method, headers: signed.headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
+    return this.fetchFn(signed.url.toString(), init);
+  }
+
+  private async check(what: string, response: Response) {
+    if (response.ok) return;
+    const text = await response.text().catch(() => '');
+    throw this.failed(what, `${response.status} ${s3Reason(text)}`.trim());
+  }
+
+  private failed(what: string, reason: string) {
+    return new Error(`S3 ${what} ${this.object.label} failed: ${reason}`);
+  }
+}
+
+/** Chunks regrouped into parts of exactly `size` bytes, the last one shorter. */
+async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+  let buffer = new Uint8Array(size);
+  let filled = 0;
+  for await (const chunk of chunks) {
+    for (let at = 0; at < chunk.byteLength; ) {
+      const n = Math.min(size - filled, chunk.byteLength - at);
+      buffer.set(chunk.subarray(at, at + n), filled);
+      filled += n;
+      at += n;
+      if (filled === size) {
+        yield buffer;
+        buffer = new Uint8Array(size);
+        filled = 0;
+      }
+    }
+  }
+  if (filled > 0) yield buffer.subarray(0, filled);
+}
+
+/** The items of `items` until `signal` aborts, which ends the iteration with its reason at once. */
+async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+  const it = items[Symbol.asyncIterator]();
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  try {
+    for (;;) {
+      signal.throwIfAborted();
+      const next = await Promise.race([it.next(), aborted]);
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    // Not awaited: a generator stalled in a read only returns once that read settles.
+    void it.return?.()?.catch(() => undefined);
+  }
+}
+
+const completeXml = (etags: string[]) =>
+  `<CompleteMultipartUpload>${etags
+    .map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`)
+    .join('')}</CompleteMultipartUpload>`;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** An ETag that is a plain MD5 (quotes removed), else null (multipart, KMS, or none). */
+const plainEtag = (etag: string | null) => {
+  const bare = etag?.replace(/"/g, '').trim().toLowerCase() ?? '';
+  return /^[0-9a-f]{32}$/.test(bare) ? bare : null;
+};
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const unescapeXml = (s: string) => s.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e]!);
+const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function xmlValue(xml: string, tag: string): string | null {
+  const match = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
+  return match ? unescapeXml(match[1]!) : null;
+}
+
+/** An S3 error document's Code and Message (never its StringToSign or other echoes of the request). */
+function s3Reason(xml: string): string {
+  const code = xmlValue(xml, 'Code');
+  const message = xmlValue(xml, 'Message');
+  if (code === null && message === null) return xml.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return [code, message].filter(Boolean).join(' ');
+}

@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import { type MethodName, methodOptions } from '../../core/dissemination/method-options.ts';
+import type { HostConnection } from '../../core/dissemination/methods.ts';
+
+/** Helpers for the transfer method tests: sources, digests and hosts as the dissemination builds them. */
+
+export async function* chunks(bytes: Uint8Array, size = 64 * 1024, pause?: (at: number) => Promise<void>) {
+  for (let at = 0; at < bytes.byteLength; at += size) {
+    if (pause) await pause(at);
+    yield bytes.subarray(at, at + size);
+  }
+}
+
+export const payload = (n: number, seed = 7) => {
+  const bytes = new Uint8Array(n);
+  for (let i = 0; i < n; i++) bytes[i] = (i * 31 + seed + (i >> 12)) % 251;
+  return bytes;
+};
+
+export const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex');
+
+/** A source that gives `head` then waits until the test ends it (an upload caught in the middle). */
+export function stallingSource(head: Uint8Array) {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  async function* source() {
+    yield head;
+    await held;
+  }
+  return { source: source(), release };
+}
+
+/** `options` as `name = value` pairs, e.g. `{ 's3.bucketName': 'b' }`. */
+export function hostFor(
+  method: MethodName,
+  host: { hostname?: string; login?: string; password?: string | null; directory?: string },
+  options: Record<string, string | number> = {},
+): HostConnection {
+  const data = Object.entries(options)
+    .map(([name, value]) => `${name} = "${value}"`)
+    .join('\n');
+  const hostname = host.hostname ?? '';
+  return {
+    hostId: 'test-host',
+    hostname: hostname.replace(/:\d+$/, ''),
+    login: host.login ?? '',
+    password: host.password ?? null,
+    directory: host.directory ?? '',
+    options: methodOptions(method, hostname, data),
+  };
+}
