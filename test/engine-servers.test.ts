@@ -11,7 +11,9 @@ import { nodeTransferMethods } from '../functions/transfer-methods/index.ts';
 import { eventually, restoreDestination } from './support/engine.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { freePort } from './support/processes.ts';
+import { type HttpSink, startHttpSink } from './support/servers/http-sink.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from './support/servers/proftpd.ts';
+import { type S3TestServer, startS3 } from './support/servers/s3.ts';
 import { type Sshd, sshdMissing, startSshd } from './support/servers/sshd.ts';
 
 /**
@@ -26,6 +28,8 @@ let admin: string;
 let sources: string;
 let ftp: Proftpd | undefined;
 let sshd: Sshd | undefined;
+let s3: S3TestServer;
+let sink: HttpSink;
 let mover: Mover;
 
 beforeAll(async () => {
@@ -34,6 +38,8 @@ beforeAll(async () => {
   admin = await h.client('operator', ['.*']);
   if (ftpAvailable.run) ftp = await startProftpd();
   if (!noSshd) sshd = await startSshd();
+  s3 = await startS3('ecpds-bucket');
+  sink = await startHttpSink({ auth: { user: 'pusher', password: 'sink-secret' } });
   mover = startMover(
     {
       ports: h.ports,
@@ -47,6 +53,8 @@ afterAll(async () => {
   await mover?.stop(5000);
   await ftp?.stop();
   await sshd?.stop();
+  await s3?.stop();
+  await sink?.stop();
   await h.close();
   fs.rmSync(sources, { recursive: true, force: true });
 });
@@ -172,5 +180,36 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     expect((await option(String(sshd!.port))).status).toBe(200);
     await eventually(done(sent.id), 20_000, 'DONE once the option is back');
     expect(md5Of(path.join(dir, sent.target))).toBe(sent.md5);
+  });
+});
+
+describe('S3 and HTTP', () => {
+  it('delivers a put to an S3-compatible server as one object, bytes and MD5 equal', async () => {
+    const endpoint = new URL(s3.url);
+    await restoreDestination(h, admin, 'S3_E2E', [
+      {
+        method: 's3',
+        host: endpoint.host,
+        login: s3.accessKeyId,
+        passwd: s3.secretAccessKey,
+        dir: 'products',
+        data: `s3.bucketName = "${s3.bucket}"\ns3.url = "${s3.url}"\ns3.enablePathStyleAccess = "yes"`,
+      },
+    ]);
+    const sent = await put('S3_E2E', 300_000);
+    await eventually(done(sent.id), 20_000, 'DONE to S3');
+    const object = await s3.object(`products/${sent.target}`);
+    expect(object && createHash('md5').update(object).digest('hex')).toBe(sent.md5);
+  });
+
+  it('delivers a put by HTTP PUT with Basic authentication', async () => {
+    const url = new URL(sink.url);
+    await restoreDestination(h, admin, 'HTTP_E2E', [
+      { method: 'http', host: url.host, login: 'pusher', passwd: 'sink-secret', dir: 'drop' },
+    ]);
+    const sent = await put('HTTP_E2E', 100_000);
+    await eventually(done(sent.id), 20_000, 'DONE by HTTP');
+    const stored = sink.file(`drop/${sent.target}`);
+    expect(stored && createHash('md5').update(stored).digest('hex')).toBe(sent.md5);
   });
 });

@@ -1,6 +1,8 @@
 import type { TransferMethods } from '../../core/dissemination/methods.ts';
 import { fileMethod } from './file.ts';
 import { ftpMethod } from './ftp.ts';
+import { httpMethod } from './http.ts';
+import { s3Method } from './s3.ts';
 import { sftpMethod } from './sftp.ts';
 import { testMethod } from './test.ts';
 
@@ -11,6 +13,8 @@ export function nodeTransferMethods(options: { fileRoots: readonly string[] }): 
     ftp: ftpMethod('ftp'),
     ftps: ftpMethod('ftps'),
     sftp: sftpMethod(),
+    s3: s3Method(),
+    http: httpMethod(),
     test: testMethod(),
   };
 }
