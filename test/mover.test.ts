@@ -230,6 +230,34 @@ describe('a mover', () => {
     await eventually(statusIs(sent.transferId, 'DONE'), 10_000, 'DONE after requeue');
   });
 
+  it('re-sends a delivered file when it is put again with force, with the new content and MD5', async () => {
+    const dir = path.join(delivered, 'FORCED');
+    await restoreDestination(h, admin, 'FORCED', [{ method: 'file', dir }]);
+    mover();
+    const first = await put('FORCED', { target: 'same.bin' }, 1000);
+    await eventually(statusIs(first.transferId, 'DONE'), 10_000, 'first DONE');
+    const content = randomBytes(1500);
+    fs.writeFileSync(first.file, content);
+    const q = new URLSearchParams({ destination: 'FORCED', source: first.file, target: 'same.bin', force: 'true' });
+    const again = await h.call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.id).toBe(first.dataFileId);
+    await eventually(
+      async () =>
+        (await historyOf(first.transferId)).filter((r) => r.status === 'DONE').length === 2 ? true : undefined,
+      10_000,
+      'second DONE',
+    );
+    const md5 = createHash('md5').update(content).digest('hex');
+    expect(
+      createHash('md5')
+        .update(fs.readFileSync(path.join(dir, 'same.bin')))
+        .digest('hex'),
+    ).toBe(md5);
+    const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, first.dataFileId));
+    expect(file!.checksum).toBe(md5);
+  });
+
   it('closes the stream of a send whose data file is deleted, within one heartbeat', async () => {
     await restoreDestination(h, admin, 'DELETED', [{ method: 'test', data: 'test.delay = "30s"' }]);
     const watch = watched();

@@ -86,7 +86,11 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         at,
         comment: 'Requeued by a forced put',
       });
-      await tx.update(dataFiles).set({ source: file.source, size: file.size }).where(eq(dataFiles.id, row.dataFileId));
+      // What is sent next is measured and hashed again.
+      await tx
+        .update(dataFiles)
+        .set({ source: file.source, size: file.size, checksum: null })
+        .where(eq(dataFiles.id, row.dataFileId));
     });
   },
   async find(id) {
