@@ -49,7 +49,8 @@ try {
     );
     const seconds = (performance.now() - started) / 1000;
     rows.push(
-      `${kind}: ${SMALL_FILES} files of 64 KiB, ${CONCURRENCY} at a time: ${(SMALL_FILES / seconds).toFixed(0)} files/s ` +
+      `${kind}: ${SMALL_FILES} files of 64 KiB, ${CONCURRENCY} at a time: ` +
+        `${(SMALL_FILES / seconds).toFixed(0)} files/s ` +
         `(${seconds.toFixed(2)} s, ${connections} connections)`,
     );
 

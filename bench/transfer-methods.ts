@@ -39,7 +39,8 @@ async function timed(send: () => Promise<unknown>) {
 
 const line = (what: string, ms: number, bytes: number, files = 1) =>
   console.log(
-    `${what.padEnd(64)} ${(ms / 1000).toFixed(2).padStart(7)} s ${((files * 1000) / ms).toFixed(1).padStart(8)} files/s` +
+    `${what.padEnd(64)} ${(ms / 1000).toFixed(2).padStart(7)} s ` +
+      `${((files * 1000) / ms).toFixed(1).padStart(8)} files/s` +
       ` ${((bytes * 1000) / ms / MIB).toFixed(1).padStart(7)} MiB/s`,
   );
 

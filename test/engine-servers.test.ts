@@ -123,7 +123,7 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     ...over,
   });
 
-  it('delivers a put with the sealed password: bytes and MD5 arrive, no temporary file, history and statusCode', async () => {
+  it('delivers a put with the sealed password: bytes and MD5, no temporary file, history, statusCode', async () => {
     const dir = sshd!.scratch('e2e-');
     await restoreDestination(h, admin, 'SFTP_E2E', [sftpHost(dir)]);
     const sent = await put('SFTP_E2E', 2_000_000);

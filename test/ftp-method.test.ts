@@ -124,7 +124,8 @@ describe.skipIf(!availability.run)(`ftp and ftps against ProFTPD ${availability.
     const strict = host('ftps', 'in/tls', 'ftps.strict = "yes"');
     const refused = ftps.send(strict, { target: 'g.bin', size: 200_000 }, chunks(bytes), never());
     await expect(refused).rejects.toThrow(
-      `TLS negotiation with 127.0.0.1:${server.port} failed: self-signed certificate (ftps.strict is set: the certificate is verified)`,
+      `TLS negotiation with 127.0.0.1:${server.port} failed: self-signed certificate ` +
+        '(ftps.strict is set: the certificate is verified)',
     );
     expect(filesIn('in/tls')).toEqual(['f.bin']);
   });

@@ -104,7 +104,7 @@ const shownStatus = async (name: string) =>
   (await h.call('GET', `/v1/destination/${name}`, { auth: admin })).json.destination.statusCode as string;
 
 describe('a mover', () => {
-  it('delivers a put end to end: same bytes and MD5, history WAIT EXEC DONE, a UPH line, no temporary file', async () => {
+  it('delivers a put end to end: same bytes and MD5, history WAIT EXEC DONE, a UPH line, no .tmp', async () => {
     const dir = path.join(delivered, 'E2E');
     await restoreDestination(h, admin, 'E2E', [{ method: 'file', dir, networkName: 'LAN', networkCode: 'L' }]);
     mover();

@@ -92,7 +92,8 @@ describe('a client generated with openapi-typescript and openapi-fetch', () => {
       "import type { paths } from './schema';",
       // A JSON body of the documented type of that operation: its shape is checked by the document's own tests.
       'type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;',
-      'declare function jsonBodyOf<P extends keyof paths, M extends keyof paths[P]>(p: P, m: M): JsonBody<paths[P][M]>;',
+      'declare function jsonBodyOf<P extends keyof paths, M extends keyof paths[P]>' +
+        '(p: P, m: M): JsonBody<paths[P][M]>;',
       "const client = createClient<paths>({ baseUrl: 'https://edge.example/ecpds' });",
       'export async function callEverything() {',
       ...calls,

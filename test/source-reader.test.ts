@@ -30,7 +30,7 @@ describe('opening a local source to send it', () => {
     expect(await readAll(`file://${path.join(root, 'link-in.grib')}`)).toEqual({ size: 12, text: 'inside bytes' });
   });
 
-  it('refuses what registration refuses: links out of the roots, directories, missing files, relative paths', async () => {
+  it('refuses what registration refuses: links leaving the roots, directories, missing or relative paths', async () => {
     await expect(readAll(path.join(root, 'link-out.grib'))).rejects.toThrow('outside the configured source roots');
     await expect(readAll(path.join(root, 'sub'))).rejects.toThrow('not a regular file');
     await expect(readAll(path.join(root, 'gone.grib'))).rejects.toThrow('not found');

@@ -166,7 +166,8 @@ describe('event entries', () => {
         message: 'm\n',
       }),
     ).toBe(
-      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=Acquisition;FileName=f;FileSize=0;` +
+      `ERR;TimeStamp=${T0.getTime()};DataTransferId=7;DestinationName=D;DestinationType=Acquisition;` +
+        'FileName=f;FileSize=0;' +
         `ScheduledTime=${plus(2).getTime()};NetworkCode=;Message=m\\n`,
     );
   });

@@ -59,7 +59,11 @@ describe('transfer history', () => {
     const first = await put({ target: 'forced.txt' });
     const refused = await h.call(
       'GET',
-      `/v1/datafile/put?${new URLSearchParams({ destination: 'HISTORY', source: path.join(root, 'a.txt'), target: 'forced.txt' })}`,
+      `/v1/datafile/put?${new URLSearchParams({
+        destination: 'HISTORY',
+        source: path.join(root, 'a.txt'),
+        target: 'forced.txt',
+      })}`,
       { auth: pipeline },
     );
     expect(refused.status).toBe(500);

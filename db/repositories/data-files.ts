@@ -18,7 +18,8 @@ type ExpiredRow = {
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 // The columns register fills, in the order of its select.
 const TRANSFER_COLUMNS = sql.raw(
-  'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, queue_at, expires_at, metadata',
+  'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, queue_at, expires_at, ' +
+    'metadata',
 );
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
@@ -36,7 +37,8 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       ), transfer as (
         insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
-          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz, ${scheduledAt}::timestamptz,
+          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz,
+          ${scheduledAt}::timestamptz,
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb
         from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing

@@ -68,7 +68,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         for update skip locked
       ), claimed as (
         update data_transfers t
-        set status = 'EXEC', mover = ${mover}, attempt = t.attempt + 1, lease_until = ${leaseUntil.toISOString()}::timestamptz,
+        set status = 'EXEC', mover = ${mover}, attempt = t.attempt + 1,
+          lease_until = ${leaseUntil.toISOString()}::timestamptz,
           host_id = ${hostId}, started_at = coalesce(t.started_at, ${at}::timestamptz), sent = 0,
           updated_at = ${at}::timestamptz
         from due where t.id = due.id
@@ -303,7 +304,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           else 'WAIT' end as shown
         from (select 1) one left join destination_state s on s.destination = ${destination}
       ) v
-      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC') and d.scheduler_status is distinct from v.shown`);
+      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC')
+        and d.scheduler_status is distinct from v.shown`);
   },
 });
 
