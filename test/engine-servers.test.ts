@@ -5,6 +5,7 @@ import path from 'node:path';
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Mover, startMover } from '../core/dissemination/mover.ts';
+import { setDestinationStatus } from '../core/dissemination/operator.ts';
 import { dataTransfers, transferHistory } from '../db/schema.ts';
 import { nodeSourceReader } from '../functions/node/sources.ts';
 import { nodeTransferMethods } from '../functions/transfer-methods/index.ts';
@@ -136,6 +137,27 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     expect(history.at(-1)!.comment).toMatch(/^Sent 2000000 bytes from DataMover=servers to 127\.0\.0\.1:\d+ at day\//);
     const shown = await h.call('GET', '/v1/destination/SFTP_E2E', { auth: admin });
     expect(shown.json.destination.statusCode).toBe('WAIT');
+  });
+
+  it("runs the README's worked example: restore a destination with an SFTP host, start it, put, see it arrive", async () => {
+    const readme = fs.readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+    const json = /cat > sftp-dest\.json <<'JSON'\n([\s\S]*?)\nJSON\n/.exec(readme)![1]!;
+    const dir = sshd!.scratch('readme-');
+    // The example's host, login and password are the operator's own: here, the test sshd's.
+    const body = JSON.parse(
+      json
+        .replace('sftp.lab.example.org:22', `127.0.0.1:${sshd!.port}`)
+        .replace('"login": "ecpds"', `"login": "${sshd!.user}"`)
+        .replace('"passwd": "s3cret"', `"passwd": "${sshd!.password}"`)
+        .replace('"dir": "incoming"', `"dir": "${dir}"`),
+    );
+    const restored = await h.call('PUT', '/v1/destination/backup', { auth: admin, body });
+    expect(restored.status, restored.text).toBe(200);
+    expect(readme).toContain('npx ecpds-edge destination start LAB_SFTP');
+    await setDestinationStatus(h.ports, 'cli', 'LAB_SFTP', 'start');
+    const sent = await put('LAB_SFTP', 50_000);
+    await eventually(done(sent.id), 20_000, 'DONE');
+    expect(md5Of(path.join(dir, sent.target))).toBe(sent.md5);
   });
 
   it('with maxConnections=1 sends 50 files over one session, never a second', async () => {
