@@ -139,7 +139,7 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     expect(shown.json.destination.statusCode).toBe('WAIT');
   });
 
-  it("runs the README's worked example: restore a destination with an SFTP host, start it, put, see it arrive", async () => {
+  it("runs the README's worked example: an SFTP destination restored, started, a put arriving", async () => {
     const readme = fs.readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
     const json = /cat > sftp-dest\.json <<'JSON'\n([\s\S]*?)\nJSON\n/.exec(readme)![1]!;
     const dir = sshd!.scratch('readme-');
