@@ -41,11 +41,15 @@ const LATENCY_SAMPLES = 30;
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const SSH_OPTIONS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR'];
 
+// BENCH_ONLY picks scenarios by name: these run under `engine` (or nothing given).
+if (process.env.BENCH_ONLY && !'dissemination engine'.includes(process.env.BENCH_ONLY.toLowerCase())) process.exit(0);
 const sshd = await startSshd();
 const work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-engine-')));
 const sources = path.join(work, 'src');
 fs.mkdirSync(sources);
 const rows: string[][] = [];
+/** The issue's targets: what was measured, and whether it is met. */
+const targets: Array<[target: string, measured: string, met: boolean]> = [];
 const admin = postgres(PG.href, { max: 1, onnotice: () => undefined });
 const quiet = { info() {}, warn() {}, error: (m: string, f?: unknown) => log(`${m} ${JSON.stringify(f)}`) };
 
@@ -202,6 +206,11 @@ async function throughMoverProcess() {
     `${rate(FILES, ours)} transfers/s`,
   ]);
   rows.push(['baseline: OpenSSH `sftp -b`, one process, same files', what, `${rate(FILES, sftpB)} files/s`]);
+  targets.push([
+    'Small files: ≥ 100 transfers/s per mover, 64 KiB to the local sshd',
+    `${rate(FILES, ours)}/s`,
+    rate(FILES, ours) >= 100,
+  ]);
 
   const large = path.join(sources, 'large.bin');
   const chunk = randomFillSync(Buffer.alloc(16 * 1024 * 1024));
@@ -226,6 +235,12 @@ async function throughMoverProcess() {
   rows.push(['mover process on Postgres, SFTP, put → DONE', size, mbps(LARGE, oursLarge)]);
   rows.push(['baseline: OpenSSH `scp` (default cipher)', size, mbps(LARGE, scp)]);
   rows.push(['baseline: OpenSSH `scp -c aes128-gcm@openssh.com`', size, mbps(LARGE, scpGcm)]);
+  const share = scp / oursLarge;
+  targets.push([
+    `A large file (${size}): ≥ 80% of scp's throughput to the same sshd`,
+    `${Math.round(100 * share)}% (${Math.round((100 * scpGcm) / oursLarge)}% of scp with AES-GCM)`,
+    share >= 0.8,
+  ]);
   await stopped(mover);
   await handle.close();
   await admin.unsafe(`drop database if exists ecpds_bench_engine_${process.pid} with (force)`);
@@ -268,6 +283,8 @@ async function latency() {
   await handle.close();
   await admin.unsafe(`drop database if exists ecpds_bench_latency_${process.pid} with (force)`);
   const sorted = samples.sort((a, b) => a - b);
+  const p50 = sorted[Math.floor(sorted.length / 2)]!;
+  targets.push(['Latency: put → DONE of 1 MiB on an idle system, p50 ≤ 300 ms', `${p50.toFixed(0)} ms`, p50 <= 300]);
   rows.push([
     'put → DONE, 1 MiB over SFTP, idle, embedded mover (Postgres)',
     `${LATENCY_SAMPLES} puts, one at a time`,
@@ -330,6 +347,11 @@ try {
     `${claims.claim.samples} claims`,
     `p50 ${claims.claim.p50.toFixed(1)} ms, p99 ${claims.claim.p99.toFixed(1)} ms`,
   ]);
+  targets.push([
+    'Claim: p99 ≤ 10 ms, 1,000,000 transfers, 100,000 waiting, 1,000 destinations',
+    `${claims.claim.p99.toFixed(1)} ms`,
+    claims.claim.p99 <= 10,
+  ]);
   rows.push([
     'due destinations (a mover looking for work), same data',
     `${claims.due.samples} looks`,
@@ -340,13 +362,18 @@ try {
     '| --- | --- | --- |',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
   ].join('\n');
-  console.log(table);
+  const goals = [
+    '| Target | Measured | |',
+    '| --- | --- | --- |',
+    ...targets.map(([t, m, met]) => `| ${t} | ${m} | ${met ? 'met' : 'not met'} |`),
+  ].join('\n');
+  console.log(`${table}\n\n${goals}`);
   if (!process.env.BENCH_ONLY) {
     writeBenchFile(
       `## Dissemination engine\n\n${machine()}\n\n` +
         'From `npm run bench` (bench/engine.ts): a local OpenSSH sshd and Postgres on this machine, ' +
         "OpenSSH's own clients as baselines in the same run.\n\n" +
-        `${table}`,
+        `${table}\n\n${goals}`,
     );
   }
 } finally {
