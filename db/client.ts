@@ -47,6 +47,10 @@ export function openPostgres(url: string, options: PostgresOptions = {}): DbHand
     // After repeated failures postgres.js waits up to 20 s before it reconnects, and requests
     // queue behind that wait: capped, so that during an outage a request gets its 503 at once.
     backoff: (retries: number) => (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, MAX_RECONNECT_DELAY_SECONDS),
+    // No JIT: every statement here is short, and right after a bulk change (a large monitoring
+    // import, before statistics catch up) inflated estimates made Postgres compile the summary
+    // query, which then took twice as long. Sent at connection start; not through a pooler.
+    ...(!options.perRequest && { connection: { jit: 'off' } }),
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
   const db = drizzle(client, { schema }) as unknown as Database;
