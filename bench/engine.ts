@@ -246,13 +246,9 @@ async function throughMoverProcess() {
   await admin.unsafe(`drop database if exists ecpds_bench_engine_${process.pid} with (force)`);
 }
 
-/** Put → DONE of a 1 MiB file, one at a time, with the mover in the process that takes the put. */
-async function latency() {
-  const { handle } = await freshPostgres(`ecpds_bench_latency_${process.pid}`);
-  let wake = () => {};
-  const ports = portsOn(handle, () => wake());
-  await sftpDestination(ports, 'LATENCY', sshd.scratch('latency-'), true);
-  const mover = startMover(
+/** A mover in this process, as `npm start` embeds one, with the settings' defaults. */
+const embeddedMover = (ports: Ports) =>
+  startMover(
     {
       ports,
       methods: nodeTransferMethods({ fileRoots: [] }),
@@ -260,6 +256,14 @@ async function latency() {
     },
     { name: 'embedded', concurrency: 8, leaseMs: 60_000, heartbeatMs: 15_000, pollMs: 1000 },
   );
+
+/** Put → DONE of a 1 MiB file, one at a time, with the mover in the process that takes the put. */
+async function latency() {
+  const { handle } = await freshPostgres(`ecpds_bench_latency_${process.pid}`);
+  let wake = () => {};
+  const ports = portsOn(handle, () => wake());
+  await sftpDestination(ports, 'LATENCY', sshd.scratch('latency-'), true);
+  const mover = embeddedMover(ports);
   wake = mover.wake;
   const file = path.join(sources, 'mib.bin');
   fs.writeFileSync(file, randomFillSync(Buffer.alloc(1024 * 1024)));
@@ -302,14 +306,7 @@ async function onPglite() {
   const files = smallFiles('p');
   await sftpDestination(ports, 'PGLITE', sshd.scratch('pglite-'));
   for (const file of files) await register(ports, 'PGLITE', file);
-  const mover = startMover(
-    {
-      ports,
-      methods: nodeTransferMethods({ fileRoots: [] }),
-      sources: nodeSourceReader({ roots: [sources], hosts: [] }),
-    },
-    { name: 'embedded', concurrency: 8, leaseMs: 60_000, heartbeatMs: 15_000, pollMs: 1000 },
-  );
+  const mover = embeddedMover(ports);
   wake = mover.wake;
   const took = await seconds(async () => {
     await setDestinationStatus(ports, 'bench', 'PGLITE', 'start');

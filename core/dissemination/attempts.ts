@@ -25,6 +25,22 @@ export function currentHost(destination: DueDestination, state: FailoverState, n
 
 class LostAttempt extends Error {}
 
+/** What the UPH and ERR lines of an attempt share. */
+const lineFields = ({ transfer, destination, host, protocol, mover }: Attempt, now: Date) => ({
+  at: now,
+  transferId: transfer.id,
+  destination: destination.name,
+  destinationType: destination.typeLabel,
+  fileName: transfer.target,
+  fileSize: transfer.size,
+  scheduledTime: transfer.scheduledAt,
+  startTime: transfer.startedAt,
+  protocol,
+  mover,
+  hostAddress: host.host,
+  networkCode: host.network,
+});
+
 /**
  * Runs `work` in one transaction under the destination's ring lock and keeps it only if the mover
  * still owned the attempt (`work` answers false otherwise): a mover that lost its attempt changes
@@ -83,22 +99,11 @@ export async function endDelivered(ports: Ports, attempt: Attempt, delivered: { 
   if (owned) {
     ports.events.write(
       uphEvent({
-        at: now,
-        transferId: transfer.id,
-        destination: destination.name,
-        destinationType: destination.typeLabel,
-        fileName: transfer.target,
-        fileSize: transfer.size,
+        ...lineFields(attempt, now),
         priority: transfer.priority,
         queueTime: transfer.queueAt,
-        scheduledTime: transfer.scheduledAt,
-        startTime: transfer.startedAt,
         finishTime: now,
         bytesSent: delivered.sent,
-        protocol: attempt.protocol,
-        mover: attempt.mover,
-        networkCode: host.network,
-        hostAddress: host.host,
       }),
     );
   }
@@ -189,21 +194,10 @@ export async function endFailed(
   if (owned) {
     ports.events.write(
       errEvent({
-        at: now,
-        transferId: transfer.id,
-        destination: destination.name,
-        destinationType: destination.typeLabel,
-        fileName: transfer.target,
-        fileSize: transfer.size,
-        scheduledTime: transfer.scheduledAt,
-        startTime: transfer.startedAt,
+        ...lineFields(attempt, now),
         duration: now.getTime() - transfer.startedAt.getTime(),
         userId: host.login,
         bytesSent: failure.sent,
-        protocol: attempt.protocol,
-        mover: attempt.mover,
-        hostAddress: host.host,
-        networkCode: host.network,
         message: failure.message,
       }),
     );
