@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { isInt32 } from '../../core/common/int32.ts';
 import { type StepFilter, type StepState, stepKeyOf } from '../../core/monitoring/model.ts';
