@@ -123,3 +123,18 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
   }
   return result;
 }
+
+/**
+ * Due destinations whose current host this runtime reaches, with a due transfer it can read:
+ * what a Worker's cron hands to its queue. Those waiting longest first, as the movers take them.
+ */
+export async function reachableDue(ports: Ports, reaches: (host: DisseminationHost) => boolean, limit: number) {
+  const now = ports.clock();
+  const due = await ports.repos.dissemination.dueDestinations(now, limit, { remoteSourcesOnly: true });
+  return due
+    .filter((destination) => {
+      const { host } = currentHost(destination, destination.state, now.getTime());
+      return host !== null && reaches(host);
+    })
+    .map((destination) => destination.name);
+}
