@@ -87,6 +87,21 @@ export const sharedEnvSchema = z.object({
   ECPDS_BASE_PATH: basePath('ECPDS_BASE_PATH'),
 });
 
+/**
+ * The Workers shell's: the shared variables plus how its queue consumer delivers. A Worker
+ * invocation keeps at most six connections open at once, and each send holds two (the source and
+ * the destination) besides the database's: two sends at a time by default.
+ */
+export const workerEnvSchema = sharedEnvSchema.extend({
+  /** Test only: a local workerd reaches loopback and private servers, a deployed Worker never does. */
+  ECPDS_EDGE_ALLOW_PRIVATE: flag('ECPDS_EDGE_ALLOW_PRIVATE', false),
+  ECPDS_EDGE_MOVER_NAME: text().transform((v) => v ?? 'edge'),
+  ECPDS_EDGE_CONCURRENCY: integer('ECPDS_EDGE_CONCURRENCY', 2, 1, 16),
+  ECPDS_EDGE_LEASE_SECONDS: integer('ECPDS_EDGE_LEASE_SECONDS', 60, 2, 3600),
+  ECPDS_EDGE_HEARTBEAT_SECONDS: integer('ECPDS_EDGE_HEARTBEAT_SECONDS', 15, 1, 900),
+  ECPDS_EDGE_BUDGET_SECONDS: integer('ECPDS_EDGE_BUDGET_SECONDS', 300, 1, 840),
+});
+
 /** The Node shell's: the shared variables plus the server's, the files' and the embedded database's. */
 export const nodeEnvSchema = sharedEnvSchema.extend({
   HOST: text().transform((v) => v ?? '127.0.0.1'),
@@ -113,6 +128,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;
 export type NodeEnv = z.output<typeof nodeEnvSchema>;
+export type WorkerEnvConfig = z.output<typeof workerEnvSchema>;
 
 /** Parses `env` with `schema`; every wrong variable is named in one ConfigError, not only the first. */
 export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, unknown>): z.output<S> {

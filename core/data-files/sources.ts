@@ -1,4 +1,5 @@
 import { invalid } from '../common/errors.ts';
+import type { SourceReader } from '../dissemination/send.ts';
 import type { SourceProber } from './ports.ts';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -91,6 +92,40 @@ export function remoteOnlyProber(http: SourceProber): SourceProber {
     probe(source) {
       if (isRemoteSource(source)) return http.probe(source);
       throw invalid(`Source ${source} not allowed: only http(s) sources are supported here`);
+    },
+  };
+}
+
+/**
+ * Reads an http(s) source when it is sent, on any runtime with fetch: an allowed host only, no
+ * redirect followed (where it leads was not what was checked), and a Content-Length, so that the
+ * size can be compared with the registered one before a byte is sent. The body is asked for as
+ * is (`identity`): a runtime that decodes a compressed answer would not give the bytes counted.
+ */
+export function httpSourceReader(allowList: readonly string[], fetchImpl: typeof fetch = fetch): SourceReader {
+  return {
+    async open(raw, signal) {
+      const shown = shownSource(raw);
+      const url = new URL(raw);
+      if (!hostAllowed(allowList, url)) throw invalid(`Source ${shown} not allowed: ${url.host} is not allowed`);
+      const response = await fetchImpl(url, { signal, redirect: 'manual', headers: { 'accept-encoding': 'identity' } });
+      const length = lengthOf(response.headers.get('content-length'));
+      if (response.status !== 200 || !response.body || length === null) {
+        await response.body?.cancel();
+        const why = response.status === 200 ? 'no Content-Length' : `HTTP ${response.status}`;
+        throw invalid(`Source ${shown} could not be read: ${why}`);
+      }
+      return { size: length, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+    },
+  };
+}
+
+/** Sources when they are sent, on a runtime without a file system (Workers): http(s) only. */
+export function remoteOnlyReader(http: SourceReader): SourceReader {
+  return {
+    open(source, signal) {
+      if (isRemoteSource(source)) return http.open(source, signal);
+      throw invalid(`Source ${shownSource(source)} not allowed: only http(s) sources are read here`);
     },
   };
 }

@@ -11,6 +11,8 @@ export interface ClaimRequest {
   leaseMs: number;
   /** At most this many for this mover now (its own concurrency left). */
   wanted: number;
+  /** Only transfers whose source is an http(s) URL: a Worker's claims. */
+  remoteSourcesOnly?: boolean;
 }
 
 /**
@@ -38,6 +40,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
       limit,
       now,
       leaseUntil: new Date(now.getTime() + request.leaseMs),
+      remoteSourcesOnly: request.remoteSourcesOnly,
     });
   });
 }

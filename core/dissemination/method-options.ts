@@ -5,10 +5,10 @@ import { readOptions } from '../hosts/options.ts';
  * defaults (its transfer module documentation). Unknown names are ignored; a value that does not
  * read as its kind falls back to the default, as the reference's setup does.
  */
-export type MethodName = 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'file' | 'test';
+export type MethodName = 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'file' | 'test';
 
 export interface TemporaryName {
-  /** Upload under a temporary name, then rename into place (S3 and HTTP never need one). */
+  /** Upload under a temporary name, then rename into place (S3, HTTP and R2 never need one). */
   use: boolean;
   prefix: string;
   suffix: string;
@@ -38,6 +38,7 @@ const DEFAULT_PORTS: Record<MethodName, number | null> = {
   ftps: 21,
   s3: null,
   http: null,
+  r2: null,
   file: null,
   test: null,
 };
@@ -84,7 +85,7 @@ export function methodOptions(method: MethodName, host: string, data: string): M
 
   const implicitTls = method === 'ftps' && raw.get('connectionType')?.toUpperCase() === 'FTPS';
   const defaultPort = implicitTls ? 990 : DEFAULT_PORTS[method];
-  const atomicUpload = method === 's3' || method === 'http';
+  const atomicUpload = method === 's3' || method === 'http' || method === 'r2';
   const prefixOption = raw.get('prefix') ?? '';
   const suffixOption = raw.get('suffix') ?? '';
   return {

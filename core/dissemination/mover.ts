@@ -1,15 +1,11 @@
 import type { Ports } from '../ports.ts';
-import { type Attempt, currentHost, endDelivered, endFailed } from './attempts.ts';
+import { currentHost } from './attempts.ts';
 import { claimTransfers, reclaimLapsedAttempts, renewLeases } from './claims.ts';
-import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
-import type { HostConnection, TransferMethods } from './methods.ts';
-import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
+import type { TransferMethods } from './methods.ts';
+import { MoverStopping, reason, type SourceReader, sendClaimed, TakenAway } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
-/** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
-export interface SourceReader {
-  open(source: string, signal: AbortSignal): Promise<{ size: number; stream: AsyncIterable<Uint8Array> }>;
-}
+export type { SourceReader };
 
 export interface MoverOptions {
   name: string;
@@ -44,12 +40,6 @@ export interface Mover {
    */
   stop(deadlineMs: number): Promise<void>;
 }
-
-/** Why an attempt was aborted: the transfer was taken away (stop, delete, lost lease), or the mover stops. */
-class TakenAway extends Error {}
-class MoverStopping extends Error {}
-
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * A data mover: claims due transfers destination by destination (each claim one short
@@ -144,68 +134,12 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
         free--;
         const controller = new AbortController();
         running.set(transfer.id, controller);
-        void send(transfer, destination, host, controller.signal).finally(() => {
+        void sendClaimed(deps, options.name, transfer, destination, host, controller.signal).finally(() => {
           running.delete(transfer.id);
           wake();
         });
       }
     }
-  }
-
-  async function send(
-    transfer: ClaimedTransfer,
-    destination: DueDestination,
-    host: DisseminationHost,
-    signal: AbortSignal,
-  ) {
-    const protocol = host.module ?? 'none';
-    const attempt: Attempt = {
-      mover: options.name,
-      transfer,
-      destination,
-      host,
-      protocol,
-    };
-    try {
-      const method = deps.methods[protocol as MethodName];
-      if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${options.name}`);
-      const connection = await connectionTo(host, protocol as MethodName);
-      const timeout = connection.options.putTimeoutMs;
-      const attemptSignal = timeout === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(timeout)]);
-      const source = await deps.sources.open(transfer.source, attemptSignal);
-      if (source.size !== transfer.size) {
-        throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
-      }
-      const delivered = await method.send(
-        connection,
-        { target: transfer.target, size: transfer.size },
-        source.stream,
-        attemptSignal,
-      );
-      if (await endDelivered(ports, attempt, delivered)) deps.stats?.delivered(host.hostId, delivered.sent);
-    } catch (error) {
-      const cause = signal.aborted ? signal.reason : error;
-      // Taken away: the stop, delete or reclaim already wrote what happened; the fenced finish would change nothing.
-      if (cause instanceof TakenAway) return;
-      const message = cause instanceof MoverStopping ? cause.message : reason(cause);
-      const counts = !(cause instanceof MoverStopping);
-      if (counts) deps.stats?.failed(host.hostId);
-      await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
-        ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: reason(e) }),
-      );
-    }
-  }
-
-  async function connectionTo(host: DisseminationHost, method: MethodName): Promise<HostConnection> {
-    return {
-      hostId: host.hostId,
-      hostname: splitHostPort(host.host).hostname,
-      login: host.login,
-      // Unsealed for this attempt only, and never logged.
-      password: host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed),
-      directory: host.dir,
-      options: methodOptions(method, host.host, host.data),
-    };
   }
 
   return {

@@ -114,6 +114,12 @@ export interface DueDestination {
   state: FailoverState;
 }
 
+/** Narrows the due destinations: to one of them, and to those with a due transfer of an http(s) source. */
+export interface DueFilter {
+  destination?: string;
+  remoteSourcesOnly?: boolean;
+}
+
 /** The stored state of a destination's ring, as the mover that ends an attempt reads and writes it. */
 export interface StoredFailover {
   state: FailoverState;
@@ -128,7 +134,7 @@ export interface DisseminationRepo {
    * Active destinations whose stored status is WAIT or EXEC, not paused, with a transfer due now;
    * those waiting longest first.
    */
-  dueDestinations(now: Date, limit: number): Promise<DueDestination[]>;
+  dueDestinations(now: Date, limit: number, filter?: DueFilter): Promise<DueDestination[]>;
   /** The destination's ring, locked until the end of the transaction (created when missing). */
   lockFailover(destination: string): Promise<StoredFailover>;
   saveFailover(
@@ -163,6 +169,8 @@ export interface DisseminationRepo {
     limit: number;
     now: Date;
     leaseUntil: Date;
+    /** Only transfers whose source is an http(s) URL (a Worker has no file system to read). */
+    remoteSourcesOnly?: boolean;
   }): Promise<ClaimedTransfer[]>;
   /**
    * Ends an attempt with its history row, only while the mover still owns it (EXEC, same mover and

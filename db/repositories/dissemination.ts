@@ -53,7 +53,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     );
     return { destination: row?.destination ?? 0, host: row?.host ?? 0 };
   },
-  async takeDue({ destination, hostId, mover, limit, now, leaseUntil }) {
+  async takeDue({ destination, hostId, mover, limit, now, leaseUntil, remoteSourcesOnly }) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
     const at = now.toISOString();
     const rows = await executePrepared(
@@ -62,7 +62,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       with due as (
         select id from data_transfers
         where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR')
-          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
+          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${remoteOnly(remoteSourcesOnly)}
         order by priority, queue_at, id
         limit ${limit}::int
         for update skip locked
@@ -164,7 +164,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     );
     return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0) === 1;
   },
-  async dueDestinations(now, limit) {
+  async dueDestinations(now, limit, filter = {}) {
     const at = now.toISOString();
     // One index probe per started destination: the claim index, on its first due row.
     const rows = rowsOf<DueRow>(
@@ -180,10 +180,12 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           select queue_at as at from data_transfers
           where destination = d.name and status in ('WAIT', 'RETR', 'INTR')
             and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
+            ${remoteOnly(filter.remoteSourcesOnly)}
           order by priority, queue_at, id
           limit 1
         ) due on true
-        where d.active and d.status_code in ('WAIT', 'EXEC') and true
+        where d.active and d.status_code in ('WAIT', 'EXEC')
+          ${filter.destination === undefined ? sql`` : sql`and d.name = ${filter.destination}`}
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
         order by due.at, d.name
         limit ${limit}::int`,
@@ -337,5 +339,14 @@ type HostRow = {
   retry_frequency: number | null;
   network: string | null;
 };
+
+/**
+ * Transfers whose source a Worker can read (an http(s) URL). Only in the statements the edge
+ * runs: the Node movers' statements keep their text, and so their prepared plans.
+ */
+const remoteOnly = (only: boolean | undefined) =>
+  only
+    ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id and f.source ~* '^https?://')`
+    : sql``;
 
 const numberOrNull = (v: string | number | null) => (v === null ? null : Number(v));

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { invalid } from '../../core/common/errors.ts';
 import type { SourceProber } from '../../core/data-files/ports.ts';
-import { hostAllowed, httpSourceProber, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
+import { httpSourceProber, httpSourceReader, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/mover.ts';
 
 /**
@@ -100,25 +100,13 @@ function safeFileUrl(source: string) {
  * source says now; the mover compares it, and the bytes read, with the registered size.
  */
 export function nodeSourceReader(options: { roots: readonly string[]; hosts: readonly string[] }): SourceReader {
+  const http = httpSourceReader(options.hosts);
   return {
     async open(raw, signal) {
-      if (isRemoteSource(raw)) return openRemoteSource(options.hosts, raw, signal);
+      if (isRemoteSource(raw)) return http.open(raw, signal);
       const { size, file } = await openLocalSource(options.roots, raw);
       const stream = file.createReadStream({ highWaterMark: 256 * 1024, signal });
       return { size, stream };
     },
   };
-}
-
-async function openRemoteSource(hosts: readonly string[], raw: string, signal: AbortSignal) {
-  const url = new URL(raw);
-  if (!hostAllowed(hosts, url)) throw invalid(`Source ${shownSource(raw)} not allowed: ${url.host} is not allowed`);
-  // No redirects: where a redirect leads was not what was checked.
-  const response = await fetch(url, { signal, redirect: 'error' });
-  const length = Number(response.headers.get('content-length') ?? Number.NaN);
-  if (!response.ok || !response.body || !Number.isFinite(length)) {
-    await response.body?.cancel();
-    throw invalid(`Source ${shownSource(raw)} could not be read: HTTP ${response.status}`);
-  }
-  return { size: length, stream: response.body as AsyncIterable<Uint8Array> };
 }

@@ -2,7 +2,7 @@ import { SecretBox } from '../../core/common/crypto.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
-import { ConfigError, parseEnv, type SharedEnv, sharedEnvSchema } from '../env.ts';
+import { ConfigError, parseEnv, type WorkerEnvConfig, workerEnvSchema } from '../env.ts';
 import { createApp } from '../http/app.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
 
@@ -19,6 +19,25 @@ export interface WorkerEnv {
   ECPDS_METRICS_PUBLIC?: string;
   /** The API's mount besides the root; `/ecpds` when unset, root only when empty or `/`. */
   ECPDS_BASE_PATH?: string;
+  /** The queue of destinations to deliver (producer); without it the cron dispatches nothing. */
+  ECPDS_QUEUE?: DeliveryQueue;
+  ECPDS_EDGE_ALLOW_PRIVATE?: string;
+  ECPDS_EDGE_MOVER_NAME?: string;
+  ECPDS_EDGE_CONCURRENCY?: string;
+  ECPDS_EDGE_LEASE_SECONDS?: string;
+  ECPDS_EDGE_HEARTBEAT_SECONDS?: string;
+  ECPDS_EDGE_BUDGET_SECONDS?: string;
+}
+
+/** One message of the delivery queue: a destination with due transfers the edge can send. */
+export interface DeliveryMessage {
+  destination: string;
+}
+
+/** What the Worker uses of its queue producer binding. */
+export interface DeliveryQueue {
+  send(body: DeliveryMessage): Promise<unknown>;
+  sendBatch(messages: Iterable<{ body: DeliveryMessage }>): Promise<unknown>;
 }
 
 export interface WorkerContext {
@@ -47,11 +66,11 @@ export interface Isolate {
   secrets: SecretBox;
 }
 
-/** The Worker's settings: the variables both shells share, with the secret key required. */
-export type WorkerConfig = SharedEnv & { ECPDS_SECRET_KEY: string };
+/** The Worker's settings: the variables both shells share and its own, with the secret key required. */
+export type WorkerConfig = WorkerEnvConfig & { ECPDS_SECRET_KEY: string };
 
 export function workerConfig(env: WorkerEnv): WorkerConfig {
-  const config = parseEnv(sharedEnvSchema, env as unknown as Record<string, unknown>);
+  const config = parseEnv(workerEnvSchema, env as unknown as Record<string, unknown>);
   if (config.ECPDS_SECRET_KEY === null) throw new ConfigError('the ECPDS_SECRET_KEY secret is not set');
   return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
 }

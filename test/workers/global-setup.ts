@@ -2,8 +2,19 @@ import http from 'node:http';
 import postgres from 'postgres';
 import { openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
+import { startS3 } from '../support/servers/s3.ts';
 
-/** Node side of the workerd suite: the database, migrated, and an http source to probe. */
+/** `/blob/<seed>/<size>`: `size` bytes, byte i being (31 i + seed) mod 256 (the tests compute the same). */
+function blob(url: string): Buffer | null {
+  const match = /^\/blob\/(\d+)\/(\d+)$/.exec(url);
+  if (!match) return null;
+  const seed = Number(match[1]);
+  const bytes = Buffer.alloc(Number(match[2]));
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (31 * i + seed) & 255;
+  return bytes;
+}
+
+/** Node side of the workerd suite: the database, migrated, http sources, and an S3 server to deliver to. */
 export default async function setup() {
   const url = new URL(process.env.ECPDS_WORKERS_DATABASE_URL!);
   const name = url.pathname.slice(1);
@@ -16,7 +27,11 @@ export default async function setup() {
   await handle.close();
 
   const source = http.createServer((req, res) => {
-    if (req.url === '/data/fc.grib') {
+    const bytes = blob(req.url ?? '');
+    if (bytes) {
+      res.writeHead(200, { 'content-length': String(bytes.length) });
+      res.end(req.method === 'HEAD' ? undefined : bytes);
+    } else if (req.url === '/data/fc.grib') {
       res.writeHead(200, { 'content-length': '4096' });
       res.end(req.method === 'HEAD' ? undefined : Buffer.alloc(4096));
     } else {
@@ -27,7 +42,10 @@ export default async function setup() {
     source.listen(Number(process.env.ECPDS_WORKERS_SOURCE_PORT), '127.0.0.1', resolve),
   );
 
+  const s3 = await startS3('test-bucket', Number(process.env.ECPDS_WORKERS_S3_PORT));
+
   return async () => {
+    await s3.stop();
     await new Promise<void>((resolve) => source.close(() => resolve()));
     // No `with (force)`: terminating the local Hyperdrive proxy's pooled connections would crash
     // it; wait for them to close instead, and leave the database behind if they never do.

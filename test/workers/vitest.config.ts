@@ -13,6 +13,8 @@ if (!base.password) base.password = 'unused';
 process.env.ECPDS_WORKERS_DATABASE_URL ??= base.toString();
 process.env.ECPDS_WORKERS_SECRET_KEY ??= randomBytes(32).toString('base64');
 process.env.ECPDS_WORKERS_SOURCE_PORT ??= String(20000 + (process.pid % 20000));
+// The S3 server the edge delivers to, on the next port (the global setup starts it).
+process.env.ECPDS_WORKERS_S3_PORT ??= String(Number(process.env.ECPDS_WORKERS_SOURCE_PORT) + 1);
 
 const isClosedSocketRead = (error: { message?: string; stack?: string; stacks?: Array<{ file: string }> }) =>
   error.message === 'Stream was cancelled.' &&
@@ -29,6 +31,10 @@ export default defineConfig({
           ECPDS_SECRET_KEY: process.env.ECPDS_WORKERS_SECRET_KEY,
           ECPDS_SOURCE_HOSTS: `127.0.0.1:${process.env.ECPDS_WORKERS_SOURCE_PORT}`,
           ECPDS_SOURCE_TIMEOUT_MS: '3000',
+          // Test only: the S3 server and the sources are on the loopback interface.
+          ECPDS_EDGE_ALLOW_PRIVATE: '1',
+          ECPDS_EDGE_HEARTBEAT_SECONDS: '1',
+          TEST_S3_URL: `http://127.0.0.1:${process.env.ECPDS_WORKERS_S3_PORT}`,
         },
       },
     }),

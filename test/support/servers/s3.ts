@@ -53,7 +53,7 @@ export interface S3TestServer {
 const MIN_PART = 5 * 1024 * 1024;
 const ACCESS_KEY = 'S3RVER';
 
-export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
+export async function startS3(bucket = 'test-bucket', port = 0): Promise<S3TestServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-s3-'));
   const store = path.join(dir, 'store');
   const spool = path.join(dir, 'spool');
@@ -194,7 +194,7 @@ export async function startS3(bucket = 'test-bucket'): Promise<S3TestServer> {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => front.listen(port, '127.0.0.1', r));
   server.port = (front.address() as AddressInfo).port;
   server.url = `http://127.0.0.1:${server.port}`;
   return server;

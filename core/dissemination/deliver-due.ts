@@ -1,0 +1,140 @@
+import type { Ports } from '../ports.ts';
+import { currentHost } from './attempts.ts';
+import { claimTransfers, renewLeases } from './claims.ts';
+import type { DisseminationHost } from './ports.ts';
+import { reason, type SendDeps, sendClaimed, TakenAway } from './send.ts';
+
+export interface DeliverDueOptions {
+  destination: string;
+  /** This run's name as a mover: its claims, leases and finishes carry it. */
+  mover: string;
+  /** Hosts this runtime can send to; a destination whose current host is not one is left alone. */
+  reaches: (host: DisseminationHost) => boolean;
+  /** Transfers sent at once. */
+  concurrency: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  /** No new claims after this long; what was claimed is still sent and ended. */
+  budgetMs: number;
+  /** Only transfers whose source is an http(s) URL (no file system to read from). */
+  remoteSourcesOnly: boolean;
+}
+
+export interface DeliverDueResult {
+  delivered: number;
+  failed: number;
+  /** Taken away while sent (stopped, deleted, lease lost): someone else wrote how it ended. */
+  lost: number;
+  /** The budget ran out with transfers still due: worth another run soon. */
+  more: boolean;
+  /** Why nothing was claimed, when nothing was. */
+  skipped: string | null;
+}
+
+/**
+ * Delivers the due transfers of one destination, as a Node mover would, from a runtime without a
+ * long-lived process (a Worker's queue consumer): the same claim (one short transaction, under the
+ * destination's row lock, within maxConnections), the same leases renewed while sending, the same
+ * fenced finish under the ring lock. Claims round after round until nothing is due, the ring moves
+ * to a host this runtime cannot reach, or the budget is spent. Running it twice at once for the
+ * same destination is harmless: the claim hands each transfer to one of them.
+ */
+export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, options: DeliverDueOptions) {
+  const result: DeliverDueResult = { delivered: 0, failed: 0, lost: 0, more: false, skipped: null };
+  const running = new Map<number, { controller: AbortController; done: Promise<void> }>();
+  const started = Date.now();
+  const send = { ...deps, ports };
+
+  const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
+  async function beat() {
+    try {
+      const kept = new Set(await renewLeases(ports, options.mover, options.leaseMs));
+      for (const [id, { controller }] of running) {
+        if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.mover}`));
+      }
+    } catch (error) {
+      ports.logger.error('edge heartbeat failed', { mover: options.mover, reason: reason(error) });
+    }
+  }
+
+  /** Claims what it can now; false when there is nothing (more) to claim for this run. */
+  async function claimRound(): Promise<boolean> {
+    const filter = { destination: options.destination, remoteSourcesOnly: options.remoteSourcesOnly };
+    const [destination] = await ports.repos.dissemination.dueDestinations(ports.clock(), 1, filter);
+    if (!destination) {
+      result.skipped ??= 'nothing due';
+      return false;
+    }
+    if (Date.now() - started >= options.budgetMs) {
+      result.more = true;
+      return false;
+    }
+    const { host } = currentHost(destination, destination.state, ports.clock().getTime());
+    if (!host) {
+      await ports.repos.dissemination.failDestination(destination.name);
+      ports.logger.warn('destination has no dissemination host', { destination: destination.name });
+      result.skipped ??= 'no dissemination host';
+      return false;
+    }
+    if (!options.reaches(host)) {
+      result.skipped ??= `host ${host.hostId} is not reachable here`;
+      return false;
+    }
+    const claimed = await claimTransfers(ports, {
+      destination: destination.name,
+      hostId: host.hostId,
+      mover: options.mover,
+      destinationMax: destination.maxConnections,
+      hostMax: host.maxConnections,
+      leaseMs: options.leaseMs,
+      wanted: options.concurrency - running.size,
+      remoteSourcesOnly: options.remoteSourcesOnly,
+    });
+    if (claimed.length === 0) {
+      result.skipped ??= 'nothing claimable now';
+      return false;
+    }
+    await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
+    for (const transfer of claimed) {
+      const controller = new AbortController();
+      const done = sendClaimed(send, options.mover, transfer, destination, host, controller.signal).then((ended) => {
+        running.delete(transfer.id);
+        result[ended]++;
+      });
+      running.set(transfer.id, { controller, done });
+    }
+    result.skipped = null;
+    return true;
+  }
+
+  try {
+    let claiming = true;
+    while (claiming || running.size > 0) {
+      if (claiming && running.size < options.concurrency) claiming = await claimRound();
+      // Slots are full, or nothing more was claimed: wait for a send to end before looking again.
+      if (running.size > 0 && (!claiming || running.size >= options.concurrency)) {
+        await Promise.race([...running.values()].map((r) => r.done));
+        // A slot freed up after a round that claimed nothing (connections full): look once more.
+        if (!claiming && result.skipped === 'nothing claimable now') claiming = true;
+      }
+    }
+  } finally {
+    clearInterval(heartbeat);
+  }
+  return result;
+}
+
+/**
+ * Due destinations whose current host this runtime reaches, with a due transfer it can read:
+ * what a Worker's cron hands to its queue. Those waiting longest first, as the movers take them.
+ */
+export async function reachableDue(ports: Ports, reaches: (host: DisseminationHost) => boolean, limit: number) {
+  const now = ports.clock();
+  const due = await ports.repos.dissemination.dueDestinations(now, limit, { remoteSourcesOnly: true });
+  return due
+    .filter((destination) => {
+      const { host } = currentHost(destination, destination.state, now.getTime());
+      return host !== null && reaches(host);
+    })
+    .map((destination) => destination.name);
+}

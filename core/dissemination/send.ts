@@ -1,0 +1,85 @@
+import type { Ports } from '../ports.ts';
+import { type Attempt, endDelivered, endFailed } from './attempts.ts';
+import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
+import type { HostConnection, TransferMethods } from './methods.ts';
+import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
+import type { EngineStats } from './stats.ts';
+
+/** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
+export interface SourceReader {
+  open(source: string, signal: AbortSignal): Promise<{ size: number; stream: AsyncIterable<Uint8Array> }>;
+}
+
+/** What sending a claimed transfer needs, wherever the claim was made (a Node mover, a Worker). */
+export interface SendDeps {
+  ports: Ports;
+  methods: TransferMethods;
+  sources: SourceReader;
+  stats?: EngineStats;
+}
+
+/** Why an attempt was aborted: the transfer was taken away (stop, delete, lost lease), or the mover stops. */
+export class TakenAway extends Error {}
+export class MoverStopping extends Error {}
+
+export const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Sends one claimed transfer through its host's method with no transaction open, and ends the
+ * attempt: DONE, or RETR under the ring's rules. Never throws; answers how it ended.
+ */
+export async function sendClaimed(
+  deps: SendDeps,
+  mover: string,
+  transfer: ClaimedTransfer,
+  destination: DueDestination,
+  host: DisseminationHost,
+  signal: AbortSignal,
+): Promise<'delivered' | 'failed' | 'lost'> {
+  const { ports } = deps;
+  const protocol = host.module ?? 'none';
+  const attempt: Attempt = { mover, transfer, destination, host, protocol };
+  try {
+    const method = deps.methods[protocol as MethodName];
+    if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
+    const connection = await connectionTo(ports, host, protocol as MethodName);
+    const timeout = connection.options.putTimeoutMs;
+    const attemptSignal = timeout === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(timeout)]);
+    const source = await deps.sources.open(transfer.source, attemptSignal);
+    if (source.size !== transfer.size) {
+      throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
+    }
+    const delivered = await method.send(
+      connection,
+      { target: transfer.target, size: transfer.size },
+      source.stream,
+      attemptSignal,
+    );
+    if (!(await endDelivered(ports, attempt, delivered))) return 'lost';
+    deps.stats?.delivered(host.hostId, delivered.sent);
+    return 'delivered';
+  } catch (error) {
+    const cause = signal.aborted ? signal.reason : error;
+    // Taken away: the stop, delete or reclaim already wrote what happened; the fenced finish would change nothing.
+    if (cause instanceof TakenAway) return 'lost';
+    const message = cause instanceof MoverStopping ? cause.message : reason(cause);
+    const counts = !(cause instanceof MoverStopping);
+    if (counts) deps.stats?.failed(host.hostId);
+    await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
+      ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: reason(e) }),
+    );
+    return 'failed';
+  }
+}
+
+async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName): Promise<HostConnection> {
+  return {
+    hostId: host.hostId,
+    hostname: splitHostPort(host.host).hostname,
+    login: host.login,
+    // Unsealed for this attempt only, and never logged.
+    password: host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed),
+    directory: host.dir,
+    options: methodOptions(method, host.host, host.data),
+  };
+}
