@@ -192,11 +192,21 @@ describe('leases', () => {
     const { name, ids } = await destinationWith([{}, {}]);
     const claimed = await claimTransfers(h.ports, request(name, { mover: 'renewer' }));
     expect(claimed).toHaveLength(2);
-    expect((await renewLeases(h.ports, 'renewer', 90_000)).sort()).toEqual([...ids].sort());
+    expect((await renewLeases(h.ports, 'renewer', 90_000, ids)).sort()).toEqual([...ids].sort());
     expect((await statusOf(ids[0]!)).leaseUntil).toEqual(new Date(T0.getTime() + 90_000));
     const r = await h.call('DELETE', `/v1/datafile/del?id=${claimed[0]!.dataFileId}`, { auth: pipeline });
     expect(r.status, r.text).toBe(200);
-    expect(await renewLeases(h.ports, 'renewer', 90_000)).toEqual([claimed[1]!.id]);
+    expect(await renewLeases(h.ports, 'renewer', 90_000, ids)).toEqual([claimed[1]!.id]);
+  });
+
+  it('renews only the transfers the mover says it is sending, so one it lost track of lapses', async () => {
+    const { name, ids } = await destinationWith([{}, {}]);
+    const claimed = await claimTransfers(h.ports, request(name, { mover: 'forgetful', leaseMs: 1000 }));
+    expect(claimed).toHaveLength(2);
+    expect(await renewLeases(h.ports, 'forgetful', 90_000, [ids[1]!])).toEqual([ids[1]!]);
+    expect((await statusOf(ids[0]!)).leaseUntil).toEqual(new Date(T0.getTime() + 1000));
+    expect((await statusOf(ids[1]!)).leaseUntil).toEqual(new Date(T0.getTime() + 90_000));
+    expect(await renewLeases(h.ports, 'forgetful', 90_000, [])).toEqual([]);
   });
 
   it('gives back the transfers of a lost mover, INTR then RETR, and fences its late finish', async () => {

@@ -57,8 +57,10 @@ export function finishAttempt(ports: Ports, mover: string, claimed: ClaimedTrans
 }
 
 /** The mover's heartbeat: its leases extended; a transfer missing from the answer is to be aborted. */
-export function renewLeases(ports: Ports, mover: string, leaseMs: number) {
-  return ports.repos.dissemination.renewLeases({ mover, leaseUntil: new Date(ports.clock().getTime() + leaseMs) });
+export function renewLeases(ports: Ports, mover: string, leaseMs: number, ids: readonly number[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  const leaseUntil = new Date(ports.clock().getTime() + leaseMs);
+  return ports.repos.dissemination.renewLeases({ mover, leaseUntil, ids });
 }
 
 /** Gives back the transfers of movers that stopped renewing their leases. */

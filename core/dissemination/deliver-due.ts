@@ -48,8 +48,17 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
   const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
   async function beat() {
     try {
-      const kept = new Set(await renewLeases(ports, options.mover, options.leaseMs));
-      for (const [id, { controller }] of running) {
+      // Only the sends running when the beat starts: one claimed meanwhile is not judged by it.
+      const sending = [...running];
+      const kept = new Set(
+        await renewLeases(
+          ports,
+          options.mover,
+          options.leaseMs,
+          sending.map(([id]) => id),
+        ),
+      );
+      for (const [id, { controller }] of sending) {
         if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.mover}`));
       }
     } catch (error) {

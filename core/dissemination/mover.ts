@@ -73,8 +73,18 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   heartbeat.unref?.();
   async function beat() {
     try {
-      const kept = new Set(await renewLeases(ports, options.name, options.leaseMs));
-      for (const [id, controller] of running) {
+      // Only the sends running when the beat starts are renewed and judged: one claimed while the
+      // renewal is on its way would otherwise look taken away.
+      const sending = [...running];
+      const kept = new Set(
+        await renewLeases(
+          ports,
+          options.name,
+          options.leaseMs,
+          sending.map(([id]) => id),
+        ),
+      );
+      for (const [id, controller] of sending) {
         if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.name}`));
       }
       const reclaimed = await reclaimLapsedAttempts(ports);

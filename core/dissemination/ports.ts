@@ -178,7 +178,7 @@ export interface DisseminationRepo {
    */
   finish(input: { id: number; mover: string; attempt: number; now: Date; outcome: AttemptOutcome }): Promise<boolean>;
   /** Extends the lease of the mover's transfers in EXEC; answers their ids (one missing was taken away). */
-  renewLeases(input: { mover: string; leaseUntil: Date }): Promise<number[]>;
+  renewLeases(input: { mover: string; leaseUntil: Date; ids: readonly number[] }): Promise<number[]>;
   /**
    * Transfers whose lease ran out (their mover died or hung) go back to RETR, due at once, with
    * history INTR then RETR; answers how many.

@@ -60,8 +60,13 @@ export async function sendClaimed(
     return 'delivered';
   } catch (error) {
     const cause = signal.aborted ? signal.reason : error;
-    // Taken away: the stop, delete or reclaim already wrote what happened; the fenced finish would change nothing.
-    if (cause instanceof TakenAway) return 'lost';
+    if (cause instanceof TakenAway) {
+      // Usually the stop, delete or reclaim wrote what happened and this fenced finish changes
+      // nothing; an attempt still this mover's is requeued rather than left in EXEC.
+      const failure = { message: cause.message, sent: 0, counts: false };
+      const owned = await endFailed(ports, attempt, failure).catch(() => false);
+      return owned ? 'failed' : 'lost';
+    }
     const message = cause instanceof MoverStopping ? cause.message : reason(cause);
     const counts = !(cause instanceof MoverStopping);
     if (counts) deps.stats?.failed(host.hostId);

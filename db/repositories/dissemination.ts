@@ -99,11 +99,11 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       startedAt: new Date(r.started_at),
     }));
   },
-  async renewLeases({ mover, leaseUntil }) {
+  async renewLeases({ mover, leaseUntil, ids }) {
     const rows = await db
       .update(dataTransfers)
       .set({ leaseUntil })
-      .where(and(eq(dataTransfers.mover, mover), eq(dataTransfers.status, 'EXEC')))
+      .where(and(eq(dataTransfers.mover, mover), eq(dataTransfers.status, 'EXEC'), inArray(dataTransfers.id, [...ids])))
       .returning({ id: dataTransfers.id });
     return rows.map((r) => r.id);
   },
