@@ -14,6 +14,7 @@ import type { Harness } from './harness.ts';
 
 const HOUR = 3_600_000;
 export const FAILING_ERROR = 'Connection refused by ftp.example.int:21';
+export const BACKUP_ERROR = '530 Login incorrect';
 
 /**
  * What the monitor shows, made as an operator's day makes it: destinations restored and started
@@ -77,10 +78,20 @@ export async function monitorScene(h: Harness, auth: string, sources: string) {
     }
     h.ports.clock = clock;
 
-    const down = { method: 'test' as const, data: `test.fail = "yes"\ntest.error = "${FAILING_ERROR}"`, retryCount: 0 };
-    await restoreDestination(h, auth, 'FAILING', [{ ...down, host: 'ftp.example.int', retryFrequency: 10 }, down], {
-      destination: { retryCount: 0 },
+    const down = (host: string, error: string) => ({
+      method: 'test' as const,
+      host,
+      data: `test.fail = "yes"\ntest.error = "${error}"`,
+      retryCount: 0,
+      retryFrequency: 10,
     });
+    await restoreDestination(
+      h,
+      auth,
+      'FAILING',
+      [down('ftp.example.int', FAILING_ERROR), down('ftp-backup.example.int', BACKUP_ERROR)],
+      { destination: { retryCount: 0 } },
+    );
     const failing = [await put('FAILING', 1000), await put('FAILING', 2000)];
     await eventually(
       async () => {
