@@ -7,6 +7,7 @@ import type { DisseminationRepo, TransferRepo } from './dissemination/ports.ts';
 import type { HostRepo, ReferenceRepo } from './hosts/ports.ts';
 import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
+import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
@@ -75,6 +76,8 @@ export interface Repositories {
   references: ReferenceRepo;
   metadata: MetadataRepo;
   monitoring: MonitoringRepo;
+  /** What the console's monitor pages read. */
+  monitor: MonitorRepo;
   dataFiles: DataFileRepo;
   transfers: TransferRepo;
   dissemination: DisseminationRepo;

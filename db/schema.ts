@@ -400,6 +400,9 @@ export const dataTransfers = pgTable(
       .where(sql`${t.status} not in ('STOP', 'FAIL')`),
     index('data_transfers_expiry').on(t.expiresAt).where(sql`${t.status} not in ('DONE', 'FAIL', 'STOP')`),
     index('data_transfers_file').on(t.dataFileId),
+    // The monitor's counts per status and its pages of a destination's transfers by status, newest
+    // first: an index-only count and a keyset page, whatever the table's size.
+    index('data_transfers_monitor').on(t.destination, t.status, t.id),
   ],
 );
 
@@ -425,6 +428,9 @@ export const transferHistory = pgTable(
   (t) => [
     index('transfer_history_transfer').on(t.transferId, t.at),
     index('transfer_history_destination').on(t.destination, t.at),
+    // The last result of each host of a destination: one probe per host, even for a backup host
+    // whose last use is far behind the destination's newest rows.
+    index('transfer_history_host').on(t.destination, t.hostId, t.at).where(sql`${t.hostId} is not null`),
   ],
 );
 

@@ -10,6 +10,7 @@ import { disseminationRepo } from './dissemination.ts';
 import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
 import { metadataRepo } from './metadata.ts';
+import { monitorRepo } from './monitor.ts';
 import { monitoringRepo } from './monitoring.ts';
 import { transferRepo } from './transfers.ts';
 import { webUserRepo } from './web-users.ts';
@@ -29,6 +30,7 @@ export function createRepositories(db: Database): Repositories {
     references: referenceRepo(db),
     metadata: metadataRepo(db),
     monitoring: monitoringRepo(db),
+    monitor: monitorRepo(db),
     dataFiles: dataFileRepo(db),
     transfers: transferRepo(db),
     dissemination: disseminationRepo(db),

@@ -40,6 +40,48 @@ form.inline button { margin-top:0; padding:.2rem .6rem; }
 .visually-hidden { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 .report li.bad { color: var(--bad); }
 .report li.ok { color: var(--ok); }
+main:has(table.monitor, table.grid) { max-width: 80rem; }
+.muted { color: var(--muted); }
+.error-text { color: var(--bad); }
+.ok-text { color: var(--ok); }
+.filters { display:flex; flex-wrap:wrap; gap:.5rem 1rem; align-items:flex-end; margin-bottom:1rem; }
+.filters label { margin-top:0; }
+.filters button { margin-top:0; }
+table.monitor td { font-size:.95rem; }
+.row-actions { display:flex; flex-wrap:wrap; gap:.25rem; }
+.row-actions button { margin-top:0; padding:.2rem .6rem; }
+.status { display:inline-block; padding:.1rem .5rem; border-radius:3px; font-weight:600; white-space:nowrap; }
+.status small { font-weight:normal; }
+.tone-ok { background:#dafbe1; color:#116329; }
+.tone-busy { background:#ddf4ff; color:#0a3069; }
+.tone-idle { background:#eef1f4; color:#24292f; }
+.tone-warn { background:#fff8c5; color:#7d4e00; }
+.tone-bad { background:#ffebe9; color:#a40e26; }
+.tone-off { background:#eaeef2; color:#57606a; }
+ul.counts { list-style:none; margin:0; padding:0; display:flex; flex-wrap:wrap; gap:.1rem .6rem; }
+.count-done { color: var(--ok); }
+.count-retr, .count-intr, .count-hold { color: var(--warn); }
+.count-stop, .count-fail { color: var(--bad); }
+.count-exec { color: var(--accent); }
+dl.facts { display:grid; grid-template-columns: max-content 1fr; gap:.25rem 1rem; }
+dl.facts dd { margin:0; }
+tr.last-used td { background:#f6f8fa; }
+ol.history { margin:.25rem 0 0; padding-left:1.2rem; font-size:.85rem; }
+.charts { display:flex; flex-wrap:wrap; gap:1rem 2rem; }
+figure.chart { margin:0; }
+figure.chart figcaption { font-size:.85rem; color: var(--muted); }
+table.grid th, table.grid td { white-space:nowrap; }
+table.grid td a { display:block; margin:.1rem 0; }
+.level { display:inline-block; min-width:1.6rem; padding:.1rem .4rem; border-radius:3px; text-align:center; ` +
+  `text-decoration:none; color:#1b1f23; }
+a.level:hover, a.level:focus { text-decoration:underline; }
+.level-1 { background:#2da44e; color:#fff; }
+.level-2 { background:#a6e3a1; }
+.level-3 { background:#fff3a3; }
+.level-4 { background:#ffb35c; }
+.level-5 { background:#cf222e; color:#fff; }
+.level-none { background:#eaeef2; color:#57606a; }
+ul.legend { list-style:none; padding:0; display:flex; flex-wrap:wrap; gap:.25rem 1.25rem; font-size:.9rem; }
 `;
 
 export const SCRIPT =

@@ -5,6 +5,9 @@ import { auditPage } from './pages/audit.tsx';
 import { authPages } from './pages/auth.tsx';
 import { clientPages } from './pages/clients.tsx';
 import { fieldPages } from './pages/fields.tsx';
+import { monitorDestinationPage } from './pages/monitor-destination.tsx';
+import { monitorDestinationPages } from './pages/monitor-destinations.tsx';
+import { monitorProductPages } from './pages/monitor-products.tsx';
 import { userPages } from './pages/users.tsx';
 import { type ConsoleEnv, type ConsoleOptions, sessionMiddleware } from './session.ts';
 
@@ -31,9 +34,13 @@ export function consoleApp(options: ConsoleOptions) {
   app.use('/fields/*', requireAdministrator);
   app.use('/fields', requireAdministrator);
   app.use('/audit', requireAdministrator);
+  app.use('/monitor/*', requireAdministrator);
   clientPages(app);
   userPages(app);
   fieldPages(app);
   auditPage(app);
+  monitorDestinationPages(app);
+  monitorDestinationPage(app);
+  monitorProductPages(app);
   return app;
 }

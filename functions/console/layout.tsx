@@ -13,6 +13,8 @@ const NAV: Array<[string, string]> = [
   ['/console/users', 'Web users'],
   ['/console/fields', 'Metadata fields'],
   ['/console/audit', 'Audit trail'],
+  ['/console/monitor/destinations', 'Destinations'],
+  ['/console/monitor/products', 'Products'],
 ];
 
 export function Page({ title, user, csrf, children }: PageProps) {

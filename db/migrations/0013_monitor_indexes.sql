@@ -1,0 +1,2 @@
+CREATE INDEX "data_transfers_monitor" ON "data_transfers" USING btree ("destination","status","id");--> statement-breakpoint
+CREATE INDEX "transfer_history_host" ON "transfer_history" USING btree ("destination","host_id","at") WHERE "transfer_history"."host_id" is not null;
