@@ -30,9 +30,7 @@ export async function monitorScene(h: Harness, auth: string, sources: string) {
       methods: { file: fileMethod([delivered]), test: testMethod() },
       sources: nodeSourceReader({ roots: [sources], hosts: [] }),
     },
-    // No heartbeat while the scene runs: a renewal read while a claim commits on another connection
-    // can miss the transfer just claimed and abort it, leaving it in EXEC under a lease renewed forever.
-    { name: 'monitor-scene', concurrency: 4, leaseMs: 300_000, heartbeatMs: 120_000, pollMs: 30 },
+    { name: 'monitor-scene', concurrency: 4, leaseMs: 5000, heartbeatMs: 100, pollMs: 30 },
   );
   let files = 0;
   const put = async (destination: string, bytes: number) => {
