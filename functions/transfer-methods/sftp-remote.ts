@@ -210,12 +210,14 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
     const at = position;
     position += piece.byteLength;
     inFlight += piece.byteLength;
-    // ssh2 copies the piece into its packet before returning.
-    sftp.write(handle, piece, 0, piece.byteLength, at, (error) => {
-      inFlight -= piece.byteLength;
-      if (error) failure ??= new Error(`Cannot write ${path} at byte ${at}: ${describe(error)}`);
-      settled();
-    });
+    // ssh2 copies the piece into its packets before returning.
+    const request = () =>
+      sftp.write(handle, piece, 0, piece.byteLength, at, (error) => {
+        inFlight -= piece.byteLength;
+        if (error) failure ??= new Error(`Cannot write ${path} at byte ${at}: ${describe(error)}`);
+        settled();
+      });
+    session.batch(request);
   };
   const flush = async (guard: Guard) => {
     if (!staged || stagedBytes === 0) return;
