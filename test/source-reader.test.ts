@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openLocalSource } from '../functions/node/sources.ts';
+import { nodeSourceReader, openLocalSource } from '../functions/node/sources.ts';
 
 const temp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-source-reader-')));
 const root = path.join(temp, 'root');
@@ -45,5 +45,34 @@ describe('opening a local source to send it', () => {
     fs.rmSync(swapped);
     fs.symlinkSync(path.join(outside, 'secret.txt'), swapped);
     await expect(readAll(swapped)).rejects.toThrow('outside the configured source roots');
+  });
+
+  it('streams the file to send in chunks, and closes it once read in full or abandoned', async () => {
+    const big = path.join(root, 'big.bin');
+    const bytes = Buffer.alloc(1_000_003, 7);
+    fs.writeFileSync(big, bytes);
+    const reader = nodeSourceReader({ roots: [root], hosts: [] });
+    const closed = async (stream: AsyncIterable<Uint8Array>) => {
+      const fd = (stream as unknown as { fd: number }).fd;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return (() => {
+        try {
+          fs.fstatSync(fd);
+          return false;
+        } catch {
+          return true;
+        }
+      })();
+    };
+    const whole = await reader.open(big, new AbortController().signal);
+    const read: Uint8Array[] = [];
+    for await (const chunk of whole.stream) read.push(chunk);
+    expect(whole.size).toBe(bytes.byteLength);
+    expect(Buffer.concat(read).equals(bytes)).toBe(true);
+    expect(await closed(whole.stream)).toBe(true);
+
+    const partial = await reader.open(big, new AbortController().signal);
+    for await (const _ of partial.stream) break;
+    expect(await closed(partial.stream)).toBe(true);
   });
 });

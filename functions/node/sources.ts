@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { finished } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { invalid } from '../../core/common/errors.ts';
@@ -105,7 +106,11 @@ export function nodeSourceReader(options: { roots: readonly string[]; hosts: rea
     async open(raw, signal) {
       if (isRemoteSource(raw)) return http.open(raw, signal);
       const { size, file } = await openLocalSource(options.roots, raw);
-      const stream = file.createReadStream({ highWaterMark: 256 * 1024, signal });
+      // A stream on the descriptor rather than the FileHandle's own: its promise-based reads
+      // cost the mover about 0.3 s more of its main thread per GiB. The handle keeps the
+      // descriptor and closes it once the stream is done, whichever way.
+      const stream = fs.createReadStream('', { fd: file.fd, autoClose: false, highWaterMark: 256 * 1024, signal });
+      finished(stream, () => void file.close().catch(() => undefined));
       return { size, stream };
     },
   };
