@@ -2,6 +2,7 @@ import type { Ports } from '../ports.ts';
 import { currentHost } from './attempts.ts';
 import { claimTransfers, renewLeases } from './claims.ts';
 import type { DisseminationHost } from './ports.ts';
+import { EDGE_MODULES } from './reach.ts';
 import { reason, type SendDeps, sendClaimed, TakenAway } from './send.ts';
 
 export interface DeliverDueOptions {
@@ -139,7 +140,12 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
  */
 export async function reachableDue(ports: Ports, reaches: (host: DisseminationHost) => boolean, limit: number) {
   const now = ports.clock();
-  const due = await ports.repos.dissemination.dueDestinations(now, limit, { remoteSourcesOnly: true });
+  // Narrowed in the database first, so that destinations only Node movers can serve never crowd the
+  // edge's out of the limit; the ring's current host is then checked here.
+  const due = await ports.repos.dissemination.dueDestinations(now, limit, {
+    remoteSourcesOnly: true,
+    modules: EDGE_MODULES,
+  });
   return due
     .filter((destination) => {
       const { host } = currentHost(destination, destination.state, now.getTime());

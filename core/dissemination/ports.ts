@@ -118,6 +118,8 @@ export interface DueDestination {
 export interface DueFilter {
   destination?: string;
   remoteSourcesOnly?: boolean;
+  /** Only destinations with an active dissemination host using one of these transfer methods. */
+  modules?: readonly string[];
 }
 
 /** The stored state of a destination's ring, as the mover that ends an attempt reads and writes it. */

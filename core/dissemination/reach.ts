@@ -18,6 +18,9 @@ export interface EdgeReachOptions {
 const INTERNET = new Set(['i', 'internet']);
 
 /** Why the edge cannot deliver to `host`, or null when it can. */
+/** The transfer methods an edge can ever send with: destinations with no such host are not even read. */
+export const EDGE_MODULES = ['s3', 'http', 'r2'] as const;
+
 export function whyEdgeCannotReach(host: DisseminationHost, options: EdgeReachOptions): string | null {
   const module = host.module ?? 'none';
   // A bound bucket is reached through the binding: no network, no address.

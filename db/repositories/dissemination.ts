@@ -186,6 +186,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         ) due on true
         where d.active and d.status_code in ('WAIT', 'EXEC')
           ${filter.destination === undefined ? sql`` : sql`and d.name = ${filter.destination}`}
+          ${withModules(filter.modules)}
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
         order by due.at, d.name
         limit ${limit}::int`,
@@ -348,5 +349,16 @@ const remoteOnly = (only: boolean | undefined) =>
   only
     ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id and f.source ~* '^https?://')`
     : sql``;
+
+const withModules = (modules: readonly string[] | undefined) =>
+  modules === undefined
+    ? sql``
+    : sql`and exists (select 1 from destination_hosts a join hosts h on h.hostid = a.hostid
+        join transfer_methods m on m.name = h.transfer_method_name
+        where a.destination = d.name and h.active and h.type = 'Dissemination'
+          and m.ectrans_module_name in (${sql.join(
+            modules.map((m) => sql`${m}`),
+            sql`, `,
+          )}))`;
 
 const numberOrNull = (v: string | number | null) => (v === null ? null : Number(v));
