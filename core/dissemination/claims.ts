@@ -1,6 +1,7 @@
 import type { Ports } from '../ports.ts';
 import { freeSlots } from './capacity.ts';
 import type { AttemptOutcome, ClaimedTransfer } from './ports.ts';
+import { TakenAway } from './send.ts';
 
 export interface ClaimRequest {
   destination: string;
@@ -61,6 +62,29 @@ export function renewLeases(ports: Ports, mover: string, leaseMs: number, ids: r
   if (ids.length === 0) return Promise.resolve([]);
   const leaseUntil = new Date(ports.clock().getTime() + leaseMs);
   return ports.repos.dissemination.renewLeases({ mover, leaseUntil, ids });
+}
+
+/**
+ * A mover's beat over the sends running when it starts (one claimed while the renewal is on its
+ * way would otherwise look taken away): their leases renewed, and those taken away aborted.
+ */
+export async function renewOrAbort(
+  ports: Ports,
+  mover: string,
+  leaseMs: number,
+  sending: ReadonlyArray<readonly [number, AbortController]>,
+) {
+  const kept = new Set(
+    await renewLeases(
+      ports,
+      mover,
+      leaseMs,
+      sending.map(([id]) => id),
+    ),
+  );
+  for (const [id, controller] of sending) {
+    if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${mover}`));
+  }
 }
 
 /** Gives back the transfers of movers that stopped renewing their leases. */

@@ -1,9 +1,9 @@
 import type { Ports } from '../ports.ts';
 import { currentHost } from './attempts.ts';
-import { claimTransfers, renewLeases } from './claims.ts';
+import { claimTransfers, renewOrAbort } from './claims.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
-import { reason, type SendDeps, sendClaimed, TakenAway } from './send.ts';
+import { reason, type SendDeps, sendClaimed } from './send.ts';
 
 export interface DeliverDueOptions {
   destination: string;
@@ -49,19 +49,8 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
   const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
   async function beat() {
     try {
-      // Only the sends running when the beat starts: one claimed meanwhile is not judged by it.
-      const sending = [...running];
-      const kept = new Set(
-        await renewLeases(
-          ports,
-          options.mover,
-          options.leaseMs,
-          sending.map(([id]) => id),
-        ),
-      );
-      for (const [id, { controller }] of sending) {
-        if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.mover}`));
-      }
+      const sending = [...running].map(([id, { controller }]) => [id, controller] as const);
+      await renewOrAbort(ports, options.mover, options.leaseMs, sending);
     } catch (error) {
       ports.logger.error('edge heartbeat failed', { mover: options.mover, reason: reason(error) });
     }

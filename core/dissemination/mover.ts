@@ -1,8 +1,8 @@
 import type { Ports } from '../ports.ts';
 import { currentHost } from './attempts.ts';
-import { claimTransfers, reclaimLapsedAttempts, renewLeases } from './claims.ts';
+import { claimTransfers, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
-import { MoverStopping, reason, type SourceReader, sendClaimed, TakenAway } from './send.ts';
+import { MoverStopping, reason, type SourceReader, sendClaimed } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };
@@ -73,20 +73,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   heartbeat.unref?.();
   async function beat() {
     try {
-      // Only the sends running when the beat starts are renewed and judged: one claimed while the
-      // renewal is on its way would otherwise look taken away.
-      const sending = [...running];
-      const kept = new Set(
-        await renewLeases(
-          ports,
-          options.name,
-          options.leaseMs,
-          sending.map(([id]) => id),
-        ),
-      );
-      for (const [id, controller] of sending) {
-        if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${options.name}`));
-      }
+      await renewOrAbort(ports, options.name, options.leaseMs, [...running]);
       const reclaimed = await reclaimLapsedAttempts(ports);
       if (reclaimed > 0) {
         deps.stats?.reclaimed(reclaimed);
