@@ -158,7 +158,10 @@ function smallFiles(prefix: string) {
 }
 
 function moverProcess(url: string, name: string): ChildProcess {
-  return spawn(process.execPath, ['functions/bin/ecpds-edge.mjs', 'mover', '--name', name, '--concurrency', '8'], {
+  // BENCH_MOVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the mover process only.
+  const nodeArgs = (process.env.BENCH_MOVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+  const args = [...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'mover', '--name', name, '--concurrency', '8'];
+  return spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       ...process.env,
