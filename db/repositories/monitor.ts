@@ -186,7 +186,7 @@ export const monitorRepo = (db: Database): MonitorRepo => ({
       await db.execute(sql`
         select transfer_id, ${ms(sql`at`)} as at, status, host_id, sent, comment, error from transfer_history
         where transfer_id in (${inList(rows.map((r) => Number(r.id)))})
-        order by transfer_id, at, id`),
+        order by transfer_id, id`),
     );
     const historyOf = new Map<number, TransferHistoryEntry[]>();
     for (const h of history) {

@@ -90,6 +90,8 @@ export const transferRepo = (db: Database): TransferRepo => ({
       })
       .from(transferHistory)
       .where(eq(transferHistory.transferId, id))
-      .orderBy(asc(transferHistory.at), asc(transferHistory.id));
+      // In the order the changes were made: a transfer's changes are serialized by its row lock, while
+      // their times come from the clocks of whichever processes made them.
+      .orderBy(asc(transferHistory.id));
   },
 });
