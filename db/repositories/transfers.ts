@@ -79,6 +79,8 @@ export const transferRepo = (db: Database): TransferRepo => ({
     }
   },
   async history(id) {
+    // In the order the changes were made: a transfer's changes are serialized by its row lock, while
+    // their times come from the clocks of whichever processes made them.
     return db
       .select({
         at: transferHistory.at,
@@ -90,8 +92,6 @@ export const transferRepo = (db: Database): TransferRepo => ({
       })
       .from(transferHistory)
       .where(eq(transferHistory.transferId, id))
-      // In the order the changes were made: a transfer's changes are serialized by its row lock, while
-      // their times come from the clocks of whichever processes made them.
       .orderBy(asc(transferHistory.id));
   },
 });
