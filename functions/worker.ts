@@ -1,4 +1,5 @@
 import type { ExecutionContext } from 'hono';
+import { messageOf } from '../core/common/errors.ts';
 import { sweepExpired } from '../core/data-files/handlers.ts';
 import { consumeDeliveries, type DeliveryBatch, dispatchDue } from './workers/edge.ts';
 import {
@@ -12,8 +13,6 @@ import {
 
 // Built on the first request from the isolate's environment, which does not change while it lives.
 let isolate: Isolate | null = null;
-
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Cloudflare Workers entry: the same catalogue and core, a database client per request. */
 export default {
@@ -33,7 +32,9 @@ export default {
     const scope = requestScope(env, ctx, isolate);
     try {
       // One failing does not keep the other from running.
-      await sweepExpired(scope.ports()).catch((e) => consoleLogger.error('expiry sweep failed', { reason: reason(e) }));
+      await sweepExpired(scope.ports()).catch((e) =>
+        consoleLogger.error('expiry sweep failed', { reason: messageOf(e) }),
+      );
       if (env.ECPDS_QUEUE) await dispatchDue(scope.ports(), isolate.config, env.ECPDS_QUEUE);
     } finally {
       scope.finish();

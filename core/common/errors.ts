@@ -37,4 +37,7 @@ export const throttled = (message: string, retryAfterSeconds: number) =>
 export const retryAfterSeconds = (waitMs: number) => Math.max(1, Math.ceil(waitMs / 1000));
 export const unavailable = (reason: string) => new ServiceError('unavailable', `Service unavailable: ${reason}`);
 
+/** What an error says, whatever was thrown. */
+export const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

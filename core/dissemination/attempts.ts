@@ -23,6 +23,18 @@ export function currentHost(destination: DueDestination, state: FailoverState, n
   };
 }
 
+/**
+ * The host the next attempt of a due destination goes to; a started destination without any
+ * dissemination host is set to FAIL (the reference's NoHosts), and null is answered.
+ */
+export async function hostOfNextAttempt(ports: Ports, destination: DueDestination) {
+  const { host } = currentHost(destination, destination.state, ports.clock().getTime());
+  if (host) return host;
+  await ports.repos.dissemination.failDestination(destination.name);
+  ports.logger.warn('destination has no dissemination host', { destination: destination.name });
+  return null;
+}
+
 class LostAttempt extends Error {}
 
 /** What the UPH and ERR lines of an attempt share. */

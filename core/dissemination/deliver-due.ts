@@ -1,9 +1,10 @@
+import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
-import { currentHost } from './attempts.ts';
+import { currentHost, hostOfNextAttempt } from './attempts.ts';
 import { claimTransfers, renewOrAbort } from './claims.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
-import { reason, type SendDeps, sendClaimed } from './send.ts';
+import { type SendDeps, sendClaimed } from './send.ts';
 
 export interface DeliverDueOptions {
   destination: string;
@@ -52,7 +53,7 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
       const sending = [...running].map(([id, { controller }]) => [id, controller] as const);
       await renewOrAbort(ports, options.mover, options.leaseMs, sending);
     } catch (error) {
-      ports.logger.error('edge heartbeat failed', { mover: options.mover, reason: reason(error) });
+      ports.logger.error('edge heartbeat failed', { mover: options.mover, reason: messageOf(error) });
     }
   }
 
@@ -68,10 +69,8 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
       result.more = true;
       return false;
     }
-    const { host } = currentHost(destination, destination.state, ports.clock().getTime());
+    const host = await hostOfNextAttempt(ports, destination);
     if (!host) {
-      await ports.repos.dissemination.failDestination(destination.name);
-      ports.logger.warn('destination has no dissemination host', { destination: destination.name });
       result.skipped ??= 'no dissemination host';
       return false;
     }

@@ -1,8 +1,9 @@
+import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
-import { currentHost } from './attempts.ts';
+import { hostOfNextAttempt } from './attempts.ts';
 import { claimTransfers, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
-import { MoverStopping, reason, type SourceReader, sendClaimed } from './send.ts';
+import { MoverStopping, type SourceReader, sendClaimed } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };
@@ -83,7 +84,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
     } catch (error) {
       ports.logger.error('mover heartbeat failed', {
         mover: options.name,
-        reason: reason(error),
+        reason: messageOf(error),
       });
     }
   }
@@ -96,7 +97,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       } catch (error) {
         ports.logger.error('mover claim failed', {
           mover: options.name,
-          reason: reason(error),
+          reason: messageOf(error),
         });
       }
       if (!stopping) await idle();
@@ -109,14 +110,8 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
     const due = await ports.repos.dissemination.dueDestinations(ports.clock(), Math.max(10, free));
     for (const destination of due) {
       if (free <= 0 || stopping) break;
-      const { host } = currentHost(destination, destination.state, ports.clock().getTime());
-      if (!host) {
-        await ports.repos.dissemination.failDestination(destination.name);
-        ports.logger.warn('destination has no dissemination host', {
-          destination: destination.name,
-        });
-        continue;
-      }
+      const host = await hostOfNextAttempt(ports, destination);
+      if (!host) continue;
       const claimed = await claimTransfers(ports, {
         destination: destination.name,
         hostId: host.hostId,

@@ -1,3 +1,4 @@
+import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
@@ -21,8 +22,6 @@ export interface SendDeps {
 /** Why an attempt was aborted: the transfer was taken away (stop, delete, lost lease), or the mover stops. */
 export class TakenAway extends Error {}
 export class MoverStopping extends Error {}
-
-export const reason = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * Sends one claimed transfer through its host's method with no transaction open, and ends the
@@ -67,11 +66,11 @@ export async function sendClaimed(
       const owned = await endFailed(ports, attempt, failure).catch(() => false);
       return owned ? 'failed' : 'lost';
     }
-    const message = cause instanceof MoverStopping ? cause.message : reason(cause);
+    const message = cause instanceof MoverStopping ? cause.message : messageOf(cause);
     const counts = !(cause instanceof MoverStopping);
     if (counts) deps.stats?.failed(host.hostId);
     await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
-      ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: reason(e) }),
+      ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(e) }),
     );
     return 'failed';
   }

@@ -1,4 +1,4 @@
-import { invalid } from '../../core/common/errors.ts';
+import { invalid, messageOf } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import { joinRemote } from '../../core/dissemination/deliver.ts';
 import type { TransferMethod } from '../../core/dissemination/methods.ts';
@@ -34,7 +34,7 @@ export function r2Method(bucketNamed: (binding: string) => R2BucketLike | null):
         try {
           stored = await bucket.put(key, requestBody(sized.chunks, file.size));
         } catch (error) {
-          throw sendError(sized, signal, error, () => new Error(`${label} failed: ${message(error)}`));
+          throw sendError(sized, signal, error, () => new Error(`${label} failed: ${messageOf(error)}`));
         }
         if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
         const md5 = sized.md5();
@@ -51,8 +51,6 @@ export function r2Method(bucketNamed: (binding: string) => R2BucketLike | null):
     async close() {},
   };
 }
-
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The chunks, ending with the signal's reason once it aborts (a bucket put takes no signal). */
 async function* untilAborted(chunks: AsyncIterable<Uint8Array>, signal: AbortSignal) {

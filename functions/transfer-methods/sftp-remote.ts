@@ -1,4 +1,5 @@
 import type { Stats } from 'ssh2';
+import { messageOf } from '../../core/common/errors.ts';
 import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
 import type { SftpSession } from './sftp-session.ts';
 
@@ -89,7 +90,7 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
     return guard(request(start));
   };
   const failed = (what: string) => (error: unknown) => {
-    throw error === signal.reason || error === session.lost() ? error : new Error(`${what}: ${describe(error)}`);
+    throw error === signal.reason || error === session.lost() ? error : new Error(`${what}: ${messageOf(error)}`);
   };
   const stat = (path: string) =>
     call<Stats | null>((cb) =>
@@ -214,7 +215,7 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
     const request = () =>
       sftp.write(handle, piece, 0, piece.byteLength, at, (error) => {
         inFlight -= piece.byteLength;
-        if (error) failure ??= new Error(`Cannot write ${path} at byte ${at}: ${describe(error)}`);
+        if (error) failure ??= new Error(`Cannot write ${path} at byte ${at}: ${messageOf(error)}`);
         settled();
       });
     session.batch(request);
@@ -255,7 +256,3 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
 type Guard = <T>(promise: Promise<T>) => Promise<T>;
 
 const missing = (error: unknown) => (error as SftpError | undefined)?.code === NO_SUCH_FILE;
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
