@@ -15,14 +15,12 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { restore } from '../core/backups/handlers.ts';
 import { parseBackupBody } from '../core/backups/schema.ts';
-import { SecretBox } from '../core/common/crypto.ts';
 import { put } from '../core/data-files/handlers.ts';
 import { setDestinationStatus } from '../core/dissemination/operator.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { nodeSourceProber } from '../functions/node/sources.ts';
-import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
-import { log, ROOT, secretKey, sleep } from './support.ts';
+import { benchPorts, log, ROOT, secretKey, sleep } from './support.ts';
 
 const FILES = Number(process.env.CHAOS_FILES ?? 1000);
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 60);
@@ -70,14 +68,8 @@ const failures: string[] = [];
 let exitCode = 1;
 try {
   await migrate(handle);
-  const ports = createPorts({
-    db: handle.db,
-    state: createProcessState(),
-    secrets: new SecretBox(new Uint8Array(Buffer.from(secretKey, 'base64'))),
-    logger: { info() {}, warn() {}, error: (m, f) => log(`${m} ${JSON.stringify(f)}`) },
-    events: { write() {} },
+  const ports = benchPorts(handle, {
     sources: nodeSourceProber({ roots: [], hosts: [sourceHost], timeoutMs: 5000 }),
-    waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
   });
   const names = Array.from({ length: DESTINATIONS }, (_, i) => `CHAOS_${i + 1}`);
   const backup = parseBackupBody({

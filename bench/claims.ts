@@ -4,12 +4,10 @@
  * claim of one destination's due transfers (one short transaction), each timed on its own.
  */
 import postgres from 'postgres';
-import { SecretBox } from '../core/common/crypto.ts';
 import { claimTransfers } from '../core/dissemination/claims.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
-import { log, sleep } from './support.ts';
+import { benchPorts, log, sleep } from './support.ts';
 
 export interface ClaimFigures {
   transfers: number;
@@ -48,15 +46,7 @@ export async function claimBenchmark(databaseUrl: string, scale = { transfers: 1
     const seedSeconds = (Date.now() - started) / 1000;
     log(`claims: seeded ${scale.transfers} transfers in ${seedSeconds.toFixed(0)} s`);
 
-    const ports = createPorts({
-      db: handle.db,
-      state: createProcessState(),
-      secrets: new SecretBox(new Uint8Array(32)),
-      logger: { info() {}, warn() {}, error() {} },
-      events: { write() {} },
-      sources: { probe: async () => ({ size: 0 }) },
-      waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
-    });
+    const ports = benchPorts(handle);
     const claim: number[] = [];
     const due: number[] = [];
     for (let i = 0; i < 2000; i++) {

@@ -19,7 +19,6 @@ import path from 'node:path';
 import postgres from 'postgres';
 import { restore } from '../core/backups/handlers.ts';
 import { parseBackupBody } from '../core/backups/schema.ts';
-import { SecretBox } from '../core/common/crypto.ts';
 import { put } from '../core/data-files/handlers.ts';
 import { startMover } from '../core/dissemination/mover.ts';
 import { setDestinationStatus } from '../core/dissemination/operator.ts';
@@ -28,11 +27,10 @@ import { type DbHandle, openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { MOVERS_CHANNEL } from '../functions/node/runtime.ts';
 import { nodeSourceProber, nodeSourceReader } from '../functions/node/sources.ts';
-import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
 import { nodeTransferMethods } from '../functions/transfer-methods/index.ts';
 import { startSshd } from '../test/support/servers/sshd.ts';
 import { claimBenchmark } from './claims.ts';
-import { log, machine, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
+import { benchPorts, log, machine, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
 
 const FILES = Number(process.env.BENCH_ENGINE_FILES ?? 500);
 const SMALL = 64 * 1024;
@@ -51,17 +49,10 @@ const rows: string[][] = [];
 /** The issue's targets: what was measured, and whether it is met. */
 const targets: Array<[target: string, measured: string, met: boolean]> = [];
 const admin = postgres(PG.href, { max: 1, onnotice: () => undefined });
-const quiet = { info() {}, warn() {}, error: (m: string, f?: unknown) => log(`${m} ${JSON.stringify(f)}`) };
 
 function portsOn(handle: DbHandle, wakeMovers?: () => void): Ports {
-  return createPorts({
-    db: handle.db,
-    state: createProcessState(),
-    secrets: new SecretBox(new Uint8Array(Buffer.from(secretKey, 'base64'))),
-    logger: quiet,
-    events: { write() {} },
+  return benchPorts(handle, {
     sources: nodeSourceProber({ roots: [sources], hosts: [], timeoutMs: 5000 }),
-    waitUntil: backgroundWork(quiet).waitUntil,
     wakeMovers,
   });
 }

@@ -6,12 +6,10 @@
  *   node --import tsx bench/monitor.ts
  */
 import postgres from 'postgres';
-import { SecretBox } from '../core/common/crypto.ts';
 import { destinationDetail, destinationPage } from '../core/monitor/monitor.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
-import { log, machine, writeBenchFile } from './support.ts';
+import { benchPorts, log, machine, writeBenchFile } from './support.ts';
 
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const DESTINATIONS = 10_000;
@@ -53,15 +51,7 @@ try {
     analyze;`);
   log(`monitor: seeded in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
-  const ports = createPorts({
-    db: handle.db,
-    state: createProcessState(),
-    secrets: new SecretBox(new Uint8Array(32)),
-    logger: { info() {}, warn() {}, error() {} },
-    events: { write() {} },
-    sources: { probe: async () => ({ size: 0 }) },
-    waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
-  });
+  const ports = benchPorts(handle);
   const median = async (what: string, load: string, work: () => Promise<unknown>) => {
     const times: number[] = [];
     for (let i = 0; i < 21; i++) {

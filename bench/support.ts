@@ -3,10 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { generateSecret, hashGeneratedSecret } from '../core/common/crypto.ts';
+import { generateSecret, hashGeneratedSecret, SecretBox } from '../core/common/crypto.ts';
+import type { SourceProber } from '../core/data-files/ports.ts';
+import type { Ports } from '../core/ports.ts';
 import type { DbHandle } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { apiClients } from '../db/schema.ts';
+import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
 import { type Scale, seed } from './seed.ts';
 
 /** What `npm run bench` and `npm run soak` share: the bench client, server processes, memory. */
@@ -150,5 +153,20 @@ export function writeBenchFile(text: string) {
   execFileSync('npx', ['biome', 'format', '--config-path', '.ci/lint.jsonc', '--write', BENCH_FILE], {
     cwd: ROOT,
     stdio: 'ignore',
+  });
+}
+
+/** Core's ports on a bench database, in process, with the bench's key: only errors are logged. */
+export function benchPorts(handle: DbHandle, options: { sources?: SourceProber; wakeMovers?: () => void } = {}): Ports {
+  const logger = { info() {}, warn() {}, error: (m: string, f?: unknown) => log(`${m} ${JSON.stringify(f)}`) };
+  return createPorts({
+    db: handle.db,
+    state: createProcessState(),
+    secrets: new SecretBox(new Uint8Array(Buffer.from(secretKey, 'base64'))),
+    logger,
+    events: { write() {} },
+    sources: options.sources ?? { probe: async () => ({ size: 0 }) },
+    waitUntil: backgroundWork(logger).waitUntil,
+    wakeMovers: options.wakeMovers,
   });
 }
