@@ -80,7 +80,7 @@ export async function deliverFile(
 const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((100 * part) / whole));
 
 /** Passes the source through, counting its bytes and hashing them as they go. */
-function countingMd5(source: AsyncIterable<Uint8Array>) {
+export function countingMd5(source: AsyncIterable<Uint8Array>) {
   const hash = createHash('md5');
   let bytes = 0;
   async function* stream() {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { countingMd5 } from '../../core/dissemination/deliver.ts';
 import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { TransferMethod } from '../../core/dissemination/methods.ts';
 
@@ -12,20 +12,16 @@ export function testMethod(): TransferMethod {
   return {
     async send(host, file, source, signal) {
       sends++;
-      const hash = createHash('md5');
-      let sent = 0;
-      for await (const chunk of source) {
-        signal.throwIfAborted();
-        hash.update(chunk);
-        sent += chunk.byteLength;
-      }
+      const counted = countingMd5(source);
+      for await (const _ of counted.stream) signal.throwIfAborted();
+      const sent = counted.bytes();
       const delay = readDuration(host.options.raw.get('delay'), 0) ?? 0;
       if (delay > 0) await abortableDelay(delay, signal);
       const every = Number(host.options.raw.get('errorsEvery') ?? 0);
       const fail = host.options.raw.get('fail')?.toLowerCase() === 'yes' || (every > 0 && sends % every === 0);
       if (fail) throw new Error(host.options.raw.get('error') ?? `Test failure (send ${sends})`);
       if (sent !== file.size) throw new Error(`Source changed size: ${sent} bytes read, ${file.size} registered`);
-      return { sent, md5: hash.digest('hex') };
+      return { sent, md5: counted.md5() };
     },
     async close() {},
   };
