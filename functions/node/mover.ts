@@ -1,3 +1,4 @@
+import v8 from 'node:v8';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
@@ -11,6 +12,7 @@ import { nodeSourceReader } from './sources.ts';
  * It also runs the expiry sweep on its heartbeat, so that a deployment of movers alone expires.
  */
 export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: MoverConfig = config.mover): Mover {
+  makeRoomForTransferBuffers();
   let lastSweep = 0;
   const started = startMover(
     {
@@ -59,3 +61,18 @@ export async function runMoverProcess(config: NodeConfig) {
   process.on('SIGINT', () => void stop('SIGINT'));
   return { mover, stop };
 }
+
+/**
+ * Every byte sent passes through buffers outside the JavaScript heap (the read, ssh2's request and
+ * its packets), and V8 counts them towards the old generation's next collection. On the mover's
+ * small heap, V8's own growing factor then chose a full collection every few megabytes sent, which
+ * more than doubled the CPU a large file cost (BENCHMARKS.md, "Large files over SFTP"). A fixed
+ * factor of 3, within the range V8 picks from by itself, lets most of those buffers die in between.
+ * An operator's own `--heap-growing-percent` is left alone.
+ */
+export function makeRoomForTransferBuffers() {
+  if (process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) return;
+  v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+}
+
+const HEAP_GROWING_PERCENT = 200;
