@@ -19,7 +19,7 @@ import path from 'node:path';
 import { methodOptions } from '../core/dissemination/method-options.ts';
 import type { HostConnection, TransferMethod } from '../core/dissemination/methods.ts';
 import { startSshd } from '../test/support/servers/sshd.ts';
-import { log, machine } from './support.ts';
+import { log, machine, median } from './support.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const SMALL_FILES = 200;
@@ -43,7 +43,6 @@ const { connect, credentialsOf } = await import('../functions/transfer-methods/s
 const sshd = await startSshd();
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-sftp-'));
 const sshOptions = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR'];
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const rows: string[][] = [];
 
 function hostFor(directory: string): HostConnection {

@@ -12,7 +12,18 @@ import postgres from 'postgres';
 import { openPostgres } from '../db/client.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { metadataBody, type Scale } from './seed.ts';
-import { auth, log, machine, memoryOf, prepare, startService, stop, waitFor, writeBenchFile } from './support.ts';
+import {
+  auth,
+  log,
+  machine,
+  median,
+  memoryOf,
+  prepare,
+  startService,
+  stop,
+  waitFor,
+  writeBenchFile,
+} from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
@@ -127,7 +138,6 @@ async function soak(base: string, pid: number, source: string) {
     requests: requests as never,
   });
   clearInterval(sampler);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   const early = median(samples.filter((s) => s.at > 60 && s.at <= 120).map((s) => s.rssMiB));
   const late = median(samples.filter((s) => s.at > SECONDS - 60).map((s) => s.rssMiB));
   const growth = early > 0 ? (late - early) / early : 0;

@@ -20,6 +20,8 @@ export const auth = `Basic ${Buffer.from(`bench:${secret}`).toString('base64')}`
 export const secretKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
 export const log = (m: string) => process.stderr.write(`${m}\n`);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The middle value (the upper one of an even count). */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 /** Migrates, seeds and adds the `bench` client with every permission, then closes. */
 export async function prepare(handle: DbHandle, scale: Scale) {
