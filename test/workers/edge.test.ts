@@ -7,6 +7,7 @@ import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import type { TransferView } from '../../core/dissemination/ports.ts';
 import { dispatchDue } from '../../functions/workers/edge.ts';
 import { type DeliveryMessage, type DeliveryQueue, workerConfig } from '../../functions/workers/runtime.ts';
+import { destinationBackup, type TestHost } from '../support/backups.ts';
 import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
 
 /**
@@ -24,18 +25,7 @@ beforeAll(async () => {
   admin = await client(`wedge_${stamp.toLowerCase()}`, ['.*']);
 });
 
-interface Host {
-  method: string;
-  host?: string;
-  login?: string;
-  passwd?: string;
-  data?: string;
-  dir?: string;
-  networkName?: string;
-  networkCode?: string;
-}
-
-const s3Host = (over: Partial<Host> = {}): Host => ({
+const s3Host = (over: Partial<TestHost> = {}): TestHost => ({
   method: 's3',
   host: '',
   login: 'S3RVER',
@@ -45,43 +35,13 @@ const s3Host = (over: Partial<Host> = {}): Host => ({
 });
 
 /** A destination with its hosts (primary first), restored through the API and started. */
-async function destination(suffix: string, hosts: Host[]) {
+async function destination(suffix: string, hosts: TestHost[]) {
   const name = `E${stamp}${suffix}`;
-  const methods = [...new Set(hosts.map((h) => h.method))].map((m) => ({
-    name: m,
-    ectransModuleName: m,
-    value: null,
-    restrict: false,
-    resolve: false,
-    comment: null,
-    active: true,
-    ectransModule: { name: m, classe: null, archive: null, active: true },
-  }));
-  const associations = hosts.map(({ method, ...fields }, priority) => ({
-    priority,
-    host: {
-      hostid: ++hostids,
-      nickname: `${name.toLowerCase()}-${priority}`,
-      host: 'localhost',
-      login: '',
-      passwd: null,
-      dir: name.toLowerCase(),
-      data: '',
-      type: 'Dissemination',
-      active: true,
-      networkName: 'Internet',
-      networkCode: 'I',
-      transferMethodName: method,
-      maxConnections: -1,
-      ...fields,
-    },
-  }));
-  const body = {
-    backup: {
-      destinations: [{ destination: { name, countryIso: 'gb', type: 1, maxConnections: -1 }, associations }],
-      methods,
-    },
-  };
+  const body = destinationBackup(
+    name,
+    hosts.map((host) => ({ dir: name.toLowerCase(), ...host })),
+    { nextHostId: () => ++hostids },
+  );
   const r = await call('PUT', '/v1/destination/backup', { auth: admin, body });
   expect(r.status, r.text).toBe(200);
   await withPorts((ports) => setDestinationStatus(ports, 'test', name, 'start'));
