@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { expect } from 'vitest';
 import { type MethodName, methodOptions } from '../../core/dissemination/method-options.ts';
 import type { HostConnection } from '../../core/dissemination/methods.ts';
 
@@ -30,6 +31,24 @@ export function stallingSource(head: Uint8Array) {
     await held;
   }
   return { source: source(), release };
+}
+
+/**
+ * Starts a send of a source that stalls after 100,000 bytes, aborts it once the upload is under
+ * way, and checks that the send rejects with the abort's reason within a second. Then the source
+ * is let go, so that the caller can check what reached the server.
+ */
+export async function abortMidway(start: (source: AsyncIterable<Uint8Array>, signal: AbortSignal) => Promise<unknown>) {
+  const { source, release } = stallingSource(payload(100_000));
+  const controller = new AbortController();
+  const sending = start(source, controller.signal);
+  await new Promise((r) => setTimeout(r, 200));
+  const started = Date.now();
+  controller.abort(new Error('Transfer interrupted'));
+  await expect(sending).rejects.toThrow('Transfer interrupted');
+  expect(Date.now() - started).toBeLessThan(1000);
+  release();
+  await new Promise((r) => setTimeout(r, 100));
 }
 
 /** `options` as `name = value` pairs, e.g. `{ 's3.bucketName': 'b' }`. */
