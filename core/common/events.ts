@@ -59,21 +59,21 @@ export interface AttemptFields {
   hostAddress?: string;
 }
 
-export const errEvent = (
-  e: {
-    at: Date;
-    transferId: number;
-    destination: string;
-    /** A label, as the reference writes it: `Dissemination`, not 1. */
-    destinationType: string;
-    fileName: string;
-    fileSize: number;
-    scheduledTime: Date;
-    /** The network's label (`Internet`, `RMDCN`), under the reference's field name. */
-    networkCode: string | null;
-    message: string;
-  } & AttemptFields,
-) =>
+/** What the ERR and UPH lines of a transfer both carry. */
+interface TransferLine {
+  at: Date;
+  transferId: number;
+  destination: string;
+  /** A label, as the reference writes it: `Dissemination`, not 1. */
+  destinationType: string;
+  fileName: string;
+  fileSize: number;
+  scheduledTime: Date;
+  /** The network's label (`Internet`, `RMDCN`), under the reference's field name. */
+  networkCode: string | null;
+}
+
+export const errEvent = (e: TransferLine & AttemptFields & { message: string }) =>
   formatEvent(
     'ERR',
     given({
@@ -97,24 +97,18 @@ export const errEvent = (
   );
 
 /** A delivered file, with the reference's UPH fields this system knows. */
-export const uphEvent = (e: {
-  at: Date;
-  transferId: number;
-  destination: string;
-  destinationType: string;
-  fileName: string;
-  fileSize: number;
-  priority: number;
-  queueTime: Date;
-  scheduledTime: Date;
-  startTime: Date;
-  finishTime: Date;
-  bytesSent: number;
-  protocol: string;
-  mover: string;
-  networkCode: string | null;
-  hostAddress: string;
-}) =>
+export const uphEvent = (
+  e: TransferLine & {
+    priority: number;
+    queueTime: Date;
+    startTime: Date;
+    finishTime: Date;
+    bytesSent: number;
+    protocol: string;
+    mover: string;
+    hostAddress: string;
+  },
+) =>
   formatEvent('UPH', {
     TimeStamp: ms(e.at),
     DataTransferId: e.transferId,
