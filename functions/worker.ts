@@ -6,6 +6,7 @@ import {
   consoleLogger,
   createIsolate,
   type Isolate,
+  type RequestScope,
   requestScope,
   type WorkerContext,
   type WorkerEnv,
@@ -14,41 +15,39 @@ import {
 // Built on the first request from the isolate's environment, which does not change while it lives.
 let isolate: Isolate | null = null;
 
+/** Runs `work` with this invocation's scope (its database client), finished however `work` ends. */
+async function inScope<T>(
+  env: WorkerEnv,
+  ctx: WorkerContext,
+  work: (scope: RequestScope, isolate: Isolate) => T | Promise<T>,
+): Promise<T> {
+  isolate ??= createIsolate(env);
+  const scope = requestScope(env, ctx, isolate);
+  try {
+    return await work(scope, isolate);
+  } finally {
+    scope.finish();
+  }
+}
+
 /** Cloudflare Workers entry: the same catalogue and core, a database client per request. */
 export default {
-  async fetch(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
-    isolate ??= createIsolate(env);
-    const scope = requestScope(env, ctx, isolate);
-    try {
-      return await isolate.app.fetch(request, { scope }, ctx as ExecutionContext);
-    } finally {
-      scope.finish();
-    }
-  },
+  fetch: (request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> =>
+    inScope(env, ctx, (scope, { app }) => app.fetch(request, { scope }, ctx as ExecutionContext)),
 
   /** The expiry sweep, then the due destinations the edge can reach, sent to the delivery queue. */
-  async scheduled(_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> {
-    isolate ??= createIsolate(env);
-    const scope = requestScope(env, ctx, isolate);
-    try {
+  scheduled: (_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
+    inScope(env, ctx, async (scope, { config }) => {
       // One failing does not keep the other from running.
       await sweepExpired(scope.ports()).catch((e) =>
         consoleLogger.error('expiry sweep failed', { reason: messageOf(e) }),
       );
-      if (env.ECPDS_QUEUE) await dispatchDue(scope.ports(), isolate.config, env.ECPDS_QUEUE);
-    } finally {
-      scope.finish();
-    }
-  },
+      if (env.ECPDS_QUEUE) await dispatchDue(scope.ports(), config, env.ECPDS_QUEUE);
+    }),
 
   /** The delivery queue's consumer: claims, sends and ends the transfers of each destination. */
-  async queue(batch: DeliveryBatch, env: WorkerEnv, ctx: WorkerContext): Promise<void> {
-    isolate ??= createIsolate(env);
-    const scope = requestScope(env, ctx, isolate);
-    try {
-      await consumeDeliveries(batch, env, isolate.config, scope.ports());
-    } finally {
-      scope.finish();
-    }
-  },
+  queue: (batch: DeliveryBatch, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
+    inScope(env, ctx, async (scope, { config }) => {
+      await consumeDeliveries(batch, env, config, scope.ports());
+    }),
 };
