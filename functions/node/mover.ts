@@ -70,7 +70,7 @@ export async function runMoverProcess(config: NodeConfig) {
  * factor of 3, within the range V8 picks from by itself, lets most of those buffers die in between.
  * An operator's own `--heap-growing-percent` is left alone.
  */
-export function makeRoomForTransferBuffers() {
+function makeRoomForTransferBuffers() {
   if (process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent\b/.test(arg))) return;
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
