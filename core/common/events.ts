@@ -73,16 +73,21 @@ interface TransferLine {
   networkCode: string | null;
 }
 
+/** The fields both lines open with, in the reference's order. */
+const lineStart = (e: TransferLine) => ({
+  TimeStamp: ms(e.at),
+  DataTransferId: e.transferId,
+  DestinationName: e.destination,
+  DestinationType: e.destinationType,
+  FileName: e.fileName,
+  FileSize: e.fileSize,
+});
+
 export const errEvent = (e: TransferLine & AttemptFields & { message: string }) =>
   formatEvent(
     'ERR',
     given({
-      TimeStamp: ms(e.at),
-      DataTransferId: e.transferId,
-      DestinationName: e.destination,
-      DestinationType: e.destinationType,
-      FileName: e.fileName,
-      FileSize: e.fileSize,
+      ...lineStart(e),
       ScheduledTime: ms(e.scheduledTime),
       StartTime: e.startTime && ms(e.startTime),
       Duration: e.duration,
@@ -110,12 +115,7 @@ export const uphEvent = (
   },
 ) =>
   formatEvent('UPH', {
-    TimeStamp: ms(e.at),
-    DataTransferId: e.transferId,
-    DestinationName: e.destination,
-    DestinationType: e.destinationType,
-    FileName: e.fileName,
-    FileSize: e.fileSize,
+    ...lineStart(e),
     Identity: e.fileName,
     Priority: e.priority,
     QueueTime: ms(e.queueTime),
