@@ -1,10 +1,10 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { currentHost, hostOfNextAttempt } from './attempts.ts';
-import { claimTransfers, renewOrAbort } from './claims.ts';
+import { renewOrAbort } from './claims.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
-import { type SendDeps, sendClaimed } from './send.ts';
+import { claimAndSend, type SendDeps } from './send.ts';
 
 export interface DeliverDueOptions {
   destination: string;
@@ -78,28 +78,21 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
       result.skipped ??= `host ${host.hostId} is not reachable here`;
       return false;
     }
-    const claimed = await claimTransfers(ports, {
-      destination: destination.name,
-      hostId: host.hostId,
-      mover: options.mover,
-      destinationMax: destination.maxConnections,
-      hostMax: host.maxConnections,
+    const sends = await claimAndSend(send, options.mover, destination, host, {
       leaseMs: options.leaseMs,
       wanted: options.concurrency - running.size,
       remoteSourcesOnly: options.remoteSourcesOnly,
     });
-    if (claimed.length === 0) {
+    if (sends.length === 0) {
       result.skipped ??= 'nothing claimable now';
       return false;
     }
-    await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
-    for (const transfer of claimed) {
-      const controller = new AbortController();
-      const done = sendClaimed(send, options.mover, transfer, destination, host, controller.signal).then((ended) => {
-        running.delete(transfer.id);
-        result[ended]++;
+    for (const { transferId, controller, ended } of sends) {
+      const done = ended.then((how) => {
+        running.delete(transferId);
+        result[how]++;
       });
-      running.set(transfer.id, { controller, done });
+      running.set(transferId, { controller, done });
     }
     result.skipped = null;
     return true;

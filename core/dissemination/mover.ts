@@ -1,9 +1,9 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { hostOfNextAttempt } from './attempts.ts';
-import { claimTransfers, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import { reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
-import { MoverStopping, type SourceReader, sendClaimed } from './send.ts';
+import { claimAndSend, MoverStopping, type SourceReader } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };
@@ -112,22 +112,15 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       if (free <= 0 || stopping) break;
       const host = await hostOfNextAttempt(ports, destination);
       if (!host) continue;
-      const claimed = await claimTransfers(ports, {
-        destination: destination.name,
-        hostId: host.hostId,
-        mover: options.name,
-        destinationMax: destination.maxConnections,
-        hostMax: host.maxConnections,
+      const sends = await claimAndSend(deps, options.name, destination, host, {
         leaseMs: options.leaseMs,
         wanted: free,
       });
-      if (claimed.length > 0) await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
-      for (const transfer of claimed) {
+      for (const { transferId, controller, ended } of sends) {
         free--;
-        const controller = new AbortController();
-        running.set(transfer.id, controller);
-        void sendClaimed(deps, options.name, transfer, destination, host, controller.signal).finally(() => {
-          running.delete(transfer.id);
+        running.set(transferId, controller);
+        void ended.finally(() => {
+          running.delete(transferId);
           wake();
         });
       }

@@ -1,6 +1,7 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
+import { claimTransfers } from './claims.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import type { HostConnection, TransferMethods } from './methods.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
@@ -74,6 +75,42 @@ export async function sendClaimed(
     );
     return 'failed';
   }
+}
+
+/** A send started by `claimAndSend`: abort its controller to close it; `ended` says how it ended. */
+export interface StartedSend {
+  transferId: number;
+  controller: AbortController;
+  ended: Promise<'delivered' | 'failed' | 'lost'>;
+}
+
+/**
+ * Claims up to `wanted` due transfers of a destination for its ring's current host (one short
+ * transaction, within both maxConnections) and starts sending each, as the Node mover and the
+ * edge both do.
+ */
+export async function claimAndSend(
+  deps: SendDeps,
+  mover: string,
+  destination: DueDestination,
+  host: DisseminationHost,
+  claim: { leaseMs: number; wanted: number; remoteSourcesOnly?: boolean },
+): Promise<StartedSend[]> {
+  const { ports } = deps;
+  const claimed = await claimTransfers(ports, {
+    destination: destination.name,
+    hostId: host.hostId,
+    mover,
+    destinationMax: destination.maxConnections,
+    hostMax: host.maxConnections,
+    ...claim,
+  });
+  if (claimed.length > 0) await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
+  return claimed.map((transfer) => {
+    const controller = new AbortController();
+    const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal);
+    return { transferId: transfer.id, controller, ended };
+  });
 }
 
 async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName): Promise<HostConnection> {
