@@ -5,14 +5,14 @@ import { readFlag } from '../../core/dissemination/method-options.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
 import { type FtpKind, type FtpTarget, ftpTarget, openClient } from './ftp-connect.ts';
 import { ftpRemote } from './ftp-remote.ts';
+import { idleSessions } from './idle-sessions.ts';
 
 interface Session {
   client: Client;
   /** Directories made or found on this session. */
   known: Set<string>;
-  /** Came from the idle pool: it may have died while it waited. */
+  /** Came from the idle sessions: it may have died while it waited. */
   reused: boolean;
-  idleTimer?: ReturnType<typeof setTimeout>;
 }
 
 export interface FtpMethodOptions {
@@ -31,8 +31,12 @@ const ABORT_GRACE_MS = 2_000;
  * of a connection, a TLS handshake and a login.
  */
 export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): TransferMethod {
-  const idleMs = options.idleMs ?? 5_000;
-  const idle = new Map<string, Session[]>();
+  const idle = idleSessions<Session>({
+    idleMs: options.idleMs ?? 5_000,
+    // A server that timed the session out has closed it; basic-ftp noticed the FIN.
+    alive: (session) => !session.client.closed,
+    end: (session) => session.client.close(),
+  });
   let closed = false;
 
   const keyOf = (t: FtpTarget) =>
@@ -41,27 +45,11 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       .digest('hex');
 
   async function acquire(key: string, target: FtpTarget, signal: AbortSignal): Promise<Session> {
-    const waiting = idle.get(key) ?? [];
-    for (let session = waiting.pop(); session; session = waiting.pop()) {
-      clearTimeout(session.idleTimer);
-      // A server that timed the session out has closed it; basic-ftp noticed the FIN.
-      if (!session.client.closed) return Object.assign(session, { reused: true });
-    }
+    const kept = idle.take(key);
+    if (kept) return { ...kept, reused: true };
     const client = await openClient(target, signal);
     options.onConnect?.(target);
     return { client, known: new Set(), reused: false };
-  }
-
-  function release(key: string, session: Session) {
-    if (closed) return session.client.close();
-    session.idleTimer = setTimeout(() => {
-      const list = idle.get(key);
-      list?.splice(list.indexOf(session), 1);
-      if (list?.length === 0) idle.delete(key);
-      session.client.close();
-    }, idleMs);
-    session.idleTimer.unref();
-    idle.set(key, [...(idle.get(key) ?? []), session]);
   }
 
   return {
@@ -87,7 +75,7 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
         try {
           const remote = ftpRemote(session.client, { deleteOnRename, known: session.known }, signal);
           const delivered = await deliverFile(remote, deliveryFor(host, file), tracked, signal);
-          release(key, session);
+          idle.put(key, session);
           return delivered;
         } catch (error) {
           const died = session.client.closed;
@@ -102,14 +90,8 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
     },
     async close() {
       closed = true;
-      for (const sessions of idle.values()) {
-        for (const session of sessions) {
-          clearTimeout(session.idleTimer);
-          session.client.close();
-        }
-      }
       // A session busy with a send is closed when that send ends.
-      idle.clear();
+      idle.close();
     },
   };
 }

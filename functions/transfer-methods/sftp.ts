@@ -5,6 +5,7 @@ import {
   type OutgoingFile,
   type TransferMethod,
 } from '../../core/dissemination/methods.ts';
+import { idleSessions } from './idle-sessions.ts';
 import { DEFAULT_TUNING, sftpRemote, type WriteTuning } from './sftp-remote.ts';
 import { connect, credentialsOf, type SftpSession, sessionKey } from './sftp-session.ts';
 
@@ -21,11 +22,6 @@ export interface SftpMethod extends TransferMethod {
   stats(): { connections: number; reused: number; idle: number };
 }
 
-interface Idle {
-  session: SftpSession;
-  timer: NodeJS.Timeout;
-}
-
 /**
  * The `sftp` method: each send writes its file over its own SFTP session, under a temporary name
  * then renamed into place (`deliverFile`). Sessions that delivered are kept idle for a while and
@@ -33,50 +29,22 @@ interface Idle {
  * on small files; one that failed or was aborted is closed, never reused.
  */
 export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
-  const idleMs = options.idleMs ?? 5_000;
-  const maxIdle = options.maxIdlePerHost ?? 8;
   const tuning = options.tuning ?? DEFAULT_TUNING;
-  const idle = new Map<string, Idle[]>();
+  const idle = idleSessions<SftpSession>({
+    idleMs: options.idleMs ?? 5_000,
+    maxPerKey: options.maxIdlePerHost ?? 8,
+    alive: (session) => !session.lost(),
+    end: (session) => session.end(),
+  });
   let connections = 0;
   let reused = 0;
-
-  const forget = (entry: Idle) => {
-    clearTimeout(entry.timer);
-    const list = idle.get(entry.session.key) ?? [];
-    const at = list.indexOf(entry);
-    if (at >= 0) list.splice(at, 1);
-    if (list.length === 0) idle.delete(entry.session.key);
-  };
-  const take = (key: string): SftpSession | null => {
-    for (let entry = idle.get(key)?.pop(); entry; entry = idle.get(key)?.pop()) {
-      forget(entry);
-      if (!entry.session.lost()) return entry.session;
-      entry.session.end();
-    }
-    return null;
-  };
-  const putBack = (session: SftpSession) => {
-    const list = idle.get(session.key) ?? [];
-    if (session.lost() || list.length >= maxIdle) return session.end();
-    const entry: Idle = {
-      session,
-      timer: setTimeout(() => {
-        forget(entry);
-        session.end();
-      }, idleMs),
-    };
-    // One closed by the server while idle is skipped by `take` and ended by its timer.
-    entry.timer.unref();
-    list.push(entry);
-    idle.set(session.key, list);
-  };
 
   return {
     async send(host: HostConnection, file: OutgoingFile, source: AsyncIterable<Uint8Array>, signal: AbortSignal) {
       signal.throwIfAborted();
       const credentials = credentialsOf(host);
       const mode = readMode(host.options.raw.get('chmod'));
-      let session = take(sessionKey(host, credentials));
+      let session = idle.take(sessionKey(host, credentials));
       if (session) reused++;
       else {
         session = await connect(host, credentials, signal).catch((error) => {
@@ -97,19 +65,14 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       } finally {
         remote.dispose();
         put.dispose();
-        if (delivered && !put.signal.aborted) putBack(session);
+        if (delivered && !put.signal.aborted) idle.put(session.key, session);
         else session.end();
       }
     },
     async close() {
-      for (const list of [...idle.values()]) {
-        for (const entry of [...list]) {
-          forget(entry);
-          entry.session.end();
-        }
-      }
+      idle.close();
     },
-    stats: () => ({ connections, reused, idle: [...idle.values()].reduce((n, list) => n + list.length, 0) }),
+    stats: () => ({ connections, reused, idle: idle.size() }),
   };
 }
 
