@@ -3,7 +3,8 @@ import type { Ports } from '../ports.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
-import { claimAndSend, MoverStopping, type SourceReader } from './send.ts';
+import { MoverStopping } from './abort-reasons.ts';
+import { claimAndSend, type SourceReader } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };

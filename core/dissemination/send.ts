@@ -1,5 +1,6 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
+import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
 import { claimTransfers } from './claims.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
@@ -19,10 +20,6 @@ export interface SendDeps {
   sources: SourceReader;
   stats?: EngineStats;
 }
-
-/** Why an attempt was aborted: the transfer was taken away (stop, delete, lost lease), or the mover stops. */
-export class TakenAway extends Error {}
-export class MoverStopping extends Error {}
 
 /**
  * Sends one claimed transfer through its host's method with no transaction open, and ends the
