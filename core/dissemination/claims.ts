@@ -1,7 +1,7 @@
 import type { Ports } from '../ports.ts';
+import { TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
 import type { AttemptOutcome, ClaimedTransfer } from './ports.ts';
-import { TakenAway } from './abort-reasons.ts';
 
 export interface ClaimRequest {
   destination: string;

@@ -1,9 +1,9 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
+import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
-import { MoverStopping } from './abort-reasons.ts';
 import { claimAndSend, type SourceReader } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
