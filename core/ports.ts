@@ -1,4 +1,4 @@
-import type { AuthThrottle, ClientRepo, CredentialCache } from './api-clients/ports.ts';
+import type { ClientRepo, CredentialCache, FailedAuthLimits } from './api-clients/ports.ts';
 import type { SecretBox } from './common/crypto.ts';
 import type { ConsoleRepo } from './console/ports.ts';
 import type { DataFileRepo, SourceProber } from './data-files/ports.ts';
@@ -24,11 +24,8 @@ export interface Ports {
   memo: Memo;
   /** Lists rendered by the database, kept with their version (see DestinationRepo.listView). */
   views: ViewCache;
-  /**
-   * Failed authentications per username, username at an address, and address. Past a username's
-   * limits it waits (429); past an address's, only wrong credentials from it do.
-   */
-  authThrottle: AuthThrottle;
+  /** The failed-authentication rules, for the API and the console's sign-in (see checkLimited). */
+  failedAuth: FailedAuthLimits;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
   /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */

@@ -456,12 +456,19 @@ export const consoleSessions = pgTable(
   (t) => [index('console_sessions_user').on(t.userId)],
 );
 
-/** Failed console logins per username and per address, for throttling. */
-export const loginFailures = pgTable('login_failures', {
-  key: text('key').primaryKey(),
-  failures: integer('failures').notNull(),
-  windowStart: stamp('window_start').notNull(),
-});
+/**
+ * Failed console sign-ins, one row each, by key (username, username at an address, address): the
+ * rules count those within a sliding window, and the window's oldest tells how long to wait.
+ */
+export const signInFailures = pgTable(
+  'sign_in_failures',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    key: text('key').notNull(),
+    failedAt: stamp('failed_at').notNull(),
+  },
+  (t) => [index('sign_in_failures_key').on(t.key, t.failedAt), index('sign_in_failures_time').on(t.failedAt)],
+);
 
 export const auditLog = pgTable(
   'audit_log',

@@ -1,5 +1,7 @@
 import { createCredentialCache } from '../core/api-clients/auth.ts';
-import { type AuthThrottleOptions, createAuthThrottle } from '../core/api-clients/auth-throttle.ts';
+import { FAILED_AUTH_RULES, type FailedAuthRules } from '../core/api-clients/auth-throttle.ts';
+import { memoryFailureLog } from '../core/api-clients/memory-failure-log.ts';
+import type { FailedAuthLimits } from '../core/api-clients/ports.ts';
 import type { SecretBox } from '../core/common/crypto.ts';
 import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
@@ -13,12 +15,23 @@ import { createRepositories } from '../db/repositories/index.ts';
  * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
  * authentications, reference data and rendered lists. Never a database client or a request's I/O.
  */
-export type ProcessState = Pick<Ports, 'credentialCache' | 'authThrottle' | 'memo' | 'views'>;
+export type ProcessState = Pick<Ports, 'credentialCache' | 'failedAuth' | 'memo' | 'views'>;
 
-export function createProcessState(options: { authThrottle?: AuthThrottleOptions } = {}): ProcessState {
+export interface ProcessStateOptions {
+  /** Other failed-authentication rules than the production ones (tests). */
+  failedAuthRules?: Partial<FailedAuthRules>;
+  /** How a wrong answer is slowed (tests record it instead). */
+  sleep?: FailedAuthLimits['sleep'];
+}
+
+export function createProcessState(options: ProcessStateOptions = {}): ProcessState {
   return {
     credentialCache: createCredentialCache(crypto.getRandomValues(new Uint8Array(32))),
-    authThrottle: createAuthThrottle(options.authThrottle),
+    failedAuth: {
+      rules: { ...FAILED_AUTH_RULES, ...options.failedAuthRules },
+      apiLog: memoryFailureLog(),
+      sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    },
     memo: createMemo(),
     views: createViewCache(),
   };

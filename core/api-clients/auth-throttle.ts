@@ -1,110 +1,116 @@
-import { LRUCache } from 'lru-cache';
-import { retryAfterSeconds } from '../common/errors.ts';
-import type { AuthThrottle, AuthThrottleWait } from './ports.ts';
+import { retryAfterSeconds, throttled } from '../common/errors.ts';
+import type { FailedAuthLimits, FailureLog } from './ports.ts';
 
-export interface AuthThrottleOptions {
+/** The failed-authentication rules of the API and the console's sign-in (wire decisions §2). */
+export interface FailedAuthRules {
   /** How long a failed authentication counts. */
-  windowMs?: number;
-  /** Failures of one username within the window, from anywhere, before it is refused. */
-  maxPerUsername?: number;
-  /** Failures of one username from one client address within the window before that pair is refused. */
-  maxPerUsernameAddress?: number;
-  /** Failures from one client address within the window before its wrong credentials get 429. */
-  maxPerAddress?: number;
-  /** Keys remembered at most; the least recently failed go first. */
-  maxKeys?: number;
+  windowMs: number;
+  /** Failures of one username from one address before that pair alone is refused, right secret or not. */
+  refusePairAt: number;
+  /** Failures from one address, whatever the usernames, before its wrong credentials get 429. */
+  holdBackAddressAt: number;
+  /** Failures of one username from anywhere before its wrong answers are slowed. */
+  slowUsernameAfter: number;
+  /** What each failure beyond that adds to the delay of the username's wrong answers, up to maxDelayMs. */
+  delayStepMs: number;
+  maxDelayMs: number;
 }
 
-// A pipeline with a good secret never fails; one with a stale secret fails once per call and
-// is broken anyway. These only bite a caller that keeps guessing. The pair limit is below the
-// username's: one host with a stale secret is stopped before its failures could refuse the
-// same username on every other host.
-export const AUTH_THROTTLE_DEFAULTS: Required<AuthThrottleOptions> = {
+// The reference bans an address after 20 failed logins for 300 s. A pipeline with a stale secret
+// reaches the pair limit on its own host only; many hosts guessing one username are slowed from
+// the point where one host would have been refused, at most by the most a client waits anyway.
+export const FAILED_AUTH_RULES: FailedAuthRules = Object.freeze({
   windowMs: 5 * 60_000,
-  maxPerUsername: 10,
-  maxPerUsernameAddress: 5,
-  maxPerAddress: 50,
-  maxKeys: 10_000,
-};
+  refusePairAt: 20,
+  holdBackAddressAt: 50,
+  slowUsernameAfter: 20,
+  delayStepMs: 100,
+  maxDelayMs: 2000,
+});
 
-// When the shell cannot tell the address, every caller would share one bucket, and 50
-// failures from anyone would lock everyone out: count such failures by username only.
+// When the shell cannot tell the address, every caller would share one pair and one address:
+// anyone could then refuse a username everywhere. Such failures only slow the username.
 const UNKNOWN_ADDRESS = 'unknown';
 
-const NO_WAIT: AuthThrottleWait = Object.freeze({ username: 0, address: 0 });
+function keysOf(username: string, address: string | undefined) {
+  const user = username.toLowerCase();
+  if (!address || address === UNKNOWN_ADDRESS) return { username: `user:${user}`, pair: null, address: null };
+  return {
+    username: `user:${user}`,
+    // Length-prefixed: neither an address nor a username can then end where the other begins.
+    pair: `pair:${address.length}:${address}:${user}`,
+    address: `addr:${address}`,
+  };
+}
+
+/** Milliseconds until fewer than `limit` of these failures (oldest first) are left in the window. */
+function waitMs(times: readonly number[], limit: number, now: number, windowMs: number) {
+  return times.length >= limit ? times[times.length - limit]! + windowMs - now : 0;
+}
+
+/** How long a wrong answer for a username with this many failures in the window waits. */
+export function delayOfWrongAnswer(rules: FailedAuthRules, usernameFailures: number) {
+  const beyond = usernameFailures - rules.slowUsernameAfter;
+  return beyond > 0 ? Math.min(rules.maxDelayMs, beyond * rules.delayStepMs) : 0;
+}
+
+export interface Attempt {
+  username: string;
+  /** The caller's address as the shell sees it; undefined or `unknown` when it cannot tell. */
+  address: string | undefined;
+  now: number;
+  /** The text of the 429. */
+  tooMany: string;
+}
 
 /**
- * Failed authentications in memory, per process (or Workers isolate), over a sliding window.
+ * Checks credentials under the failed-authentication rules, the one place they are applied:
+ * - a (username, address) pair with `refusePairAt` failures in the window is refused (429 with
+ *   the seconds until enough of them have left it) before `check` runs, right secret or not;
+ * - otherwise a right secret is answered at once, whatever other addresses or usernames did;
+ * - a wrong one counts for its username, its pair and its address, known username or not (counting
+ *   only some would tell which exist); it gets 429 when its address already has
+ *   `holdBackAddressAt` failures, else it waits as long as its username's failures say.
  *
- * Every failure counts for its username, for its username at its address, and for its address,
- * whether the username exists or not: counting unknown usernames differently would tell a
- * caller which ones exist. The address only holds back wrong credentials (the caller decides,
- * once it has checked them), so clients behind one NAT or pipeline host keep working while
- * another of them fails.
+ * `check` answers what the right credentials give, or null when they are wrong; a wrong answer is
+ * null too, for the caller to turn into its own error.
  */
-export function createAuthThrottle(options: AuthThrottleOptions = {}): AuthThrottle {
-  const { windowMs, maxPerUsername, maxPerUsernameAddress, maxPerAddress, maxKeys } = {
-    ...AUTH_THROTTLE_DEFAULTS,
-    ...options,
-  };
-  // Failure times per key, oldest first, at most `limit` of them. The times are kept, not only a
-  // count with a lifetime, because the wait announced depends on when each one leaves the window.
-  // Beyond maxKeys the least recently failed key goes: only `set` (a failure) makes a key recent.
-  const failures = new LRUCache<string, number[]>({ max: maxKeys });
+export async function checkLimited<T>(
+  limits: FailedAuthLimits,
+  log: FailureLog,
+  attempt: Attempt,
+  check: () => Promise<T | null>,
+): Promise<T | null> {
+  const { rules } = limits;
+  const { now, tooMany } = attempt;
+  const since = now - rules.windowMs;
+  const keys = keysOf(attempt.username, attempt.address);
+  const refusedFor = (ms: number) => throttled(tooMany, retryAfterSeconds(ms));
 
-  const known = (address: string | undefined): address is string => !!address && address !== UNKNOWN_ADDRESS;
-  const userKey = (username: string) => `user:${username.toLowerCase()}`;
-  // Length-prefixed: neither an address nor a username can then end where the other begins.
-  const pairKey = (username: string, address: string) => `pair:${address.length}:${address}:${username.toLowerCase()}`;
-  const addressKey = (address: string) => `addr:${address}`;
+  if (keys.pair) {
+    const wait = waitMs(
+      await log.recent(keys.pair, since, rules.refusePairAt),
+      rules.refusePairAt,
+      now,
+      rules.windowMs,
+    );
+    if (wait > 0) throw refusedFor(wait);
+  }
+  const granted = await check();
+  if (granted !== null) return granted;
 
-  const recent = (key: string, now: number): number[] => {
-    // peek: asking whether a key may try does not make it recent.
-    const times = failures.peek(key);
-    if (!times) return [];
-    const expired = times.findIndex((t) => t > now - windowMs);
-    if (expired === -1) {
-      failures.delete(key);
-      return [];
-    }
-    if (expired > 0) times.splice(0, expired);
-    return times;
-  };
-
-  /** Milliseconds until the key is allowed again: once enough of its failures have left the window. */
-  const waitOf = (key: string, limit: number, now: number) => {
-    const times = recent(key, now);
-    return times.length >= limit ? times[times.length - limit]! + windowMs - now : 0;
-  };
-
-  const record = (key: string, limit: number, now: number) => {
-    const times = recent(key, now);
-    // A key at its limit is already refused: one more failure (a wrong secret checked while only
-    // its address was held back, or a race) would push out the wait it was told. It is still
-    // made recent, as a key that keeps failing.
-    if (times.length < limit) times.push(now);
-    failures.set(key, times);
-  };
-
-  const seconds = (waitMs: number) => (waitMs > 0 ? retryAfterSeconds(waitMs) : 0);
-
-  return {
-    retryAfter(username, address, now) {
-      // The usual case, asked on every authenticated request: no failure is remembered at all.
-      if (failures.size === 0) return NO_WAIT;
-      let own = waitOf(userKey(username), maxPerUsername, now);
-      let fromAddress = 0;
-      if (known(address)) {
-        own = Math.max(own, waitOf(pairKey(username, address), maxPerUsernameAddress, now));
-        fromAddress = waitOf(addressKey(address), maxPerAddress, now);
-      }
-      return own === 0 && fromAddress === 0 ? NO_WAIT : { username: seconds(own), address: seconds(fromAddress) };
-    },
-    fail(username, address, now) {
-      record(userKey(username), maxPerUsername, now);
-      if (!known(address)) return;
-      record(pairKey(username, address), maxPerUsernameAddress, now);
-      record(addressKey(address), maxPerAddress, now);
-    },
-  };
+  const slowestAt = rules.slowUsernameAfter + Math.ceil(rules.maxDelayMs / Math.max(1, rules.delayStepMs));
+  const ofUsername = await log.recent(keys.username, since, slowestAt);
+  await log.add(keys.username, now, since, slowestAt);
+  if (keys.pair) await log.add(keys.pair, now, since, rules.refusePairAt);
+  if (keys.address) {
+    const ofAddress = await log.recent(keys.address, since, rules.holdBackAddressAt);
+    const wait = waitMs(ofAddress, rules.holdBackAddressAt, now, rules.windowMs);
+    // An address already refused is not counted again: that would push out the wait it was told.
+    if (wait > 0) throw refusedFor(wait);
+    await log.add(keys.address, now, since, rules.holdBackAddressAt);
+  }
+  const delay = delayOfWrongAnswer(rules, ofUsername.length + 1);
+  if (delay > 0) await limits.sleep(delay);
+  return null;
 }

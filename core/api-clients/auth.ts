@@ -1,9 +1,10 @@
 import { SHOW_SENSITIVE_INFO } from '../catalogue.ts';
 import { hashGeneratedSecret, isSlowHash, keyedHash, verifySecretHash } from '../common/crypto.ts';
 import { decodeStrictBase64 } from '../common/encoding.ts';
-import { throttled, unauthorized } from '../common/errors.ts';
+import { unauthorized } from '../common/errors.ts';
 import { expiringCache } from '../common/expiring-cache.ts';
 import type { Caller, Ports } from '../ports.ts';
+import { checkLimited } from './auth-throttle.ts';
 import { grants } from './permissions.ts';
 import type { ApiClient, CredentialCache } from './ports.ts';
 
@@ -84,7 +85,7 @@ async function secretMatches(cache: CredentialCache, client: ApiClient, secret: 
 /**
  * Checks credentials and, when `service` is given, that one permission expression matches it.
  * Every failure gives the same answer, so the caller learns nothing about which check failed.
- * `address` is the client's address as the shell sees it, for the failed-authentication limit.
+ * `address` is the client's address as the shell sees it, for the failed-authentication rules.
  */
 export async function authenticate(
   ports: Ports,
@@ -93,26 +94,18 @@ export async function authenticate(
   address?: string,
 ): Promise<Caller> {
   const now = ports.clock().getTime();
-  const wait = ports.authThrottle.retryAfter(credentials.username, address, now);
-  // The username's own failures are checked before the database is asked, so a caller guessing
-  // its secret costs nothing once refused.
-  if (wait.username > 0) throw throttled(TOO_MANY, wait.username);
-  // Failures of other usernames at the address only hold back wrong credentials, so a client
-  // whose secret is right keeps working behind a shared NAT or pipeline host. Its secret has to
-  // be checked for that, and a wrong one still counts for its username, however the caller is
-  // answered: a busy address does not give unlimited guesses.
-  const failed = (): never => {
-    ports.authThrottle.fail(credentials.username, address, now);
-    if (wait.address > 0) throw throttled(TOO_MANY, wait.address);
-    throw unauthorized();
-  };
-  // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
-  const client = credentials.username.includes('\u0000') ? null : await clientRecord(ports, credentials.username, now);
-  if (!client) {
-    await verifySecretHash(NO_CLIENT_HASH, credentials.secret);
-    return failed();
-  }
-  if (!(await secretMatches(ports.credentialCache, client, credentials.secret, now))) return failed();
+  const { username, secret } = credentials;
+  const attempt = { username, address, now, tooMany: TOO_MANY };
+  const client = await checkLimited(ports.failedAuth, ports.failedAuth.apiLog, attempt, async () => {
+    // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
+    const found = username.includes('\u0000') ? null : await clientRecord(ports, username, now);
+    if (!found) {
+      await verifySecretHash(NO_CLIENT_HASH, secret);
+      return null;
+    }
+    return (await secretMatches(ports.credentialCache, found, secret, now)) ? found : null;
+  });
+  if (!client) throw unauthorized();
   // A missing permission is not counted: the secret was right, so nothing is being guessed,
   // and a Basic-only endpoint would tell a right guess apart anyway.
   if (service !== null && !grants(client.permissions, service)) throw unauthorized();

@@ -1,3 +1,5 @@
+import type { FailedAuthRules } from './auth-throttle.ts';
+
 export interface CredentialCache {
   /** A client record read within the last CLIENT_RECORD_TTL_MS, or null. */
   client(username: string, now: number): ApiClient | null;
@@ -12,18 +14,20 @@ export interface CredentialCache {
   readonly hashKey: Uint8Array;
 }
 
-/** Seconds to wait before trying again; 0 when there is nothing to wait for. */
-export interface AuthThrottleWait {
-  /** Failures of this username, everywhere or from this address: refused even with the right secret. */
-  username: number;
-  /** Failures of any usernames from this address: only wrong credentials are refused for these. */
-  address: number;
+/** Failed authentications by key (a username, a username at an address, an address). */
+export interface FailureLog {
+  /** The times (ms) of the key's failures after `since`, oldest first: the `keep` newest at most. */
+  recent(key: string, since: number, keep: number): Promise<readonly number[]>;
+  /** Records a failure; the log need keep no more than the `keep` newest of a key, nor any at or before `since`. */
+  add(key: string, at: number, since: number, keep: number): Promise<void>;
 }
 
-export interface AuthThrottle {
-  retryAfter(username: string, address: string | undefined, now: number): AuthThrottleWait;
-  /** Records one failed authentication of this username from this address. */
-  fail(username: string, address: string | undefined, now: number): void;
+/** What the failed-authentication rules need besides a log: the rules, and a way to slow an answer. */
+export interface FailedAuthLimits {
+  rules: FailedAuthRules;
+  /** The API's failures (the console keeps its own in the database). */
+  apiLog: FailureLog;
+  sleep(ms: number): Promise<void>;
 }
 
 export type ClientOrigin = 'console' | 'cli' | 'properties' | 'bootstrap';

@@ -1,3 +1,4 @@
+import type { FailureLog } from '../api-clients/ports.ts';
 import type { WebUser } from '../web-users/ports.ts';
 
 export interface AclCategory {
@@ -38,10 +39,8 @@ export interface ConsoleRepo {
    * each keep a session: the later waits, then ends the earlier's.
    */
   endSessionsOf(userId: string): Promise<void>;
-  /** Failed logins of a key (user or address) in its current window, if that started after `since`. */
-  failures(key: string, since: Date): Promise<{ count: number; windowStart: Date } | null>;
-  recordFailure(key: string, at: Date, windowStartsAfter: Date): Promise<void>;
-  clearFailures(key: string): Promise<void>;
+  /** Failed sign-ins, shared by every process on the database. */
+  signInFailures: FailureLog;
   audit(entry: AuditEntry): Promise<void>;
   auditTrail(limit: number): Promise<AuditEntry[]>;
 }

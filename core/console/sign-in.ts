@@ -1,30 +1,16 @@
 import { sha256 } from '@noble/hashes/sha2.js';
+import { checkLimited } from '../api-clients/auth-throttle.ts';
 import { generatePassword, generateSecret, hashPassword, verifySecretHash } from '../common/crypto.ts';
 import { bytesToBase64Url, utf8 } from '../common/encoding.ts';
-import { invalid, retryAfterSeconds, throttled } from '../common/errors.ts';
+import { invalid } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { audited, recordIn } from './audit.ts';
 
 export const IDLE_MS = 30 * 60_000;
-const THROTTLE_WINDOW_MS = 15 * 60_000;
-// As for the API: one source of wrong passwords is stopped at its own address before it could
-// refuse the username everywhere, and an address's failures only hold back wrong passwords.
-const MAX_PER_USERNAME = 10;
-const MAX_PER_USERNAME_ADDRESS = 5;
-const MAX_PER_ADDRESS = 20;
 const TOUCH_AFTER_MS = 60_000;
 const TOO_MANY = 'Too many failed logins; try again later';
 
 const tokenHash = (token: string) => bytesToBase64Url(sha256(utf8(token)));
-const throttleKeys = (username: string, address: string) => {
-  const user = username.toLowerCase();
-  return {
-    user: `user:${user}`,
-    // Length-prefixed: neither part can end where the other begins.
-    pair: `pair:${address.length}:${address}:${user}`,
-    address: `addr:${address}`,
-  };
-};
 // Compared against when the username is unknown, so a miss costs as much as a wrong password.
 const DUMMY_HASH = hashPassword('no such user');
 
@@ -36,35 +22,19 @@ export interface ConsoleUser {
 }
 
 /**
- * Checks a web user's password against its slow hash and opens a session, ending the user's
- * older ones. Failures are counted per username, per username at the address and per address,
- * whether the username exists or not (counting only some would tell which exist). Past a
- * username's limits every attempt for it is refused for a while; past an address's, only wrong
- * passwords from it are, so colleagues behind one NAT are not locked out by one of them.
+ * Checks a web user's password against its slow hash, under the same failed-authentication rules
+ * as the API (checkLimited; the failures are kept in the database), and opens a session, ending
+ * the user's older ones.
  */
 export async function login(ports: Ports, input: { username: string; password: string; address: string }) {
   const now = ports.clock();
-  const since = new Date(now.getTime() - THROTTLE_WINDOW_MS);
-  const keys = throttleKeys(input.username, input.address);
-  // Refused until the window of these failures ends.
-  const waitOf = async (key: string, limit: number) => {
-    const counted = await ports.repos.console.failures(key, since);
-    return counted && counted.count >= limit ? counted.windowStart.getTime() + THROTTLE_WINDOW_MS - now.getTime() : 0;
-  };
-  const own = Math.max(await waitOf(keys.user, MAX_PER_USERNAME), await waitOf(keys.pair, MAX_PER_USERNAME_ADDRESS));
-  if (own > 0) throw throttled(TOO_MANY, retryAfterSeconds(own));
-  const fromAddress = await waitOf(keys.address, MAX_PER_ADDRESS);
-  const user = await ports.repos.webUsers.find(input.username);
-  const matches = await verifySecretHash(user?.passwordHash ?? (await DUMMY_HASH), input.password);
-  if (!user || !user.active || !matches) {
-    // Counted even when the address is held back, so a busy address does not give unlimited
-    // guesses; the window of each key is fixed at its first failure, so the wait told holds.
-    for (const key of [keys.user, keys.pair, keys.address]) await ports.repos.console.recordFailure(key, now, since);
-    if (fromAddress > 0) throw throttled(TOO_MANY, retryAfterSeconds(fromAddress));
-    throw invalid('Invalid username or password');
-  }
-  await ports.repos.console.clearFailures(keys.user);
-  await ports.repos.console.clearFailures(keys.pair);
+  const attempt = { username: input.username, address: input.address, now: now.getTime(), tooMany: TOO_MANY };
+  const user = await checkLimited(ports.failedAuth, ports.repos.console.signInFailures, attempt, async () => {
+    const found = await ports.repos.webUsers.find(input.username);
+    const matches = await verifySecretHash(found?.passwordHash ?? (await DUMMY_HASH), input.password);
+    return found?.active && matches ? found : null;
+  });
+  if (!user) throw invalid('Invalid username or password');
   const token = generateSecret();
   const csrf = generateSecret();
   // One transaction with its audit row; a sign-in ends the user's older sessions, so a cookie

@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lte } from 'drizzle-orm';
 import type { ConsoleRepo } from '../../core/console/ports.ts';
 import type { Database } from '../client.ts';
-import { aclCategories, auditLog, consoleSessions, loginFailures, webUserCategories, webUsers } from '../schema.ts';
+import { aclCategories, auditLog, consoleSessions, signInFailures, webUserCategories, webUsers } from '../schema.ts';
 import { webUsersWithCategories } from './web-users.ts';
 
 export const consoleRepo = (db: Database): ConsoleRepo => ({
@@ -46,30 +46,21 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
     await db.select({ id: webUsers.id }).from(webUsers).where(eq(webUsers.id, userId)).for('update');
     await db.delete(consoleSessions).where(eq(consoleSessions.userId, userId));
   },
-  async failures(key, since) {
-    const [row] = await db
-      .select({ count: loginFailures.failures, windowStart: loginFailures.windowStart })
-      .from(loginFailures)
-      .where(and(eq(loginFailures.key, key), gt(loginFailures.windowStart, since)));
-    return row ?? null;
-  },
-  async recordFailure(key, at, windowStartsAfter) {
-    // A window older than the throttle period starts over at this failure.
-    const inWindow = sql`${loginFailures.windowStart} > ${windowStartsAfter.toISOString()}::timestamptz`;
-    const startsNow = sql`${at.toISOString()}::timestamptz`;
-    await db
-      .insert(loginFailures)
-      .values({ key, failures: 1, windowStart: at })
-      .onConflictDoUpdate({
-        target: loginFailures.key,
-        set: {
-          failures: sql`case when ${inWindow} then ${loginFailures.failures} + 1 else 1 end`,
-          windowStart: sql`case when ${inWindow} then ${loginFailures.windowStart} else ${startsNow} end`,
-        },
-      });
-  },
-  async clearFailures(key) {
-    await db.delete(loginFailures).where(eq(loginFailures.key, key));
+  signInFailures: {
+    async recent(key, since, keep) {
+      const rows = await db
+        .select({ failedAt: signInFailures.failedAt })
+        .from(signInFailures)
+        .where(and(eq(signInFailures.key, key), gt(signInFailures.failedAt, new Date(since))))
+        .orderBy(desc(signInFailures.failedAt))
+        .limit(keep);
+      return rows.map((r) => r.failedAt.getTime()).reverse();
+    },
+    async add(key, at, since) {
+      await db.insert(signInFailures).values({ key, failedAt: new Date(at) });
+      // Every key's, not only this one's: keys that stop failing would otherwise stay forever.
+      await db.delete(signInFailures).where(lte(signInFailures.failedAt, new Date(since)));
+    },
   },
   async audit(entry) {
     await db.insert(auditLog).values(entry);

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { AuthThrottleOptions } from '../../core/api-clients/auth-throttle.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger } from '../../core/ports.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
+import type { ProcessStateOptions } from '../../functions/ports.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
 import { type Reply, readReply } from './reply.ts';
@@ -35,8 +35,8 @@ export interface HarnessOptions {
   metricsPublic?: boolean;
   /** The API's mount besides the root (ECPDS_BASE_PATH); `/ecpds` when left out, null for the root only. */
   basePath?: string | null;
-  /** Limits of failed authentications (the production defaults when left out). */
-  authThrottle?: AuthThrottleOptions;
+  /** Failed-authentication rules and the delay of wrong answers (the production ones when left out). */
+  failedAuth?: ProcessStateOptions;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -51,7 +51,7 @@ export async function createHarness(options: HarnessOptions = {}) {
   const events: string[] = [];
   const ports = createPorts({
     db: handle.db,
-    state: createProcessState({ authThrottle: options.authThrottle }),
+    state: createProcessState(options.failedAuth),
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
     events: { write: (entry) => void events.push(entry) },
