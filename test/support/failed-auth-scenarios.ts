@@ -17,10 +17,10 @@ const times = (n: number) => Array.from({ length: n }, (_, i) => i);
  * The failed-authentication rules (wire decisions §2) with their production limits, against one
  * shell: the same scenarios for the API on Node and Workers and for the console's sign-in.
  */
-export function failedAuthScenarios(name: string, target: () => AuthTarget) {
+export function failedAuthScenarios(name: string, target: () => AuthTarget, options: { timeoutMs?: number } = {}) {
   const outcomes = (answers: Answer[]) => answers.map((a) => a.outcome);
 
-  describe(`${name}: failed authentications never lock out a correct client`, () => {
+  describe(`${name}: failed authentications never lock out a correct client`, { timeout: options.timeoutMs }, () => {
     it('19 wrong secrets then the right one from the same address: let in', async () => {
       const t = target();
       const { username, secret } = await t.account('nineteen');
@@ -34,10 +34,13 @@ export function failedAuthScenarios(name: string, target: () => AuthTarget) {
       const { username, secret } = await t.account('twenty');
       const other = await t.account('neighbour');
       const address = t.freshAddress();
+      const firstFailure = Date.now();
       for (const i of times(20)) expect((await t.attempt(username, `wrong-${i}`, address)).outcome).toBe('wrong');
       const refused = await t.attempt(username, secret, address);
+      // Until the first of the 20 leaves the 5-minute window.
+      const left = 300 - Math.floor((Date.now() - firstFailure) / 1000);
       expect(refused.outcome).toBe('throttled');
-      expect(refused.outcome === 'throttled' && refused.retryAfter).toBeGreaterThan(290);
+      expect(refused.outcome === 'throttled' && refused.retryAfter).toBeGreaterThanOrEqual(left - 1);
       expect(refused.outcome === 'throttled' && refused.retryAfter).toBeLessThanOrEqual(300);
       expect(await t.attempt(username, secret, t.freshAddress())).toEqual({ outcome: 'in' });
       expect(await t.attempt(other.username, other.secret, address)).toEqual({ outcome: 'in' });
@@ -47,8 +50,15 @@ export function failedAuthScenarios(name: string, target: () => AuthTarget) {
       const t = target();
       const { username, secret } = await t.account('spread');
       const addresses = times(10).map(() => t.freshAddress());
-      // At once: each wrong answer may be slowed, and the scenario need not wait for them in turn.
-      const answers = await Promise.all(times(100).map((i) => t.attempt(username, `guess-${i}`, addresses[i % 10]!)));
+      // 25 at a time: each wrong answer may be slowed, and they need not wait in turn; more at once
+      // would open more database connections than a test server allows.
+      const answers: Answer[] = [];
+      for (const wave of times(4)) {
+        const attempts = times(25).map((i) => wave * 25 + i);
+        answers.push(
+          ...(await Promise.all(attempts.map((i) => t.attempt(username, `guess-${i}`, addresses[i % 10]!)))),
+        );
+      }
       expect(new Set(outcomes(answers))).toEqual(new Set(['wrong']));
       expect(await t.attempt(username, secret, t.freshAddress())).toEqual({ outcome: 'in' });
       expect(await t.attempt(username, secret, addresses[0]!)).toEqual({ outcome: 'in' });
