@@ -375,7 +375,10 @@ export const dataTransfers = pgTable(
     queueAt: stamp('queue_at').notNull().defaultNow(),
     /** Counts the claims; a mover's finish names the attempt it was given, so a stale one changes nothing. */
     attempt: integer('attempt').notNull().default(0),
-    /** The mover holding the transfer while it is in EXEC, until `lease_until`. */
+    /**
+     * The mover whose attempt may still be writing, until `lease_until`: set by a claim, cleared only
+     * when that attempt ends or its lease lapses, also when an operator changed the status meanwhile.
+     */
     mover: text('mover'),
     leaseUntil: stamp('lease_until'),
     /** The host of the last attempt. */
@@ -388,12 +391,14 @@ export const dataTransfers = pgTable(
   },
   (t) => [
     // What a claim reads: the due transfers of one destination, in the order they are sent.
+    // A transfer whose attempt may still be writing (a mover holds it) is not due, whatever its status.
     index('data_transfers_due')
       .on(t.destination, t.priority, t.queueAt, t.id)
-      .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR')`),
-    // The transfers being sent, per destination (limits) and by lease (the reaper).
-    index('data_transfers_running').on(t.destination, t.hostId).where(sql`${t.status} = 'EXEC'`),
-    index('data_transfers_lease').on(t.leaseUntil).where(sql`${t.status} = 'EXEC'`),
+      .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR') and ${t.mover} is null`),
+    // The attempts that may be writing, per destination and per host (limits) and by lease (the reaper).
+    index('data_transfers_running').on(t.destination).where(sql`${t.mover} is not null`),
+    index('data_transfers_host_running').on(t.hostId).where(sql`${t.mover} is not null`),
+    index('data_transfers_lease').on(t.leaseUntil).where(sql`${t.mover} is not null`),
     // Live transfers are unique per destination + target + unique name: concurrent puts race on this index.
     uniqueIndex('data_transfers_live_key')
       .on(t.destination, t.target, t.uniqueName)

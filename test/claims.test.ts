@@ -183,7 +183,8 @@ describe('finishing an attempt', () => {
     expect(r.status, r.text).toBe(200);
     expect(await finishAttempt(h.ports, 'm1', claimed!, done)).toBe(false);
     expect((await statusOf(ids[0]!)).status).toBe('STOP');
-    expect(await historyOf(ids[0]!)).toEqual([...before, ['STOP', null, false]]);
+    // The delete ended the running attempt first: INTR, then STOP.
+    expect(await historyOf(ids[0]!)).toEqual([...before, ['INTR', null, false], ['STOP', null, false]]);
   });
 });
 
@@ -192,18 +193,24 @@ describe('leases', () => {
     const { name, ids } = await destinationWith([{}, {}]);
     const claimed = await claimTransfers(h.ports, request(name, { mover: 'renewer' }));
     expect(claimed).toHaveLength(2);
-    expect((await renewLeases(h.ports, 'renewer', 90_000, ids)).sort()).toEqual([...ids].sort());
+    const keys = claimed.map((c) => ({ id: c.id, attempt: c.attempt }));
+    const ofIds = (renewed: Array<{ id: number }>) => renewed.map((r) => r.id).sort();
+    expect(ofIds(await renewLeases(h.ports, 'renewer', 90_000, keys))).toEqual([...ids].sort());
     expect((await statusOf(ids[0]!)).leaseUntil).toEqual(new Date(T0.getTime() + 90_000));
     const r = await h.call('DELETE', `/v1/datafile/del?id=${claimed[0]!.dataFileId}`, { auth: pipeline });
     expect(r.status, r.text).toBe(200);
-    expect(await renewLeases(h.ports, 'renewer', 90_000, ids)).toEqual([claimed[1]!.id]);
+    expect(ofIds(await renewLeases(h.ports, 'renewer', 90_000, keys))).toEqual([claimed[1]!.id]);
+    // An earlier attempt of a transfer is not this one: its lease is not renewed.
+    expect(await renewLeases(h.ports, 'renewer', 90_000, [{ ...keys[1]!, attempt: keys[1]!.attempt - 1 }])).toEqual([]);
   });
 
   it('renews only the transfers the mover says it is sending, so one it lost track of lapses', async () => {
     const { name, ids } = await destinationWith([{}, {}]);
     const claimed = await claimTransfers(h.ports, request(name, { mover: 'forgetful', leaseMs: 1000 }));
     expect(claimed).toHaveLength(2);
-    expect(await renewLeases(h.ports, 'forgetful', 90_000, [ids[1]!])).toEqual([ids[1]!]);
+    const second = claimed.find((c) => c.id === ids[1])!;
+    const key = { id: second.id, attempt: second.attempt };
+    expect(await renewLeases(h.ports, 'forgetful', 90_000, [key])).toEqual([key]);
     expect((await statusOf(ids[0]!)).leaseUntil).toEqual(new Date(T0.getTime() + 1000));
     expect((await statusOf(ids[1]!)).leaseUntil).toEqual(new Date(T0.getTime() + 90_000));
     expect(await renewLeases(h.ports, 'forgetful', 90_000, [])).toEqual([]);

@@ -1,7 +1,7 @@
 import type { Ports } from '../ports.ts';
 import { TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
-import type { AttemptOutcome, ClaimedTransfer } from './ports.ts';
+import type { AttemptKey, AttemptOutcome, ClaimedTransfer } from './ports.ts';
 
 export interface ClaimRequest {
   destination: string;
@@ -25,6 +25,8 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
   const now = ports.clock();
   return ports.repos.transaction(async (repos) => {
     if (!(await repos.dissemination.lockDestination(request.destination))) return [];
+    // Always after the destination's: every claim takes the two in the same order.
+    await repos.dissemination.lockHost(request.hostId);
     const running = await repos.dissemination.running(request.destination, request.hostId);
     const free = freeSlots({
       destinationMax: request.destinationMax,
@@ -57,33 +59,37 @@ export function finishAttempt(ports: Ports, mover: string, claimed: ClaimedTrans
   });
 }
 
-/** The mover's heartbeat: its leases extended; a transfer missing from the answer is to be aborted. */
-export function renewLeases(ports: Ports, mover: string, leaseMs: number, ids: readonly number[]) {
-  if (ids.length === 0) return Promise.resolve([]);
+/** The mover's heartbeat: its leases extended; an attempt missing from the answer is to be aborted. */
+export function renewLeases(ports: Ports, mover: string, leaseMs: number, attempts: readonly AttemptKey[]) {
+  if (attempts.length === 0) return Promise.resolve([]);
   const leaseUntil = new Date(ports.clock().getTime() + leaseMs);
-  return ports.repos.dissemination.renewLeases({ mover, leaseUntil, ids });
+  return ports.repos.dissemination.renewLeases({ mover, leaseUntil, attempts });
 }
+
+/** A send a mover is running, by attempt: a transfer's next attempt is another send. */
+export interface RunningSend {
+  key: AttemptKey;
+  controller: AbortController;
+}
+
+export const attemptKeyOf = (key: AttemptKey) => `${key.id}/${key.attempt}`;
 
 /**
  * A mover's beat over the sends running when it starts (one claimed while the renewal is on its
  * way would otherwise look taken away): their leases renewed, and those taken away aborted.
  */
-export async function renewOrAbort(
-  ports: Ports,
-  mover: string,
-  leaseMs: number,
-  sending: ReadonlyArray<readonly [number, AbortController]>,
-) {
-  const kept = new Set(
-    await renewLeases(
-      ports,
-      mover,
-      leaseMs,
-      sending.map(([id]) => id),
-    ),
+export async function renewOrAbort(ports: Ports, mover: string, leaseMs: number, sending: readonly RunningSend[]) {
+  const renewed = await renewLeases(
+    ports,
+    mover,
+    leaseMs,
+    sending.map((s) => s.key),
   );
-  for (const [id, controller] of sending) {
-    if (!kept.has(id)) controller.abort(new TakenAway(`Transfer ${id} was taken away from ${mover}`));
+  const kept = new Set(renewed.map(attemptKeyOf));
+  for (const { key, controller } of sending) {
+    if (!kept.has(attemptKeyOf(key))) {
+      controller.abort(new TakenAway(`Transfer ${key.id} was taken away from ${mover}`));
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { currentHost, hostOfNextAttempt } from './attempts.ts';
-import { renewOrAbort } from './claims.ts';
+import { attemptKeyOf, type RunningSend, renewOrAbort } from './claims.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
 import { claimAndSend, type SendDeps } from './send.ts';
@@ -43,15 +43,14 @@ export interface DeliverDueResult {
  */
 export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, options: DeliverDueOptions) {
   const result: DeliverDueResult = { delivered: 0, failed: 0, lost: 0, more: false, skipped: null };
-  const running = new Map<number, { controller: AbortController; done: Promise<void> }>();
+  const running = new Map<string, RunningSend & { done: Promise<void> }>();
   const started = Date.now();
   const send = { ...deps, ports };
 
   const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
   async function beat() {
     try {
-      const sending = [...running].map(([id, { controller }]) => [id, controller] as const);
-      await renewOrAbort(ports, options.mover, options.leaseMs, sending);
+      await renewOrAbort(ports, options.mover, options.leaseMs, [...running.values()]);
     } catch (error) {
       ports.logger.error('edge heartbeat failed', { mover: options.mover, reason: messageOf(error) });
     }
@@ -87,12 +86,13 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
       result.skipped ??= 'nothing claimable now';
       return false;
     }
-    for (const { transferId, controller, ended } of sends) {
-      const done = ended.then((how) => {
-        running.delete(transferId);
+    for (const send of sends) {
+      const key = attemptKeyOf(send.key);
+      const done = send.ended.then((how) => {
+        running.delete(key);
         result[how]++;
       });
-      running.set(transferId, { controller, done });
+      running.set(key, { ...send, done });
     }
     result.skipped = null;
     return true;

@@ -2,7 +2,7 @@ import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
-import { reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import { attemptKeyOf, type RunningSend, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
 import type { TransferMethods } from './methods.ts';
 import { claimAndSend, type SourceReader } from './send.ts';
 import type { EngineStats } from './stats.ts';
@@ -51,7 +51,7 @@ export interface Mover {
  */
 export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   const { ports } = deps;
-  const running = new Map<number, AbortController>();
+  const running = new Map<string, RunningSend>();
   let stopping = false;
   let wakeUp: (() => void) | null = null;
   let pending = false;
@@ -75,7 +75,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   heartbeat.unref?.();
   async function beat() {
     try {
-      await renewOrAbort(ports, options.name, options.leaseMs, [...running]);
+      await renewOrAbort(ports, options.name, options.leaseMs, [...running.values()]);
       const reclaimed = await reclaimLapsedAttempts(ports);
       if (reclaimed > 0) {
         deps.stats?.reclaimed(reclaimed);
@@ -117,11 +117,12 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
         leaseMs: options.leaseMs,
         wanted: free,
       });
-      for (const { transferId, controller, ended } of sends) {
+      for (const send of sends) {
         free--;
-        running.set(transferId, controller);
-        void ended.finally(() => {
-          running.delete(transferId);
+        const key = attemptKeyOf(send.key);
+        running.set(key, send);
+        void send.ended.finally(() => {
+          running.delete(key);
           wake();
         });
       }
@@ -136,7 +137,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       wakeUp?.();
       await loop;
       const deadline = setTimeout(() => {
-        for (const controller of running.values()) {
+        for (const { controller } of running.values()) {
           controller.abort(new MoverStopping(`Interrupted: DataMover=${options.name} stopped`));
         }
       }, deadlineMs);

@@ -17,6 +17,9 @@ export async function setDestinationStatus(ports: Ports, actor: string, name: st
     { actor, action: `${action} destination`, targetKind: 'destination', target: name },
     async (repos) => {
       if (!(await repos.destinations.setStatus(name, statusCode))) throw notFound(`Destination ${name} not found`);
+      // A held or stopped destination sends nothing more: its running attempts end too.
+      if (action !== 'start')
+        await repos.transfers.interruptDestination(name, ports.clock(), `destination ${action} by ${actor}`);
     },
   );
   return statusCode;

@@ -45,7 +45,13 @@ export interface TransferRepo {
     deleted: boolean;
   } | null>;
   /**
-   * Moves a transfer from `from` to `to` with its history row. 'changed meanwhile' when it is no
+   * Ends the running attempts of a destination (held or stopped): its transfers in EXEC become INTR,
+   * with their history rows; each mover stops writing at its next heartbeat.
+   */
+  interruptDestination(destination: string, at: Date, why: string): Promise<void>;
+  /**
+   * Moves a transfer from `from` to `to` with its history row (after an INTR row when it was in EXEC:
+   * its attempt is ended). 'changed meanwhile' when it is no
    * longer in `from`; 'key taken' when another live transfer holds its key.
    */
   changeStatus(
@@ -55,6 +61,12 @@ export interface TransferRepo {
     at: Date,
     comment: string,
   ): Promise<'changed' | 'changed meanwhile' | 'key taken'>;
+}
+
+/** One attempt at a transfer: a transfer is claimed again only once its previous attempt has ended. */
+export interface AttemptKey {
+  id: number;
+  attempt: number;
 }
 
 /** A transfer a mover was given: it may finish it only while it still owns this attempt. */
@@ -158,7 +170,15 @@ export interface DisseminationRepo {
    * it (it will hand out the transfers, so this one moves on).
    */
   lockDestination(destination: string): Promise<boolean>;
-  /** Transfers in EXEC now, for the destination and for one of its hosts. */
+  /**
+   * Locks the host's row for the rest of the transaction, waiting for other claims on it: the host's
+   * limit holds across every destination that uses it.
+   */
+  lockHost(hostId: string): Promise<void>;
+  /**
+   * Attempts that may still be writing (a mover holds them, whatever their status now): of the
+   * destination, and to the host from any destination.
+   */
   running(destination: string, hostId: string): Promise<{ destination: number; host: number }>;
   /**
    * Moves up to `limit` due transfers of the destination (WAIT, RETR or INTR, queue time reached,
@@ -179,8 +199,8 @@ export interface DisseminationRepo {
    * attempt); false, and nothing written, otherwise.
    */
   finish(input: { id: number; mover: string; attempt: number; now: Date; outcome: AttemptOutcome }): Promise<boolean>;
-  /** Extends the lease of the mover's transfers in EXEC; answers their ids (one missing was taken away). */
-  renewLeases(input: { mover: string; leaseUntil: Date; ids: readonly number[] }): Promise<number[]>;
+  /** Extends the lease of the mover's attempts still in EXEC; answers those (one missing was taken away). */
+  renewLeases(input: { mover: string; leaseUntil: Date; attempts: readonly AttemptKey[] }): Promise<AttemptKey[]>;
   /**
    * Transfers whose lease ran out (their mover died or hung) go back to RETR, due at once, with
    * history INTR then RETR; answers how many.

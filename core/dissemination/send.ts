@@ -2,7 +2,7 @@ import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
-import { claimTransfers } from './claims.ts';
+import { claimTransfers, type RunningSend } from './claims.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import type { HostConnection, TransferMethods } from './methods.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
@@ -75,9 +75,7 @@ export async function sendClaimed(
 }
 
 /** A send started by `claimAndSend`: abort its controller to close it; `ended` says how it ended. */
-export interface StartedSend {
-  transferId: number;
-  controller: AbortController;
+export interface StartedSend extends RunningSend {
   ended: Promise<'delivered' | 'failed' | 'lost'>;
 }
 
@@ -106,7 +104,7 @@ export async function claimAndSend(
   return claimed.map((transfer) => {
     const controller = new AbortController();
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal);
-    return { transferId: transfer.id, controller, ended };
+    return { key: { id: transfer.id, attempt: transfer.attempt }, controller, ended };
   });
 }
 

@@ -3,6 +3,7 @@ import type { DataFileRepo } from '../../core/data-files/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
+import { interruption } from './transfers.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
 type ExpiredRow = {
@@ -75,19 +76,24 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
   async requeue(transferId, file, transfer) {
     await db.transaction(async (tx) => {
       const at = new Date();
+      const [before] = await tx
+        .select({ status: dataTransfers.status })
+        .from(dataTransfers)
+        .where(eq(dataTransfers.id, transferId))
+        .for('update');
+      if (!before) return;
+      // The attempt running now (if any) keeps its mover: it is ended, not joined by a second writer.
       const [row] = await tx
         .update(dataTransfers)
         .set({ ...transfer, queueAt: transfer.scheduledAt, message: null, updatedAt: at })
         .where(eq(dataTransfers.id, transferId))
         .returning({ dataFileId: dataTransfers.dataFileId });
       if (!row) return;
-      await tx.insert(transferHistory).values({
-        transferId,
-        destination: transfer.destination,
-        status: transfer.status,
-        at,
-        comment: 'Requeued by a forced put',
-      });
+      const entry = { transferId, destination: transfer.destination, at };
+      const comment = 'Requeued by a forced put';
+      await tx
+        .insert(transferHistory)
+        .values([...interruption(before.status, entry, comment), { ...entry, status: transfer.status, comment }]);
       // What is sent next is measured and hashed again.
       await tx
         .update(dataFiles)
@@ -108,15 +114,19 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         .update(dataFiles)
         .set({ deletedAt: at })
         .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
-      const stopped = await tx
-        .update(dataTransfers)
-        .set({ status: 'STOP', updatedAt: at })
-        .where(and(eq(dataTransfers.dataFileId, id), ne(dataTransfers.status, 'STOP')))
-        .returning({ transferId: dataTransfers.id, destination: dataTransfers.destination });
-      if (stopped.length)
-        await tx
-          .insert(transferHistory)
-          .values(stopped.map((t) => ({ ...t, status: 'STOP', at, comment: 'Data file deleted' })));
+      const live = and(eq(dataTransfers.dataFileId, id), ne(dataTransfers.status, 'STOP'));
+      const before = await tx
+        .select({ transferId: dataTransfers.id, destination: dataTransfers.destination, status: dataTransfers.status })
+        .from(dataTransfers)
+        .where(live)
+        .for('update');
+      await tx.update(dataTransfers).set({ status: 'STOP', updatedAt: at }).where(live);
+      const comment = 'Data file deleted';
+      const rows = before.flatMap(({ status, ...t }) => [
+        ...interruption(status, { ...t, at }, comment),
+        { ...t, at, status: 'STOP', comment },
+      ]);
+      if (rows.length) await tx.insert(transferHistory).values(rows);
     });
   },
   async expire(now, message) {

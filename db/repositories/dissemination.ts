@@ -1,4 +1,4 @@
-import { and, count, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
@@ -40,15 +40,25 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     );
     return rows.length === 1;
   },
+  async lockHost(hostId) {
+    // Blocking, unlike the destination's: claims of other destinations on this host wait their turn
+    // for a moment rather than skip it, and read the host's count only once the others committed.
+    // An advisory lock: nothing else waits on it, and a host's own row stays free for its edits.
+    await executePrepared(db, sql`select pg_advisory_xact_lock(hashtextextended(${`host:${hostId}`}, 0))`, 'lockHost');
+  },
   async running(destination, hostId) {
+    // Attempts that may still be writing (a mover holds them), whatever their status now.
     const [row] = await runPrepared(
       db
         .select({
-          destination: count(),
-          host: sql<number>`count(*) filter (where ${dataTransfers.hostId} = ${hostId})`.mapWith(Number),
+          destination: sql<number>`(select count(*) from ${dataTransfers}
+            where ${dataTransfers.destination} = ${destination} and ${dataTransfers.mover} is not null)`.mapWith(
+            Number,
+          ),
+          host: sql<number>`(select count(*) from ${dataTransfers}
+            where ${dataTransfers.hostId} = ${hostId} and ${dataTransfers.mover} is not null)`.mapWith(Number),
         })
-        .from(dataTransfers)
-        .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.status, 'EXEC'))),
+        .from(sql`(select 1) one`),
       'runningTransfers',
     );
     return { destination: row?.destination ?? 0, host: row?.host ?? 0 };
@@ -61,7 +71,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       sql`
       with due as (
         select id from data_transfers
-        where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR')
+        where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
           and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${remoteOnly(remoteSourcesOnly)}
         order by priority, queue_at, id
         limit ${limit}::int
@@ -99,20 +109,30 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       startedAt: new Date(r.started_at),
     }));
   },
-  async renewLeases({ mover, leaseUntil, ids }) {
+  async renewLeases({ mover, leaseUntil, attempts }) {
+    const pairs = sql.join(
+      attempts.map((a) => sql`(${a.id}::bigint, ${a.attempt}::int)`),
+      sql`, `,
+    );
     const rows = await db
       .update(dataTransfers)
       .set({ leaseUntil })
-      .where(and(eq(dataTransfers.mover, mover), eq(dataTransfers.status, 'EXEC'), inArray(dataTransfers.id, [...ids])))
-      .returning({ id: dataTransfers.id });
-    return rows.map((r) => r.id);
+      .where(
+        and(
+          eq(dataTransfers.mover, mover),
+          eq(dataTransfers.status, 'EXEC'),
+          sql`(${dataTransfers.id}, ${dataTransfers.attempt}) in (${pairs})`,
+        ),
+      )
+      .returning({ id: dataTransfers.id, attempt: dataTransfers.attempt });
+    return rows;
   },
   async reclaimLapsed(now) {
     const at = now.toISOString();
     const rows = await db.execute(sql`
       with lapsed as (
         select id, destination, host_id, mover from data_transfers
-        where status = 'EXEC' and lease_until < ${at}::timestamptz
+        where mover is not null and lease_until < ${at}::timestamptz and status = 'EXEC'
         for update skip locked
       ), requeued as (
         update data_transfers t
@@ -127,6 +147,11 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         cross join (values (1, 'INTR', 'Interrupted: lost DataMover ', true),
                            (2, 'RETR', 'Requeued after losing DataMover ', false)) v(step, status, comment, error)
         order by l.id, v.step
+      ), released as (
+        -- Attempts an operator ended (hold, stop, forced put, delete) whose mover never came back to
+        -- say it stopped writing: their lease is the last word, as for EXEC.
+        update data_transfers set mover = null, lease_until = null
+        where mover is not null and status <> 'EXEC' and lease_until < ${at}::timestamptz
       )
       select count(*)::int as n from requeued`);
     return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0);
@@ -158,6 +183,11 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       ), checksum as (
         update data_files f set checksum = ${done ? outcome.md5 : null}
         from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
+      ), released as (
+        -- An operator changed the transfer while this attempt ran: nothing of the outcome is written,
+        -- but the attempt has stopped writing, so the transfer may be claimed again.
+        update data_transfers set mover = null, lease_until = null
+        where id = ${id} and status <> 'EXEC' and mover = ${mover} and attempt = ${attempt}
       )
       select count(*)::int as n from ended`,
       'finishAttempt',
@@ -178,7 +208,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         left join destination_state s on s.destination = d.name
         join lateral (
           select queue_at as at from data_transfers
-          where destination = d.name and status in ('WAIT', 'RETR', 'INTR')
+          where destination = d.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
             and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
             ${remoteOnly(filter.remoteSourcesOnly)}
           order by priority, queue_at, id

@@ -20,7 +20,27 @@ const columns = {
   updatedAt: dataTransfers.updatedAt,
 };
 
+/**
+ * The history row that says a running attempt was ended by a change: its mover stops writing at its
+ * next heartbeat, and the transfer is claimed again only once it has (or its lease lapsed).
+ */
+export function interruption(from: string, entry: { transferId: number; destination: string; at: Date }, why: string) {
+  return from === 'EXEC' ? [{ ...entry, status: 'INTR', comment: `Interrupted: ${why}`, error: false }] : [];
+}
+
 export const transferRepo = (db: Database): TransferRepo => ({
+  async interruptDestination(destination, at, why) {
+    const rows = await db
+      .update(dataTransfers)
+      .set({ status: 'INTR', updatedAt: at })
+      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.status, 'EXEC')))
+      .returning({ transferId: dataTransfers.id, hostId: dataTransfers.hostId });
+    if (rows.length > 0) {
+      await db
+        .insert(transferHistory)
+        .values(rows.map((r) => ({ ...r, destination, at, status: 'INTR', comment: `Interrupted: ${why}` })));
+    }
+  },
   async list({ destination, status, limit }) {
     return db
       .select(columns)
@@ -68,9 +88,10 @@ export const transferRepo = (db: Database): TransferRepo => ({
           .where(and(eq(dataTransfers.id, id), eq(dataTransfers.status, from)))
           .returning({ destination: dataTransfers.destination });
         if (!row) return 'changed meanwhile' as const;
+        const entry = { transferId: id, destination: row.destination, at };
         await tx
           .insert(transferHistory)
-          .values({ transferId: id, destination: row.destination, status: to, at, comment });
+          .values([...interruption(from, entry, comment), { ...entry, status: to, comment }]);
         return 'changed' as const;
       });
     } catch (error) {
