@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { invalid } from '../common/errors.ts';
 import type { TemporaryName } from './method-options.ts';
+import type { AttemptFence } from './methods.ts';
 
 /**
  * A host seen as files under a directory: what a transfer method that writes by name (file,
@@ -27,6 +28,7 @@ export interface Delivery {
   temporary: TemporaryName;
   makeDirectories: boolean;
   ignoreCheck: boolean;
+  fence?: AttemptFence;
 }
 
 export interface Delivered {
@@ -54,9 +56,13 @@ export async function deliverFile(
   const parent = slash > 0 ? finalPath.slice(0, slash) : '';
   const base = finalPath.slice(slash + 1);
   const { use, prefix, suffix } = delivery.temporary;
-  const writePath = use ? joinRemote(parent, `${prefix}${base}${suffix}`) : finalPath;
+  const { fence } = delivery;
+  const temporaryPath = (tag: string) => joinRemote(parent, `${prefix}${base}${tag}${suffix}`);
+  const writePath = use ? temporaryPath(fence?.tag ?? '') : finalPath;
 
   if (delivery.makeDirectories && parent !== '') await remote.makeDirectories(parent);
+  // What an attempt cut off before its clean-up left behind (it never renames it into place).
+  if (use && fence?.previousTag) await remote.remove(temporaryPath(fence.previousTag)).catch(() => undefined);
   const counted = countingMd5(source);
   try {
     const written = await remote.write(writePath, counted.stream, signal);
@@ -69,7 +75,11 @@ export async function deliverFile(
       const remoteSize = await remote.size(writePath);
       if (remoteSize !== sent) throw invalid(`Transfer aborted at ${percent(remoteSize ?? 0, sent)}%`);
     }
-    if (use) await remote.rename(writePath, finalPath);
+    // Without a temporary name the final one was written already: the fence can only guard a rename.
+    if (use) {
+      await fence?.confirm();
+      await remote.rename(writePath, finalPath);
+    }
     return { sent, md5: counted.md5() };
   } catch (error) {
     if (use) await remote.remove(writePath).catch(() => undefined);

@@ -17,6 +17,28 @@ export interface HostConnection {
 export interface OutgoingFile {
   target: string;
   size: number;
+  /** The attempt sending it, when a mover claimed it (a method tried on its own has none). */
+  attempt?: AttemptFence;
+}
+
+/**
+ * What keeps a stale attempt (its mover paused past its lease, its transfer changed) from touching
+ * the live one's file: each attempt writes a temporary name of its own, removes the one its
+ * predecessor may have left, and renames into place only once the database says it still owns the
+ * transfer.
+ */
+export interface AttemptFence {
+  /** Put between the file's name and the temporary suffix: `.<transfer>-<attempt>`. */
+  tag: string;
+  /** The previous attempt's tag, or null for a first attempt. */
+  previousTag: string | null;
+  /** Rejects when the attempt no longer owns the transfer; renews its lease when it does. */
+  confirm(): Promise<void>;
+}
+
+/** The fence of attempt `attempt` of transfer `id`; `confirm` asks the database. */
+export function attemptFence(id: number, attempt: number, confirm: () => Promise<void>): AttemptFence {
+  return { tag: `.${id}-${attempt}`, previousTag: attempt > 1 ? `.${id}-${attempt - 1}` : null, confirm };
 }
 
 /**
@@ -46,5 +68,6 @@ export function deliveryFor(host: HostConnection, file: OutgoingFile): Delivery 
     temporary: host.options.temporary,
     makeDirectories: host.options.makeDirectories,
     ignoreCheck: host.options.ignoreCheck,
+    fence: file.attempt,
   };
 }

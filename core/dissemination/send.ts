@@ -2,9 +2,9 @@ import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
-import { claimTransfers, type RunningSend } from './claims.ts';
+import { claimTransfers, type RunningSend, renewLeases } from './claims.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
-import type { HostConnection, TransferMethods } from './methods.ts';
+import { attemptFence, type HostConnection, type TransferMethods } from './methods.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
 import type { EngineStats } from './stats.ts';
 
@@ -32,6 +32,7 @@ export async function sendClaimed(
   destination: DueDestination,
   host: DisseminationHost,
   signal: AbortSignal,
+  leaseMs: number,
 ): Promise<'delivered' | 'failed' | 'lost'> {
   const { ports } = deps;
   const protocol = host.module ?? 'none';
@@ -46,12 +47,13 @@ export async function sendClaimed(
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
     }
-    const delivered = await method.send(
-      connection,
-      { target: transfer.target, size: transfer.size },
-      source.stream,
-      attemptSignal,
-    );
+    const key = { id: transfer.id, attempt: transfer.attempt };
+    const fence = attemptFence(key.id, key.attempt, async () => {
+      const kept = await renewLeases(ports, mover, leaseMs, [key]);
+      if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
+    });
+    const file = { target: transfer.target, size: transfer.size, attempt: fence };
+    const delivered = await method.send(connection, file, source.stream, attemptSignal);
     if (!(await endDelivered(ports, attempt, delivered))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';
@@ -103,7 +105,7 @@ export async function claimAndSend(
   if (claimed.length > 0) await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
   return claimed.map((transfer) => {
     const controller = new AbortController();
-    const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal);
+    const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs);
     return { key: { id: transfer.id, attempt: transfer.attempt }, controller, ended };
   });
 }
