@@ -57,13 +57,48 @@ type ZodDefLike = {
 };
 
 /** How a parameter travels: its wire type, whether it is required, what a valid value is. */
-function wireParameter(field: z.ZodType): { schema: Json; required: boolean; description?: string } {
+interface WireParameter {
+  name: string;
+  schema: Json;
+  required: boolean;
+  description?: string;
+}
+
+function wireParameter(name: string, field: z.ZodType): WireParameter {
   const required = !field.safeParse(undefined).success;
   const raw = schemaOf(field, 'input');
+  // An integer's bounds are checks of the number it becomes: the output side of its schema.
   const schema =
-    raw.pattern === INT_PATTERN ? { type: 'integer' } : raw.pattern === BOOL_PATTERN ? { type: 'boolean' } : raw;
+    raw.pattern === INT_PATTERN ? schemaOf(field, 'output') : raw.pattern === BOOL_PATTERN ? { type: 'boolean' } : raw;
   const expected = expectations(field);
-  return { schema, required, ...(expected.length > 0 && { description: expected.join('; ') }) };
+  return { name, schema, required, ...(expected.length > 0 && { description: expected.join('; ') }) };
+}
+
+/**
+ * A form body. Its fields may come in the query instead, so the body itself is optional (a
+ * validator would otherwise refuse a call that sends them there); one that is sent holds them.
+ */
+function formBody(fields: WireParameter[]): Json {
+  const required = fields.filter((p) => p.required).map((p) => p.name);
+  return {
+    required: false,
+    description:
+      'Form fields; each may also be given as a query parameter (the form wins), so the body may be left out.' +
+      (required.length > 0
+        ? ` Required, in the form or the query: ${required.map((n) => `\`${n}\``).join(', ')}.`
+        : ''),
+    content: {
+      'application/x-www-form-urlencoded': {
+        schema: {
+          type: 'object',
+          properties: Object.fromEntries(
+            fields.map((p) => [p.name, { ...p.schema, ...(p.description && { description: p.description }) }]),
+          ),
+          required,
+        },
+      },
+    },
+  };
 }
 
 const pathNames = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
@@ -73,8 +108,7 @@ const ref = (kind: 'schemas' | 'responses', name: string) => ({ $ref: `#/compone
 function operationObject(id: OperationId, op: Operation): Json {
   const inPath = new Set(pathNames(op.path));
   const fields = Object.entries(op.input.shape).filter(([name]) => name !== 'body');
-  const wire = fields.map(([name, field]) => ({ name, ...wireParameter(field) }));
-  const asForm = op.body === 'form';
+  const wire = fields.map(([name, field]) => wireParameter(name, field));
   const parameters = wire
     .filter((p) => !inFormBody(op, p.name))
     .map((p) => ({
@@ -96,25 +130,8 @@ function operationObject(id: OperationId, op: Operation): Json {
             'application/json': { schema: documented ? ref('schemas', `${id}Body`) : schemaOf(bodyField, 'input') },
           },
         }
-      : asForm
-        ? {
-            required: formFields.some((p) => p.required),
-            description: 'Form fields; each may also be given as a query parameter (the form wins).',
-            content: {
-              'application/x-www-form-urlencoded': {
-                schema: {
-                  type: 'object',
-                  properties: Object.fromEntries(
-                    formFields.map((p) => [
-                      p.name,
-                      { ...p.schema, ...(p.description && { description: p.description }) },
-                    ]),
-                  ),
-                  required: formFields.filter((p) => p.required).map((p) => p.name),
-                },
-              },
-            },
-          }
+      : op.body === 'form'
+        ? formBody(formFields)
         : undefined;
 
   const malformable =
@@ -199,6 +216,10 @@ export function openApiDocument(options: OpenApiOptions = {}): Json {
     info: {
       title: `${PRODUCT} Data Dissemination Service REST API`,
       version: VERSION,
+      // The project grants no licence (package.json is private and names none): say so rather than leave it blank.
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      // Relative, so it names the deployment that serves this document: its own documentation page.
+      contact: { name: `${PRODUCT} Data Dissemination Service`, url: '/docs' },
       description:
         'Every call uses HTTPS (plain HTTP is answered 403) and, except GET /v1/version, ' +
         'HTTP Basic credentials of an API client. ' +

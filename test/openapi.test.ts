@@ -21,6 +21,7 @@ import * as webUsers from '../core/web-users/handlers.ts';
 import { servedDocument } from '../functions/http/docs.ts';
 import { DOCS_SCRIPT, DOCS_STYLE } from '../functions/http/docs-page.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { operationSamples, samplePath } from './support/operation-samples.ts';
 
 const doc = servedDocument() as any;
 const entries = Object.entries(catalogue) as Array<[OperationId, Operation]>;
@@ -43,6 +44,8 @@ describe('the OpenAPI document', () => {
     expect(result.errors).toBeUndefined();
     expect(result.valid).toBe(true);
     expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.license).toEqual({ name: 'Proprietary', identifier: 'LicenseRef-Proprietary' });
+    expect(doc.info.contact).toEqual({ name: 'ECPDS Data Dissemination Service', url: '/docs' });
     expect(doc.components.securitySchemes.basic).toEqual(expect.objectContaining({ type: 'http', scheme: 'basic' }));
   });
 
@@ -68,10 +71,11 @@ describe('the OpenAPI document', () => {
       name: 'id',
       in: 'query',
       required: true,
-      schema: { type: 'integer' },
+      schema: { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
       description: 'integer expected',
     });
     expect(param('datafilePut', 'standby')).toMatchObject({ required: false, schema: { type: 'boolean' } });
+    expect(param('datafilePut', 'priority').schema).toEqual({ type: 'integer', minimum: 0, maximum: 99 });
     expect(param('datafilePut', 'priority').description).toContain('integer from 0 to 99 expected');
     expect(param('datafilePut', 'lifetime').schema).toEqual({ type: 'string' });
     expect(param('incomingUserAdd', 'portalService').schema).toEqual({
@@ -81,7 +85,12 @@ describe('the OpenAPI document', () => {
     expect(param('incomingUserAdd', 'iso').schema).toEqual({ type: 'string', pattern: '^[A-Za-z]{2}$' });
     expect(param('webUserAdd', 'id')).toMatchObject({
       required: true,
-      schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,32}$' },
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]+$', maxLength: 32 },
+    });
+    expect(param('incomingUserAdd', 'id').schema).toEqual({
+      type: 'string',
+      pattern: '^[A-Za-z0-9_.@]+$',
+      maxLength: 128,
     });
     expect(param('monitoringHistory', 'step')).toMatchObject({
       in: 'path',
@@ -99,8 +108,12 @@ describe('the OpenAPI document', () => {
     expect(meta.required).toEqual(['metadata']);
     const backup = resolve(operationOf(catalogue.backupPut).requestBody.content['application/json'].schema);
     expect(backup.properties.backup.properties.destinations.type).toBe('array');
-    const form = operationOf(catalogue.hostOption).requestBody.content['application/x-www-form-urlencoded'].schema;
-    // The spec's placement: hostid and name in the query, only value in the form body.
+    const hostOption = operationOf(catalogue.hostOption).requestBody;
+    const form = hostOption.content['application/x-www-form-urlencoded'].schema;
+    // The spec's placement: hostid and name in the query, only value in the form body; value may
+    // come in the query too, so the body is optional, but one that is sent holds it.
+    expect(hostOption.required).toBe(false);
+    expect(hostOption.description).toContain('Required, in the form or the query: `value`.');
     expect(form.required).toEqual(['value']);
     expect(Object.keys(form.properties)).toEqual(['value']);
     expect(operationOf(catalogue.hostOption).parameters).toMatchObject([
@@ -178,6 +191,82 @@ describe('serving the document and the page', () => {
     expect(policy).toContain("connect-src 'self'");
     expect(() => new Function(DOCS_SCRIPT)).not.toThrow();
     expect((await h.call('GET', '/docs', { scheme: 'http' })).status).toBe(403);
+    // The contact of the document is this page, wherever the document was served from.
+    expect((await h.call('GET', doc.info.contact.url)).text).toBe(r.text);
+  });
+});
+
+describe('the documented bounds are the ones the server enforces', () => {
+  let h: Harness;
+  let admin: string;
+  beforeAll(async () => {
+    h = await createHarness();
+    admin = await h.client('admin', ['.*']);
+  });
+  afterAll(() => h.close());
+
+  // Records the samples name need not exist: a business error (500) is not a refused value (400).
+  const samples = operationSamples({
+    destination: 'NOWHERE',
+    source: '/nowhere/file.bin',
+    hostid: 987654,
+    sizedFile: 987654,
+    deletedFile: 987654,
+    incomingToDelete: 'nobody',
+    webToDelete: 'nobody',
+    associated: 'nobody',
+    unassociated: 'nobody',
+  });
+  type Bounded = { id: OperationId; name: string; schema: any };
+  const bounded: Bounded[] = entries.flatMap(([id, op]) => {
+    const o = operationOf(op);
+    const form = o.requestBody?.content['application/x-www-form-urlencoded']?.schema.properties ?? {};
+    const all = [...(o.parameters ?? []), ...Object.entries(form).map(([name, schema]) => ({ name, schema }))];
+    return all
+      .filter((p: any) => ['minimum', 'maximum', 'minLength', 'maxLength'].some((k) => k in p.schema))
+      .map((p: any) => ({ id, name: p.name, schema: p.schema }));
+  });
+  /** The values at each documented bound, and the ones just past it (all exact as doubles). */
+  const limits = ({ schema }: Bounded): string[][] =>
+    schema.type === 'integer'
+      ? [
+          [String(schema.minimum), String(schema.minimum - 1)],
+          [String(schema.maximum), String(schema.maximum + 1)],
+        ]
+      : [
+          ...(schema.minLength > 1 ? [['a'.repeat(schema.minLength), 'a'.repeat(schema.minLength - 1)]] : []),
+          ...('maxLength' in schema ? [['a'.repeat(schema.maxLength), 'a'.repeat(schema.maxLength + 1)]] : []),
+        ];
+  /** The operation's sample with one field changed, each field where the document places it. */
+  const send = ({ id, name }: Bounded, value: string) => {
+    const op: Operation = catalogue[id];
+    const sample = samples[id];
+    const fields: Record<string, string> = { ...sample.params, ...sample.form, [name]: value };
+    const formSchema = operationOf(op).requestBody?.content['application/x-www-form-urlencoded']?.schema;
+    const inForm = (field: string) => field in (formSchema?.properties ?? {});
+    const pick = (where: boolean) => Object.fromEntries(Object.entries(fields).filter(([k]) => inForm(k) === where));
+    const url = samplePath(op.path, { params: pick(false) });
+    return h.call(op.method, url, { auth: admin, body: sample.body, form: formSchema ? pick(true) : undefined });
+  };
+
+  it('covers the ranges the handlers check', () => {
+    expect(bounded.map((b) => `${b.id}.${b.name}`)).toEqual(
+      expect.arrayContaining(['datafilePut.priority', 'incomingUserAdd.id', 'webUserAdd.id', 'hostOption.hostid']),
+    );
+  });
+
+  it('accepts a value at each bound and refuses one just past it, naming the parameter', async () => {
+    for (const b of bounded) {
+      for (const [at, past] of limits(b)) {
+        const accepted = await send(b, at!);
+        expect(accepted.status, `${b.id} ${b.name}=${at!.slice(0, 20)}: ${accepted.text}`).not.toBe(400);
+        const refused = await send(b, past!);
+        expect([refused.status, refused.text.startsWith(`Invalid value for parameter ${b.name}:`)], b.id).toEqual([
+          400,
+          true,
+        ]);
+      }
+    }
   });
 });
 
@@ -328,5 +417,24 @@ describe('the documented answers are the real ones', () => {
     expect((await call('datafileSize', 'GET', `/v1/datafile/size?id=${id}`)).size).toBe(1234);
     await call('datafileDel', 'DELETE', `/v1/datafile/del?id=${id}`);
     expect([...seen].sort()).toEqual(Object.keys(catalogue).sort());
+  });
+
+  it('marks a request body required exactly where the call fails without one', async () => {
+    // Each operation with a body, called without one, every other field in the path or the query.
+    const withoutBody: Partial<Record<OperationId, string>> = {
+      hostOption: '/v1/host/option?hostid=1&name=sftp.port&value=2200',
+      incomingCategoryAdd: '/v1/incoming/category/add?id=jdoe',
+      metadataPut: '/v1/destination/MO_EXETER/metadata',
+      backupPut: '/v1/destination/backup',
+    };
+    const withBody = entries.filter(([, op]) => op.body !== undefined).map(([id]) => id);
+    expect(Object.keys(withoutBody).sort()).toEqual(withBody.sort());
+    for (const [id, url] of Object.entries(withoutBody) as Array<[OperationId, string]>) {
+      const r = await h.call(catalogue[id].method, url, { auth: admin });
+      expect([id, r.status === 200]).toEqual([id, !operationOf(catalogue[id]).requestBody.required]);
+    }
+    const backup = await h.call('GET', '/v1/destination/backup', { auth: admin });
+    const hosts = backup.json.backup.destinations.flatMap((d: any) => d.associations.map((a: any) => a.host));
+    expect(hosts.find((host: any) => host.hostid === 1).data).toContain('sftp.port = "2200"');
   });
 });

@@ -7,12 +7,19 @@ import { badRequest, missingParameter } from './errors.ts';
  */
 export const param = {
   text: () => z.string(),
-  int: () =>
-    z
+  /**
+   * A decimal integer; with a range, the bounds are checks of the number itself, so that the
+   * OpenAPI document reads them from here as `minimum` and `maximum`.
+   */
+  int: (range?: { min: number; max: number }) => {
+    const number = z.int({ error: 'integer expected' });
+    const expected = range && `integer from ${range.min} to ${range.max} expected`;
+    return z
       .string()
       .regex(/^[+-]?\d+$/, 'integer expected')
       .transform(Number)
-      .refine(Number.isSafeInteger, 'integer expected'),
+      .pipe(range ? number.min(range.min, expected).max(range.max, expected) : number);
+  },
   bool: () =>
     z
       .string()

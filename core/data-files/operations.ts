@@ -3,7 +3,7 @@ import { noAnswer, op } from '../common/operation.ts';
 import { param } from '../common/params.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED } from './schedule.ts';
 
-const PRIORITY = param.int().refine((n) => n >= 0 && n <= 99, 'integer from 0 to 99 expected');
+const PRIORITY = param.int({ min: 0, max: 99 });
 const LIFETIME = param.text().refine((t) => parseDuration(t) !== null, DURATION_EXPECTED);
 // Relative starts are resolved later against the clock; any instant works to check the form.
 const START = param.text().refine((t) => parseStart(t, new Date(0)) !== null, START_EXPECTED);

@@ -5,7 +5,9 @@ import { EMAIL, ISO_CODE, param } from '../common/params.ts';
 export const PORTAL_SERVICES = ['standard-login', 'open-access', 'self-service'] as const;
 export type PortalService = (typeof PORTAL_SERVICES)[number];
 
-const INCOMING_ID = param.matching(/^[A-Za-z0-9_.@]{1,128}$/, "1 to 128 letters, digits, '_', '.' or '@' expected");
+const INCOMING_ID_EXPECTED = "1 to 128 letters, digits, '_', '.' or '@' expected";
+// The length as its own check, not in the pattern: the OpenAPI document shows it as maxLength.
+const INCOMING_ID = param.matching(/^[A-Za-z0-9_.@]+$/, INCOMING_ID_EXPECTED).max(128, INCOMING_ID_EXPECTED);
 
 const userFields = {
   id: INCOMING_ID,

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { noAnswer, nullable, op } from '../common/operation.ts';
 import { param } from '../common/params.ts';
 
-const WEB_ID = param.matching(/^[A-Za-z0-9_.-]{1,32}$/, "1 to 32 letters, digits, '_', '.' or '-' expected");
+const WEB_ID_EXPECTED = "1 to 32 letters, digits, '_', '.' or '-' expected";
+// The length as its own check, not in the pattern: the OpenAPI document shows it as maxLength.
+const WEB_ID = param.matching(/^[A-Za-z0-9_.-]+$/, WEB_ID_EXPECTED).max(32, WEB_ID_EXPECTED);
 
 /** A web user as the list answers it. */
 export const webUserRecord = z.strictObject({

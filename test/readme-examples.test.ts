@@ -1,0 +1,119 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from './support/processes.ts';
+
+// The API examples of the README, run in the order shown against a fresh `npm start` (demo data),
+// each answering what the README shows: a newcomer who copies them gets the same answers.
+
+interface Example {
+  command: string;
+  /** The answer shown: `#   <answer>` on the next line, or a JSON comment on the same line. */
+  answer?: string;
+}
+
+/** The shell steps of the sections from "The API" to the worked example, in order. */
+function readmeExamples(): Example[] {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## The API\n'), readme.indexOf('\n## Administration console\n'));
+  const examples: Example[] = [];
+  for (const [, block] of section.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const lines = block!.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      const heredoc = /<<'(\w+)'$/.exec(line);
+      if (heredoc) {
+        const end = lines.indexOf(heredoc[1]!, i);
+        examples.push({ command: lines.slice(i, end + 1).join('\n') });
+        i = end;
+        continue;
+      }
+      // `npx ecpds-edge` lines are commands on the database: the README runs them with the server stopped.
+      if (!/^(curl|head) /.test(line)) continue;
+      const [command, comment] = line.split(/\s+#\s+(.*)/);
+      const next = /^# {3}(.*)$/.exec(lines[i + 1] ?? '')?.[1];
+      examples.push({ command: command!, answer: next ?? (/^[{[]/.test(comment ?? '') ? comment : undefined) });
+    }
+  }
+  return examples;
+}
+
+/** The shown answer as a whole-text pattern: `...` stands for anything, `<generated>` for a value. */
+const shown = (answer: string) =>
+  new RegExp(
+    `^${answer
+      .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/\\\.\\\.\\\./g, '.*')
+      .replace(/<generated>/g, '[^"]+')}$`,
+    's',
+  );
+
+let dir: string;
+let npm: ChildProcess;
+let output = '';
+let url: string;
+let secret: string;
+/** The server's own pid (the one `<data dir>/server.lock` names), under npm's. */
+let server: number;
+
+beforeAll(async () => {
+  dir = fs.realpathSync(tempDir('ecpds-readme-'));
+  const port = await freePort();
+  const env = childEnv({ ECPDS_DATA_DIR: path.join(dir, 'data'), PORT: String(port), ECPDS_DEMO: '1' });
+  npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  npm.stdout!.setEncoding('utf8').on('data', (c: string) => void (output += c));
+  npm.stderr!.setEncoding('utf8').on('data', (c: string) => void (output += c));
+  for (let waited = 0; !/"msg":"listening"/.test(output) || !/shown this once:\s+\S+\s/.test(output); waited++) {
+    if (npm.exitCode !== null || waited > 1000) throw new Error(`npm start did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  url = `https://127.0.0.1:${port}`;
+  secret = /Its secret is shown this once:\s+(\S+)/.exec(output)![1]!;
+  server = Number(fs.readFileSync(path.join(dir, 'data/server.lock'), 'utf8').trim());
+});
+
+afterAll(() => {
+  if (server && alive(server)) process.kill(server, 'SIGKILL');
+  if (npm.exitCode === null) npm.kill('SIGKILL');
+  removeTempDirs();
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('the README examples on a fresh npm start', () => {
+  it('answer what the README shows, in order', () => {
+    const examples = readmeExamples();
+    expect(examples.length).toBeGreaterThan(40);
+    const env = { ...process.env, A: `-sk -u admin:${secret}`, U: `${url}/v1` };
+    for (const { command, answer } of examples) {
+      const r = spawnSync('bash', ['-o', 'pipefail', '-c', command], { cwd: dir, env, encoding: 'utf8' });
+      expect(r.stderr, command).toBe('');
+      const quiet = / > |^head |^cat > /.test(command);
+      const expected = answer ? shown(answer) : quiet ? /^$/ : /^\{"status":"ok"\}$/;
+      expect(r.stdout.trim(), command).toMatch(expected);
+    }
+  });
+
+  it('delivered the first file put for MO_EXETER, as they say', async () => {
+    const delivered = path.join(dir, 'data/delivered/MO_EXETER/fc.grib');
+    for (let i = 0; i < 100 && !fs.existsSync(delivered); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(fs.statSync(delivered).size).toBe(1048576);
+  });
+
+  it('stop when the pid of npm start gets SIGTERM', async () => {
+    expect([server, alive(server)]).toEqual([expect.any(Number), true]);
+    expect(server).not.toBe(npm.pid);
+    npm.kill('SIGTERM');
+    for (let i = 0; i < 150 && alive(server); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(server)).toBe(false);
+    expect(output).toContain('"msg":"stopped"');
+  });
+});
