@@ -13,6 +13,7 @@ import { freePort } from '../processes.ts';
 
 export const SSHD = '/usr/sbin/sshd';
 export const TEST_USER = 'ecpdstest';
+const SFTP_SERVER = '/usr/lib/openssh/sftp-server';
 
 export interface Sshd {
   port: number;
@@ -29,6 +30,8 @@ export interface Sshd {
   accepted(): number;
   /** Everything sshd logged. */
   log(): string;
+  /** With `logFiles`: the files opened for writing, in the order sshd logged their opens and closes. */
+  openWrites(): WriteSpan[];
   stop(): Promise<void>;
 }
 
@@ -69,7 +72,11 @@ function ensureUser(): { password: string; home: string; uid: number; gid: numbe
   return { password, home: fields[5]!, uid: Number(fields[2]), gid: Number(fields[3]) };
 }
 
-export async function startSshd(): Promise<Sshd> {
+/**
+ * `logFiles`: sftp-server logs each file opened and closed (`-l INFO`), which `openWrites` reads:
+ * what the server itself saw, for the tests of the engine's limits and of one writer per file.
+ */
+export async function startSshd(options: { logFiles?: boolean } = {}): Promise<Sshd> {
   const missing = sshdMissing();
   if (missing) throw new Error(`Cannot start sshd: ${missing}`);
   const { password, home, uid, gid } = ensureUser();
@@ -86,6 +93,20 @@ export async function startSshd(): Promise<Sshd> {
   const authorized = path.join(dir, 'authorized_keys');
   fs.copyFileSync(`${clientKey}.pub`, authorized);
   fs.chmodSync(authorized, 0o644);
+
+  // internal-sftp logs to syslog only: with `logFiles`, the external sftp-server logs to a file of
+  // our own, each line behind the pid of its session (to pair a session's end with its open files).
+  const fileLog = path.join(dir, 'sftp-files.log');
+  let sftpServer = 'internal-sftp';
+  if (options.logFiles) {
+    fs.writeFileSync(fileLog, '', { mode: 0o666 });
+    fs.chmodSync(fileLog, 0o666);
+    sftpServer = path.join(dir, 'sftp-logged');
+    const logged = `${SFTP_SERVER} -e -l INFO 2>&1 1>&3 3>&- | sed -u "s/^/$$ /" >> ${fileLog}`;
+    fs.writeFileSync(sftpServer, `#!/bin/sh\n{ ${logged}; } 3>&1\n`, { mode: 0o755 });
+    // A forced command other than internal-sftp runs through the user's shell.
+    run('usermod', ['-s', '/bin/sh', TEST_USER]);
+  }
 
   const port = await freePort();
   const config = path.join(dir, 'sshd_config');
@@ -104,8 +125,8 @@ export async function startSshd(): Promise<Sshd> {
       'StrictModes no',
       'PermitRootLogin no',
       `AllowUsers ${TEST_USER}`,
-      'Subsystem sftp internal-sftp',
-      'ForceCommand internal-sftp',
+      `Subsystem sftp ${sftpServer}`,
+      `ForceCommand ${sftpServer}`,
       // The benchmark opens a burst of connections at once.
       'MaxStartups 64:30:128',
       'LogLevel INFO',
@@ -155,6 +176,7 @@ export async function startSshd(): Promise<Sshd> {
     },
     accepted: () => output.match(/Accepted \S+ for /g)?.length ?? 0,
     log: () => output,
+    openWrites: () => writeSpans(options.logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -165,4 +187,56 @@ export async function startSshd(): Promise<Sshd> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+export interface WriteSpan {
+  path: string;
+  /** Positions in sshd's log: every open and close is numbered in the order it was logged. */
+  opened: number;
+  closed: number | null;
+}
+
+/**
+ * sftp-server's `open "<path>" flags WRITE,...` and `close "<path>" ...` lines, each behind its
+ * session's pid, paired per session and path; a session that ends closes what it still had open.
+ */
+function writeSpans(log: string): WriteSpan[] {
+  const spans: WriteSpan[] = [];
+  const open = new Map<string, WriteSpan[]>();
+  let position = 0;
+  for (const line of log.split('\n')) {
+    const pid = /^(\d+) /.exec(line)?.[1];
+    if (!pid) continue;
+    const opened = /\bopen "(.+)" flags (\S+)/.exec(line);
+    if (opened?.[2]!.includes('WRITE')) {
+      const span = { path: opened[1]!, opened: ++position, closed: null };
+      spans.push(span);
+      open.set(pid, [...(open.get(pid) ?? []), span]);
+      continue;
+    }
+    const closed = /\bclose "(.+)" bytes/.exec(line);
+    const ofSession = open.get(pid) ?? [];
+    if (closed) {
+      const at = ofSession.findIndex((s) => s.path === closed[1]);
+      if (at >= 0) ofSession.splice(at, 1)[0]!.closed = ++position;
+    } else if (/session closed/.test(line)) {
+      for (const span of ofSession.splice(0)) span.closed = ++position;
+    }
+  }
+  return spans;
+}
+
+/** The most spans open at once among those `which` selects (all by default). */
+export function mostOpenAtOnce(spans: WriteSpan[], which: (span: WriteSpan) => boolean = () => true) {
+  const events = spans
+    .filter(which)
+    .flatMap((s) => [
+      [s.opened, 1],
+      [s.closed ?? Number.POSITIVE_INFINITY, -1],
+    ])
+    .sort((a, b) => a[0]! - b[0]!);
+  let now = 0;
+  let most = 0;
+  for (const [, change] of events) most = Math.max(most, (now += change!));
+  return most;
 }
