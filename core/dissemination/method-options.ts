@@ -26,6 +26,8 @@ export interface MethodOptions {
   connectTimeoutMs: number;
   /** No limit when null. */
   putTimeoutMs: number | null;
+  /** A send that moves no byte for this long has stalled: it fails as the host's failure. */
+  streamTimeoutMs: number;
   /** The module's own options by key (`passive`, `bucketName`, `scheme`, …), as text. */
   raw: ReadonlyMap<string, string>;
 }
@@ -102,6 +104,7 @@ export function methodOptions(method: MethodName, host: string, data: string): M
     ignoreCheck: readFlag(raw.get('ignoreCheck'), method === 'ftp' || method === 'ftps'),
     connectTimeoutMs: readDuration(all.get('ectrans.connectTimeOut'), 60 * SECOND)!,
     putTimeoutMs: readDuration(all.get('ectrans.putTimeOut'), null),
+    streamTimeoutMs: readDuration(all.get('ectrans.streamTimeout'), 5 * 60 * SECOND)!,
     raw,
   };
 }

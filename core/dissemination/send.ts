@@ -42,7 +42,10 @@ export async function sendClaimed(
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
     const connection = await connectionTo(ports, host, protocol as MethodName);
     const timeout = connection.options.putTimeoutMs;
-    const attemptSignal = timeout === null ? signal : AbortSignal.any([signal, AbortSignal.timeout(timeout)]);
+    const stall = stallWatch(connection.options.streamTimeoutMs);
+    const attemptSignal = AbortSignal.any(
+      timeout === null ? [signal, stall.signal] : [signal, stall.signal, AbortSignal.timeout(timeout)],
+    );
     const source = await deps.sources.open(transfer.source, attemptSignal);
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
@@ -53,7 +56,9 @@ export async function sendClaimed(
       if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
     });
     const file = { target: transfer.target, size: transfer.size, attempt: fence };
-    const delivered = await method.send(connection, file, source.stream, attemptSignal);
+    const delivered = await method
+      .send(connection, file, stall.watched(source.stream), attemptSignal)
+      .finally(stall.dispose);
     if (!(await endDelivered(ports, attempt, delivered))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';
@@ -108,6 +113,34 @@ export async function claimAndSend(
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs);
     return { key: { id: transfer.id, attempt: transfer.attempt }, controller, ended };
   });
+}
+
+/**
+ * `ectrans.streamTimeout`: the send is aborted once its method has taken no byte of the source for
+ * that long (a link that stays open but moves nothing applies backpressure, so reads stop too).
+ */
+function stallWatch(timeoutMs: number) {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const rearm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      controller.abort(
+        new Error(`Stalled: no byte moved for ${Math.round(timeoutMs / 1000)} s (ectrans.streamTimeout)`),
+      );
+    }, timeoutMs);
+  };
+  rearm();
+  return {
+    signal: controller.signal,
+    async *watched(source: AsyncIterable<Uint8Array>) {
+      for await (const chunk of source) {
+        rearm();
+        yield chunk;
+      }
+    },
+    dispose: () => clearTimeout(timer),
+  };
 }
 
 async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName): Promise<HostConnection> {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { HostConnection } from '../../core/dissemination/methods.ts';
 
 /**
@@ -57,6 +58,11 @@ export function sessionKey(host: HostConnection, credentials: SftpCredentials): 
  * AES-GCM first: Node's OpenSSL runs it with AES-NI whether or not ssh2's native binding was
  * built, while chacha20-poly1305 falls back to a slow JavaScript Poly1305 without it.
  */
+// `sftp.serverAliveInterval` (milliseconds, as the reference reads it), and the unanswered ones after
+// which ssh2 ends the session.
+const KEEPALIVE_MS = 60_000;
+const KEEPALIVE_COUNT_MAX = 3;
+
 const CIPHERS: ConnectConfig['algorithms'] = {
   cipher: [
     'aes128-gcm@openssh.com',
@@ -169,6 +175,9 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
         tryKeyboard: host.password !== null,
         authHandler: methods,
         readyTimeout: host.options.connectTimeoutMs,
+        // A session whose server stops answering is found out even while idle or waiting on a write.
+        keepaliveInterval: readDuration(host.options.raw.get('serverAliveInterval'), KEEPALIVE_MS) ?? KEEPALIVE_MS,
+        keepaliveCountMax: KEEPALIVE_COUNT_MAX,
         algorithms: CIPHERS,
         hostVerifier:
           expected === null

@@ -16,8 +16,8 @@ import { mostOpenAtOnce, type Sshd, sshdMissing, startSshd } from '../support/se
 
 /**
  * The engine's promises measured at a real OpenSSH server, whose sftp-server logs every file it
- * opens and closes: a host's limit across the destinations sharing it, and one writer per file
- * when an operator changes a transfer while it is being sent over a slow link.
+ * opens and closes: a host's limit across the destinations sharing it, one writer per file when an
+ * operator changes a transfer while it is being sent over a slow link, and the end of a stalled send.
  */
 const noSshd = sshdMissing();
 if (noSshd && process.env.CI) throw new Error(`CI needs sshd: ${noSshd}`);
@@ -145,5 +145,27 @@ describe.skipIf(noSshd !== null)(`at a real sshd ${noSshd ?? ''}`, () => {
       await changeTransfer(h.ports, 'test', sent.id, 'requeue');
       return { md5: expected };
     });
+  });
+
+  it('a link that stalls mid-send ends the attempt after ectrans.streamTimeout, as a host failure', async () => {
+    const dir = sshd.scratch('stalled-');
+    const data = 'ectrans.streamTimeout = "3s"';
+    await restoreDestination(h, admin, 'STALLED', [host(dir, slow.port, { data, retryFrequency: 500 })]);
+    slow.rate = Number.POSITIVE_INFINITY;
+    slow.stallAfterBytes = slow.passed() + 1024 * 1024;
+    try {
+      const sent = await put('STALLED', 4_000_000);
+      await eventually(statusIs(sent.id, 'EXEC'), 10_000, 'EXEC');
+      const failed = await eventually(statusIs(sent.id, 'RETR'), 15_000, 'out of EXEC');
+      expect(failed.message).toMatch(/^Stalled: no byte moved for 3 s/);
+      expect(await historyOf(sent.id)).toContain('STOP');
+      // The stalled session could not remove its temporary file: the next attempt does.
+      slow.stallAfterBytes = Number.POSITIVE_INFINITY;
+      await eventually(statusIs(sent.id, 'DONE', 2), 20_000, 'DONE by the next attempt');
+      expect(md5(fs.readFileSync(path.join(dir, sent.target)))).toBe(sent.md5);
+      expect(fs.readdirSync(dir)).toEqual([sent.target]);
+    } finally {
+      slow.stallAfterBytes = Number.POSITIVE_INFINITY;
+    }
   });
 });
