@@ -208,7 +208,7 @@ function writeSpans(log: string): WriteSpan[] {
     const pid = /^(\d+) /.exec(line)?.[1];
     if (!pid) continue;
     const opened = /\bopen "(.+)" flags (\S+)/.exec(line);
-    if (opened?.[2]!.includes('WRITE')) {
+    if (opened?.[2]?.includes('WRITE')) {
       const span = { path: opened[1]!, opened: ++position, closed: null };
       spans.push(span);
       open.set(pid, [...(open.get(pid) ?? []), span]);
