@@ -9,6 +9,7 @@ import { claimTransfers, finishAttempt } from '../core/dissemination/claims.ts';
 import { changeTransfer } from '../core/dissemination/manual.ts';
 import type { TransferMethod } from '../core/dissemination/methods.ts';
 import { type Mover, type MoverOptions, startMover } from '../core/dissemination/mover.ts';
+import { setDestinationStatus } from '../core/dissemination/operator.ts';
 import { createEngineStats } from '../core/dissemination/stats.ts';
 import { dataFiles, dataTransfers, destinations, transferHistory } from '../db/schema.ts';
 import { renderEngine } from '../functions/http/metrics.ts';
@@ -333,5 +334,46 @@ describe('a mover', () => {
     expect(text).toContain('ecpds_mover_delivered_total{host="7"} 2\n');
     expect(text).toContain('ecpds_mover_failures_total{host="8"} 1\n');
     expect(text).toContain('ecpds_mover_lease_reclaims_total 2\n');
+  });
+});
+
+describe('what a mover looks at', () => {
+  it('starts the file of an idle destination within a poll, however many others are at their limit', async () => {
+    const busy = { method: 'test' as const, data: 'test.delay = "30s"' };
+    const saturated: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const name = `BUSY_${i}`;
+      await restoreDestination(h, admin, name, [busy], { destination: { maxConnections: 1 } });
+      saturated.push((await put(name)).transferId, (await put(name)).transferId);
+    }
+    mover(testMethod(), { concurrency: 20, pollMs: 200 });
+    await eventually(
+      async () =>
+        (await h.db.select().from(dataTransfers).where(eq(dataTransfers.status, 'EXEC'))).length >= 12
+          ? true
+          : undefined,
+      10_000,
+      'twelve destinations at their limit',
+    );
+    // Their second files wait (older than any other due file); the idle destination's starts anyway.
+    await restoreDestination(h, admin, 'IDLE', [{ method: 'test' }], { destination: { maxConnections: 1 } });
+    const idle = await put('IDLE');
+    const started = Date.now();
+    await eventually(statusIs(idle.transferId, 'DONE'), 2_000, 'the idle destination delivered');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    const waiting = await Promise.all(saturated.map(async (id) => (await transfer(id)).status));
+    expect(waiting.filter((s) => s === 'EXEC')).toHaveLength(12);
+    expect(waiting.filter((s) => s === 'WAIT')).toHaveLength(12);
+    for (let i = 0; i < 12; i++) await setDestinationStatus(h.ports, 'test', `BUSY_${i}`, 'hold');
+  });
+
+  it('leaves a host whose method it lacks (R2 on Node) to a mover that has it, spending none of its tries', async () => {
+    await restoreDestination(h, admin, 'ON_R2', [{ method: 'r2', data: 'r2.binding = "BUCKET"' }]);
+    const sent = await put('ON_R2');
+    mover();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await transfer(sent.transferId)).status).toBe('WAIT');
+    expect((await historyOf(sent.transferId)).map((x) => x.status)).toEqual(['WAIT']);
+    expect(await shownStatus('ON_R2')).not.toBe('HOLD');
   });
 });

@@ -34,6 +34,11 @@ export interface MethodOptions {
 
 const SECOND = 1000;
 
+/** Whether some mover (a Node one, the edge) has a transfer method of this name. */
+export function isMethodName(name: string | null): name is MethodName {
+  return name !== null && Object.hasOwn(DEFAULT_PORTS, name);
+}
+
 const DEFAULT_PORTS: Record<MethodName, number | null> = {
   sftp: 22,
   ftp: 21,

@@ -3,11 +3,20 @@ import type { Ports } from '../ports.ts';
 import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { attemptKeyOf, type RunningSend, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import { isMethodName } from './method-options.ts';
 import type { TransferMethods } from './methods.ts';
+import type { DisseminationHost } from './ports.ts';
 import { claimAndSend, type SourceReader } from './send.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };
+
+/**
+ * Whether this mover should claim for the host: it has the host's method, or no mover has it (a
+ * host without a method, or an unknown one, fails wherever it is tried, as the operator must see).
+ */
+export const canSend = (methods: TransferMethods, host: DisseminationHost) =>
+  !isMethodName(host.module) || methods[host.module] !== undefined;
 
 export interface MoverOptions {
   name: string;
@@ -112,7 +121,9 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
     for (const destination of due) {
       if (free <= 0 || stopping) break;
       const host = await hostOfNextAttempt(ports, destination);
-      if (!host) continue;
+      // A host whose method this mover lacks is left to a mover that has it (an R2 host to the edge):
+      // claiming it here would fail it and spend its tries.
+      if (!host || !canSend(deps.methods, host)) continue;
       const sends = await claimAndSend(deps, options.name, destination, host, {
         leaseMs: options.leaseMs,
         wanted: free,

@@ -145,8 +145,8 @@ export interface DisseminationRepo {
   /** Live transfers (WAIT, RETR, INTR, EXEC, HOLD) counted per destination and status. */
   queueDepth(): Promise<Array<{ destination: string; status: string; count: number }>>;
   /**
-   * Active destinations whose stored status is WAIT or EXEC, not paused, with a transfer due now;
-   * those waiting longest first.
+   * Active destinations whose stored status is WAIT or EXEC, not paused, below their own
+   * maxConnections, with a transfer due now; those waiting longest first.
    */
   dueDestinations(now: Date, limit: number, filter?: DueFilter): Promise<DueDestination[]>;
   /** The destination's ring, locked until the end of the transaction (created when missing). */

@@ -215,6 +215,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           limit 1
         ) due on true
         where d.active and d.status_code in ('WAIT', 'EXEC')
+          -- A destination at its limit cannot start anything: it must not take the place of one that can.
+          and (coalesce(d.max_connections, 1) < 0 or (select count(*) from data_transfers r
+            where r.destination = d.name and r.mover is not null) < coalesce(d.max_connections, 1))
           ${filter.destination === undefined ? sql`` : sql`and d.name = ${filter.destination}`}
           ${withModules(filter.modules)}
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
