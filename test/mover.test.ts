@@ -376,4 +376,38 @@ describe('what a mover looks at', () => {
     expect((await historyOf(sent.transferId)).map((x) => x.status)).toEqual(['WAIT']);
     expect(await shownStatus('ON_R2')).not.toBe('HOLD');
   });
+
+  it('stops a send on its own before its lease lapses when the lease cannot be renewed', async () => {
+    await restoreDestination(h, admin, 'UNRENEWED', [{ method: 'test', data: 'test.delay = "30s"' }]);
+    const watch = watched();
+    let renewalsFail = false;
+    const dissemination = h.ports.repos.dissemination;
+    const ports = {
+      ...h.ports,
+      repos: {
+        ...h.ports.repos,
+        dissemination: {
+          ...dissemination,
+          // The database as a mover sees it when it becomes unreachable for its renewals only.
+          renewLeases: (input: Parameters<typeof dissemination.renewLeases>[0]) =>
+            renewalsFail ? Promise.reject(new Error('database unreachable')) : dissemination.renewLeases(input),
+        },
+      },
+    };
+    const leaseMs = 1500;
+    movers.push(
+      startMover(
+        { ports, methods: { test: watch.method }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
+        { name: 'unrenewed', concurrency: 2, leaseMs, heartbeatMs: 150, pollMs: 40 },
+      ),
+    );
+    const sent = await put('UNRENEWED');
+    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    renewalsFail = true;
+    const { leaseUntil } = await transfer(sent.transferId);
+    await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 5_000, 'abort');
+    // Stopped while the lease it was last given still held: no other mover could have started yet.
+    expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
+  });
 });

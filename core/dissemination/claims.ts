@@ -70,27 +70,44 @@ export function renewLeases(ports: Ports, mover: string, leaseMs: number, attemp
 export interface RunningSend {
   key: AttemptKey;
   controller: AbortController;
+  /** When its lease was last extended, on this process's monotonic clock (ms). */
+  renewedAt: number;
 }
 
 export const attemptKeyOf = (key: AttemptKey) => `${key.id}/${key.attempt}`;
 
 /**
  * A mover's beat over the sends running when it starts (one claimed while the renewal is on its
- * way would otherwise look taken away): their leases renewed, and those taken away aborted.
+ * way would otherwise look taken away): first the sends whose lease may have lapsed meanwhile stop
+ * (the renewals failed, or the process was paused: another mover may be sending them now), then
+ * the leases of the others are renewed, and those taken away are aborted.
  */
 export async function renewOrAbort(ports: Ports, mover: string, leaseMs: number, sending: readonly RunningSend[]) {
+  const alive = sending.filter((s) => !stopIfLapsing(s, leaseMs, mover));
+  const startedAt = performance.now();
   const renewed = await renewLeases(
     ports,
     mover,
     leaseMs,
-    sending.map((s) => s.key),
+    alive.map((s) => s.key),
   );
   const kept = new Set(renewed.map(attemptKeyOf));
-  for (const { key, controller } of sending) {
-    if (!kept.has(attemptKeyOf(key))) {
-      controller.abort(new TakenAway(`Transfer ${key.id} was taken away from ${mover}`));
-    }
+  for (const send of alive) {
+    if (kept.has(attemptKeyOf(send.key))) send.renewedAt = startedAt;
+    else send.controller.abort(new TakenAway(`Transfer ${send.key.id} was taken away from ${mover}`));
   }
+}
+
+/**
+ * A send stops on its own once three quarters of its lease have passed without a renewal: the rest
+ * is the margin for it to stop before another mover may take the transfer over. Its lease is judged
+ * from when its last renewal was asked for, so a slow answer only makes the margin larger.
+ */
+export function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
+  if (performance.now() - send.renewedAt < (leaseMs * 3) / 4) return false;
+  const reason = `Transfer ${send.key.id}: the lease of ${mover} could not be renewed in time`;
+  send.controller.abort(new TakenAway(reason));
+  return true;
 }
 
 /** Gives back the transfers of movers that stopped renewing their leases. */

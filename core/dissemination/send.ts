@@ -99,6 +99,8 @@ export async function claimAndSend(
   claim: { leaseMs: number; wanted: number; remoteSourcesOnly?: boolean },
 ): Promise<StartedSend[]> {
   const { ports } = deps;
+  // Before the claim: its lease starts during it, and must not look younger than it is.
+  const claimedAt = performance.now();
   const claimed = await claimTransfers(ports, {
     destination: destination.name,
     hostId: host.hostId,
@@ -111,7 +113,7 @@ export async function claimAndSend(
   return claimed.map((transfer) => {
     const controller = new AbortController();
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs);
-    return { key: { id: transfer.id, attempt: transfer.attempt }, controller, ended };
+    return { key: { id: transfer.id, attempt: transfer.attempt }, controller, renewedAt: claimedAt, ended };
   });
 }
 

@@ -65,7 +65,8 @@ export async function consumeDeliveries(
         reaches: reachesFor(config),
         concurrency: config.ECPDS_EDGE_CONCURRENCY,
         leaseMs: config.ECPDS_EDGE_LEASE_SECONDS * 1000,
-        heartbeatMs: config.ECPDS_EDGE_HEARTBEAT_SECONDS * 1000,
+        // As for Node movers: at most half the lease, so a send renews well before it would stop itself.
+        heartbeatMs: Math.min(config.ECPDS_EDGE_HEARTBEAT_SECONDS, config.ECPDS_EDGE_LEASE_SECONDS / 2) * 1000,
         budgetMs: Math.max(0, until - Date.now()),
         remoteSourcesOnly: true,
       },
