@@ -30,21 +30,27 @@ const movers: Mover[] = [];
 function watched(inner: TransferMethod = testMethod()) {
   let now = 0;
   let most = 0;
+  const nowOf = new Map<string, number>();
+  const mostOf = new Map<string, number>();
   const aborted: string[] = [];
   const method: TransferMethod = {
     async send(host, file, source, signal) {
       now++;
       most = Math.max(most, now);
+      nowOf.set(file.target, (nowOf.get(file.target) ?? 0) + 1);
+      mostOf.set(file.target, Math.max(mostOf.get(file.target) ?? 0, nowOf.get(file.target)!));
       signal.addEventListener('abort', () => aborted.push(file.target), { once: true });
       try {
         return await inner.send(host, file, source, signal);
       } finally {
         now--;
+        nowOf.set(file.target, nowOf.get(file.target)! - 1);
       }
     },
     close: () => inner.close(),
   };
-  return { method, most: () => most, aborted };
+  /** The most sends at once, of every file or of one target. */
+  return { method, most: (target?: string) => (target === undefined ? most : (mostOf.get(target) ?? 0)), aborted };
 }
 
 function mover(test: TransferMethod = testMethod(), over: Partial<MoverOptions> = {}) {
@@ -409,5 +415,22 @@ describe('what a mover looks at', () => {
     await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 5_000, 'abort');
     // Stopped while the lease it was last given still held: no other mover could have started yet.
     expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
+  });
+
+  it('sends a transfer held and requeued during its send again as soon as that attempt has stopped', async () => {
+    await restoreDestination(h, admin, 'REQUEUED', [{ method: 'test', data: 'test.delay = "2s"' }]);
+    const watch = watched();
+    // A lease far longer than the test: the transfer can only come back through its attempt's own end.
+    mover(watch.method, { leaseMs: 120_000, heartbeatMs: 150 });
+    const sent = await put('REQUEUED');
+    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
+    await changeTransfer(h.ports, 'test', sent.transferId, 'hold');
+    await changeTransfer(h.ports, 'test', sent.transferId, 'requeue');
+    await eventually(statusIs(sent.transferId, 'DONE'), 10_000, 'DONE by the next attempt');
+    expect((await transfer(sent.transferId)).attempt).toBe(2);
+    // Never claimed again while the first attempt was still sending.
+    expect(watch.most(sent.target)).toBe(1);
+    const statuses = (await historyOf(sent.transferId)).map((x) => x.status);
+    expect(statuses).toEqual(['WAIT', 'EXEC', 'INTR', 'HOLD', 'RETR', 'EXEC', 'DONE']);
   });
 });

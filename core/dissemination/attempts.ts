@@ -35,8 +35,6 @@ export async function hostOfNextAttempt(ports: Ports, destination: DueDestinatio
   return null;
 }
 
-class LostAttempt extends Error {}
-
 /** What the UPH and ERR lines of an attempt share. */
 const lineFields = ({ transfer, destination, host, protocol, mover }: Attempt, now: Date) => ({
   at: now,
@@ -54,25 +52,17 @@ const lineFields = ({ transfer, destination, host, protocol, mover }: Attempt, n
 });
 
 /**
- * Runs `work` in one transaction under the destination's ring lock and keeps it only if the mover
- * still owned the attempt (`work` answers false otherwise): a mover that lost its attempt changes
- * neither the transfer nor the ring.
+ * Runs `work` in one transaction under the destination's ring lock. `work` answers false when the
+ * mover no longer owned the attempt: its finish wrote nothing but the attempt's release (an operator
+ * changed the transfer meanwhile), and it writes nothing after it, so the transaction commits that
+ * release while the ring and the transfer's status stay as they are.
  */
-async function underRing(
+function underRing(
   ports: Ports,
   destination: string,
   work: (repos: Ports['repos'], failover: StoredFailover) => Promise<boolean>,
 ): Promise<boolean> {
-  try {
-    return await ports.repos.transaction(async (repos) => {
-      const failover = await repos.dissemination.lockFailover(destination);
-      if (!(await work(repos, failover))) throw new LostAttempt();
-      return true;
-    });
-  } catch (error) {
-    if (error instanceof LostAttempt) return false;
-    throw error;
-  }
+  return ports.repos.transaction(async (repos) => work(repos, await repos.dissemination.lockFailover(destination)));
 }
 
 /** A delivered file: DONE with its history, the ring told the host works, and a UPH line. */
