@@ -41,11 +41,8 @@ export async function sendClaimed(
     const method = deps.methods[protocol as MethodName];
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
     const connection = await connectionTo(ports, host, protocol as MethodName);
-    const timeout = connection.options.putTimeoutMs;
-    const stall = stallWatch(connection.options.streamTimeoutMs);
-    const attemptSignal = AbortSignal.any(
-      timeout === null ? [signal, stall.signal] : [signal, stall.signal, AbortSignal.timeout(timeout)],
-    );
+    const watch = attemptWatch(signal, connection.options);
+    const attemptSignal = watch.signal;
     const source = await deps.sources.open(transfer.source, attemptSignal);
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
@@ -57,8 +54,8 @@ export async function sendClaimed(
     });
     const file = { target: transfer.target, size: transfer.size, attempt: fence };
     const delivered = await method
-      .send(connection, file, stall.watched(source.stream), attemptSignal)
-      .finally(stall.dispose);
+      .send(connection, file, watch.watched(source.stream), attemptSignal)
+      .finally(watch.dispose);
     if (!(await endDelivered(ports, attempt, delivered))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';
@@ -118,19 +115,29 @@ export async function claimAndSend(
 }
 
 /**
- * `ectrans.streamTimeout`: the send is aborted once its method has taken no byte of the source for
- * that long (a link that stays open but moves nothing applies backpressure, so reads stop too).
+ * The signal of one attempt: aborted by the mover (a stop, a lost lease), once `ectrans.putTimeOut`
+ * has passed, or once the method has taken no byte of the source for `ectrans.streamTimeout` (a link
+ * that stays open but moves nothing applies backpressure, so reads stop too). A controller of its
+ * own rather than AbortSignal.any: a signal derived that way is held only weakly by its sources, and
+ * one that nothing but its own listeners reaches can be collected before it ever aborts.
  */
-function stallWatch(timeoutMs: number) {
+function attemptWatch(mover: AbortSignal, options: { putTimeoutMs: number | null; streamTimeoutMs: number }) {
   const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const fromMover = () => controller.abort(mover.reason);
+  if (mover.aborted) fromMover();
+  else mover.addEventListener('abort', fromMover, { once: true });
+  const { putTimeoutMs, streamTimeoutMs } = options;
+  const putTimer =
+    putTimeoutMs === null
+      ? undefined
+      : setTimeout(() => controller.abort(new Error(`Put timed out after ${putTimeoutMs} ms`)), putTimeoutMs);
+  let stallTimer: ReturnType<typeof setTimeout> | undefined;
   const rearm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      controller.abort(
-        new Error(`Stalled: no byte moved for ${Math.round(timeoutMs / 1000)} s (ectrans.streamTimeout)`),
-      );
-    }, timeoutMs);
+    clearTimeout(stallTimer);
+    stallTimer = setTimeout(() => {
+      const seconds = Math.round(streamTimeoutMs / 1000);
+      controller.abort(new Error(`Stalled: no byte moved for ${seconds} s (ectrans.streamTimeout)`));
+    }, streamTimeoutMs);
   };
   rearm();
   return {
@@ -141,7 +148,11 @@ function stallWatch(timeoutMs: number) {
         yield chunk;
       }
     },
-    dispose: () => clearTimeout(timer),
+    dispose() {
+      clearTimeout(putTimer);
+      clearTimeout(stallTimer);
+      mover.removeEventListener('abort', fromMover);
+    },
   };
 }
 
