@@ -1,4 +1,5 @@
 import { messageOf } from '../common/errors.ts';
+import { revealSecretOptions } from '../hosts/secret-options.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
@@ -110,14 +111,14 @@ export async function claimAndSend(
   });
 }
 
+/** The host as its method reaches it, with its credentials unsealed for this attempt only (never logged). */
 async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName): Promise<HostConnection> {
   return {
     hostId: host.hostId,
     hostname: splitHostPort(host.host).hostname,
     login: host.login,
-    // Unsealed for this attempt only, and never logged.
     password: host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed),
     directory: host.dir,
-    options: methodOptions(method, host.host, host.data),
+    options: methodOptions(method, host.host, await revealSecretOptions(host.data, ports.secrets)),
   };
 }
