@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isServiceError } from '../core/common/errors.ts';
-import { END_OF_PROPERTIES, setOption, splitOptionName } from '../core/hosts/options.ts';
+import { END_OF_PROPERTIES, readOptions, setOption, splitOptionName } from '../core/hosts/options.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 const MARKER = '###### END-OF-PROPERTIES ######';
@@ -70,6 +70,28 @@ describe('setOption', () => {
     expect(injected.split('\n')).toHaveLength(2);
     expect(injected.split('\n').some((l) => l.trim() === MARKER)).toBe(false);
     expect(setOption('', 'm.k', 'unicode é ✓ ')).toBe('m.k = "unicode é ✓ "');
+  });
+
+  it('replaces every line of a value spanning lines, and never inserts inside one', () => {
+    // PEM lines end in '=' padding: inside a quoted value they are no option of their own.
+    const key = 'sftp.privateKey = "-----BEGIN KEY-----\nAb+c/Z==\nzz.a = x\n-----END KEY-----"';
+    const data = `a.x = "1"\n${key}\nz.z = "9"\n`;
+    expect(setOption(data, 'sftp.privateKey', 'new')).toBe('a.x = "1"\nsftp.privateKey = "new"\nz.z = "9"\n');
+    expect(setOption(data, 'zz.a', 'v')).toBe(`a.x = "1"\n${key}\nz.z = "9"\nzz.a = "v"\n`);
+    expect(readOptions(setOption(data, 'b.b', 'v')).get('sftp.privateKey')).toBe(
+      '-----BEGIN KEY-----\nAb+c/Z==\nzz.a = x\n-----END KEY-----',
+    );
+  });
+
+  it('writes one line for a name written twice, and finds a name written with spaces', () => {
+    expect(setOption('m.k = "1"\nn.n = "2"\nm.k = "3"', 'm.k', '4')).toBe('m.k = "4"\nn.n = "2"');
+    expect(setOption('sftp .port = "22"\n', 'sftp.port', '2222')).toBe('sftp.port = "2222"\n');
+  });
+
+  it('ends an unclosed quoted value at the END-OF-PROPERTIES line', () => {
+    const data = `a.open = "never closed\nb.b = 2\n${MARKER}\nscript "\n`;
+    expect(Object.fromEntries(readOptions(data))).toEqual({ 'a.open': 'never closed\nb.b = 2' });
+    expect(setOption(data, 'a.open', 'shut')).toBe(`a.open = "shut"\n${MARKER}\nscript "\n`);
   });
 
   it('splits the name at the first dot', () => {

@@ -1,10 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, type OperationId, SERVICE_NAMES, SHOW_SENSITIVE_INFO } from '../core/catalogue.ts';
 import { hashPassword } from '../core/common/crypto.ts';
+import { readOptions } from '../core/hosts/options.ts';
 import { importFields } from '../core/metadata/fields.ts';
+import { rowsOf } from '../db/client.ts';
 import { basic, type CallOptions, createHarness, type Harness, type Reply } from './support/harness.ts';
 
 /**
@@ -27,7 +30,12 @@ const SECRET = {
   propertiesClient: mark('props-client'),
   wrongGuess: mark('wrong-guess'),
   metaRejected: mark('meta-rejected'),
+  // Host options: a private key's body and an S3 secret restored by admin, a pass phrase set by plain.
+  keyBody: mark('key-body'),
+  s3Secret: mark('s3-secret'),
+  passPhraseByPlain: mark('pass-phrase'),
 };
+const PRIVATE_KEY = `-----BEGIN OPENSSH PRIVATE KEY-----\n${SECRET.keyBody}\n-----END OPENSSH PRIVATE KEY-----`;
 // Filled in as they appear: generated client secrets and generated web user passwords.
 const generated: string[] = [];
 const allSecrets = () => [...Object.values(SECRET), ...generated];
@@ -36,8 +44,8 @@ const allSecrets = () => [...Object.values(SECRET), ...generated];
 const SENSITIVE_PATHS: Partial<Record<OperationId, RegExp>> = {
   incomingUserList: /^userList\.\d+\.password$/,
   webUserList: /^userList\.\d+\.password$/,
-  backupList: /^backup\.destinations\.\d+\.associations\.\d+\.host\.passwd$/,
-  backupGet: /^backup\.destinations\.\d+\.associations\.\d+\.host\.passwd$/,
+  backupList: /^backup\.destinations\.\d+\.associations\.\d+\.host\.(?:passwd|data)$/,
+  backupGet: /^backup\.destinations\.\d+\.associations\.\d+\.host\.(?:passwd|data)$/,
   metadataGet: /^metadata\.Access\.(?:vault_key|locked_key)$/,
   metadataFields: /^fields\.\d+\.defaultValue$/,
 };
@@ -70,7 +78,7 @@ const both = async (op: OperationId, url: string, opts: CallOptions = {}) => [
   await call(op, 'plain', url, opts),
 ];
 
-function backupOf(name: string, passwd: string) {
+function backupOf(name: string, passwd: string, data = '') {
   return {
     backup: {
       destinations: [
@@ -84,6 +92,7 @@ function backupOf(name: string, passwd: string) {
                 host: 'h.example.org',
                 login: 'ecpds',
                 passwd,
+                data,
                 transferMethodName: 'sftp',
                 ecuserName: 'leak',
               },
@@ -178,8 +187,15 @@ describe('a pass over every endpoint with known secrets', () => {
   it('calls every operation as a client with and one without showSensitiveInfo', async () => {
     // Writes that carry secrets, once by each client.
     expect(
-      (await call('backupPut', 'admin', '/v1/destination/backup', { body: backupOf('LEAK_A', SECRET.hostByAdmin) }))
-        .status,
+      (
+        await call('backupPut', 'admin', '/v1/destination/backup', {
+          body: backupOf(
+            'LEAK_A',
+            SECRET.hostByAdmin,
+            `sftp.port = "22"\nsftp.privateKey = "${PRIVATE_KEY}"\ns3.secretKey = "${SECRET.s3Secret}"\n`,
+          ),
+        })
+      ).status,
     ).toBe(200);
     expect(
       (await call('backupPut', 'plain', '/v1/destination/backup', { body: backupOf('LEAK_B', SECRET.hostByPlain) }))
@@ -253,11 +269,14 @@ describe('a pass over every endpoint with known secrets', () => {
     await both('metadataFields', '/v1/destination/metadata/fields');
     await both('metadataGet', '/v1/destination/LEAK_A/metadata');
     await both('metadataGet', '/v1/destination/LEAK_B/metadata');
-    await both('backupList', '/v1/destination/backup');
-    await both('backupGet', '/v1/destination/backup/LEAK_A');
     const hostid = (await call('backupGet', 'admin', '/v1/destination/backup/LEAK_B')).json.backup.destinations[0]
       .associations[0].host.hostid;
     await both('hostOption', '/v1/host/option', { form: { hostid: String(hostid), name: 'sftp.port', value: '2222' } });
+    const phrase = { hostid: String(hostid), name: 'sftp.passPhrase', value: SECRET.passPhraseByPlain };
+    expect((await call('hostOption', 'plain', '/v1/host/option', { form: phrase })).status).toBe(200);
+    await both('backupList', '/v1/destination/backup');
+    await both('backupGet', '/v1/destination/backup/LEAK_A');
+    await both('backupGet', '/v1/destination/backup/LEAK_B');
     await both('monitoringSummary', '/v1/monitoring/summary');
     await both('monitoringSummaryProduct', '/v1/monitoring/summary/Smoke');
     await both('monitoringSummaryCycle', '/v1/monitoring/summary/Smoke/00');
@@ -360,6 +379,16 @@ describe('a pass over every endpoint with known secrets', () => {
       'backupGet:backup.destinations.*.associations.*.host.passwd',
       'backupList:backup.destinations.*.associations.*.host.passwd',
     ]);
+    // Secret host options: in the host's data, in clear (the key's lines written as one, `\n` escaped).
+    for (const option of [SECRET.keyBody, SECRET.s3Secret, SECRET.passPhraseByPlain]) {
+      expect(where(option)).toEqual([
+        'backupGet:backup.destinations.*.associations.*.host.data',
+        'backupList:backup.destinations.*.associations.*.host.data',
+      ]);
+    }
+    const shown = seen.find((s) => s.who === 'admin' && s.op === 'backupGet' && s.reply.text.includes(SECRET.keyBody));
+    const options = readOptions(shown!.reply.json.backup.destinations[0].associations[0].host.data);
+    expect([options.get('sftp.privateKey'), options.get('s3.secretKey')]).toEqual([PRIVATE_KEY, SECRET.s3Secret]);
     expect(where(SECRET.metaByAdmin)).toEqual(['metadataGet:metadata.Access.vault_key']);
     expect(where(SECRET.fieldDefault)).toEqual(['metadataFields:fields.*.defaultValue']);
     expect(where(SECRET.lockedDefault)).toEqual([
@@ -378,6 +407,15 @@ describe('a pass over every endpoint with known secrets', () => {
     }
     // The web user deleted by `plain` is gone; the one `admin` created with add2 is listed with its password.
     expect(where(generated[5]!)).toEqual(['webUserAdd2:pass', 'webUserList:userList.*.password']);
+  });
+
+  it('secret host options are stored sealed: the hosts table holds none of them in clear', async () => {
+    const rows = rowsOf<{ data: string }>(await h.db.execute(sql`select data from hosts`));
+    const stored = rows.map((r) => r.data).join('\n');
+    for (const secret of [SECRET.keyBody, SECRET.s3Secret, SECRET.passPhraseByPlain]) {
+      expect(stored).not.toContain(secret);
+    }
+    expect(stored.match(/^(?:sftp\.privateKey|s3\.secretKey|sftp\.passPhrase) = "\{sealed\}v1:/gm)).toHaveLength(3);
   });
 
   // The source of a refused data file is quoted in the service error, which is logged: user info is masked.

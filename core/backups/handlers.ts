@@ -2,6 +2,7 @@ import { badRequest, invalid, notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
 import { checkedFilter } from '../destinations/handlers.ts';
 import { DESTINATION_KEYS, type Destination, HOST_KEYS, type Host } from '../destinations/model.ts';
+import { revealSecretOptions, sealGivenOptions, withoutSecretOptions } from '../hosts/secret-options.ts';
 import { seedDefaultsFor } from '../metadata/seeding.ts';
 import type { Ctx, Repositories } from '../ports.ts';
 import type { backupOperations } from './operations.ts';
@@ -17,9 +18,12 @@ async function backupOf(ctx: Ctx, destinations: Destination[]) {
   const associations = await ctx.ports.repos.hosts.ofDestinations(names);
   const hostView = async (h: Host) => {
     const { passwd: _omit, ...rest } = pick(h, HOST_KEYS);
-    return reveal
-      ? { ...rest, passwd: h.passwdSealed === null ? null : await ctx.ports.secrets.decrypt(h.passwdSealed) }
-      : rest;
+    if (!reveal) return { ...rest, data: withoutSecretOptions(h.data) };
+    return {
+      ...rest,
+      data: await revealSecretOptions(h.data, ctx.ports.secrets),
+      passwd: h.passwdSealed === null ? null : await ctx.ports.secrets.decrypt(h.passwdSealed),
+    };
   };
   const byDestination = new Map<string, Array<{ priority: number; host: unknown }>>();
   for (const a of associations) {
@@ -165,7 +169,7 @@ async function placeHost(
   const { hostid: _id, passwd, ...fields } = host;
   const id = await repos.hosts.insert({
     ...withoutUndefined(fields),
-    data: fields.data ?? '',
+    data: await sealGivenOptions(fields.data ?? '', ctx.ports.secrets),
     passwdSealed: passwd ? await ctx.ports.secrets.encrypt(passwd) : null,
   });
   return remember(restoredHosts, original, id);

@@ -14,7 +14,7 @@ const fromKeys = <T extends Record<string, FieldKind>>(keys: T) =>
 const backupHost = z.strictObject({
   ...fromKeys(HOST_KEYS),
   hostid: z.int(),
-  data: z.string(),
+  data: z.string().describe('options text; its secret options only with showSensitiveInfo'),
   passwd: z.string().nullable().optional().describe('only with showSensitiveInfo'),
 });
 

@@ -43,6 +43,7 @@ export const edgeCanReach = (host: DisseminationHost, options: EdgeReachOptions)
 
 /** The scheme and name the method fetches, as s3-target.ts and http.ts build them; a reason when unreadable. */
 function endpointOf(module: 's3' | 'http', host: DisseminationHost): { scheme: string; hostname: string } | string {
+  // Only where it goes is read, never a credential: the secret options can stay sealed.
   const raw = methodOptions(module, host.host, host.data).raw;
   const url = module === 's3' ? raw.get('url')?.trim() : undefined;
   if (url) {

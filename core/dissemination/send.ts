@@ -1,4 +1,6 @@
 import { messageOf } from '../common/errors.ts';
+import { scrubSecrets } from '../common/scrub.ts';
+import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
@@ -37,10 +39,13 @@ export async function sendClaimed(
   const { ports } = deps;
   const protocol = host.module ?? 'none';
   const attempt: Attempt = { mover, transfer, destination, host, protocol };
+  let secrets: string[] = [];
   try {
     const method = deps.methods[protocol as MethodName];
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
-    const connection = await connectionTo(ports, host, protocol as MethodName);
+    const opened = await connectionTo(ports, host, protocol as MethodName);
+    const connection = opened.connection;
+    secrets = opened.secrets;
     const watch = attemptWatch(signal, connection.options);
     const attemptSignal = watch.signal;
     const source = await deps.sources.open(transfer.source, attemptSignal);
@@ -68,7 +73,7 @@ export async function sendClaimed(
       const owned = await endFailed(ports, attempt, failure).catch(() => false);
       return owned ? 'failed' : 'lost';
     }
-    const message = cause instanceof MoverStopping ? cause.message : messageOf(cause);
+    const message = cause instanceof MoverStopping ? cause.message : failureMessage(cause, secrets);
     const counts = !(cause instanceof MoverStopping);
     if (counts) deps.stats?.failed(host.hostId);
     await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
@@ -156,14 +161,36 @@ function attemptWatch(mover: AbortSignal, options: { putTimeoutMs: number | null
   };
 }
 
-async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName): Promise<HostConnection> {
-  return {
+/** The longest failure message kept: a message is a reason, not a copy of what a server answered. */
+export const MAX_FAILURE_MESSAGE = 1000;
+
+/**
+ * What a failed attempt says in its history, the ring's last error and its ERR line: the error's
+ * message without the host's credentials, in any form a server may have echoed them (see
+ * scrubSecrets), and cut to MAX_FAILURE_MESSAGE characters. Every method's failure passes here.
+ */
+export function failureMessage(error: unknown, secrets: readonly string[]): string {
+  const message = scrubSecrets(messageOf(error), secrets);
+  return message.length > MAX_FAILURE_MESSAGE ? `${message.slice(0, MAX_FAILURE_MESSAGE - 1)}…` : message;
+}
+
+/**
+ * The host as its method reaches it, with the credentials unsealed for this attempt only (never
+ * logged), and those credentials as failureMessage must scrub them: the password, the Basic
+ * pair `login:password`, and the values of the secret options.
+ */
+async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName) {
+  const password = host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed);
+  const data = await revealSecretOptions(host.data, ports.secrets);
+  const connection: HostConnection = {
     hostId: host.hostId,
     hostname: splitHostPort(host.host).hostname,
     login: host.login,
-    // Unsealed for this attempt only, and never logged.
-    password: host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed),
+    password,
     directory: host.dir,
-    options: methodOptions(method, host.host, host.data),
+    options: methodOptions(method, host.host, data),
   };
+  const secrets = secretOptionValues(data);
+  if (password !== null) secrets.push(password, `${host.login}:${password}`);
+  return { connection, secrets };
 }

@@ -16,47 +16,44 @@ export function splitOptionName(name: string): { module: string; key: string } {
 const quote = (value: string) =>
   `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r/g, '\\r').replace(/\n/g, '\\n')}"`;
 
-const optionNameOf = (line: string) => /^\s*([^\s=]+)\s*=/.exec(line)?.[1];
+/** The line setOption writes for an option. */
+export const optionLine = (name: string, value: string) => `${name} = ${quote(value)}`;
 
-/** Sets one option, keeping every other byte of `data` as it was. */
-export function setOption(data: string, name: string, value: string): string {
-  splitOptionName(name);
-  const line = `${name} = ${quote(value)}`;
-  const markerAt = data.split('\n').findIndex((l) => l.trim() === END_OF_PROPERTIES);
-  const lines = data === '' ? [] : data.split('\n');
-  const head = markerAt < 0 ? lines : lines.slice(0, markerAt);
-  const tail = markerAt < 0 ? [] : lines.slice(markerAt);
-  // A trailing newline leaves an empty last element: keep it last.
-  const trailingEmpty = tail.length === 0 && head.length > 0 && head[head.length - 1] === '' ? head.pop() : undefined;
+/**
+ * One `name = value` entry of the options text, as the reference reads it: the name with its
+ * whitespace dropped (with or without a dot), the value unquoted, and the lines it spans.
+ */
+export interface OptionEntry {
+  name: string;
+  value: string;
+  /** Index of its first line. */
+  first: number;
+  /** Index of its last line: a quoted value may span lines up to its closing quote. */
+  last: number;
+}
 
-  const existing = head.findIndex((l) => optionNameOf(l) === name);
-  if (existing >= 0) {
-    head[existing] = line;
-  } else {
-    const before = head.findIndex((l) => {
-      const other = optionNameOf(l);
-      return other !== undefined && other > name;
-    });
-    head.splice(before < 0 ? head.length : before, 0, line);
-  }
-  if (trailingEmpty !== undefined) head.push(trailingEmpty);
-  return [...head, ...tail].join('\n');
+interface ParsedOptions {
+  lines: string[];
+  entries: OptionEntry[];
+  /** Index of the end marker's line; lines.length without one. */
+  end: number;
 }
 
 const UNESCAPE: Record<string, string> = { n: '\n', r: '\r', '"': '"', '\\': '\\' };
 
 /**
- * The options of a host's `data`, by full name (`sftp.port`), as the reference reads them: the
- * text before the end marker holds `name = "value"` entries; a quoted value may span lines up to
- * its closing quote; whitespace inside a name is dropped, and a name without a dot is no option.
- * Values written by setOption read back exactly.
+ * Every entry before the end marker. A line with an `=` starts one; a quoted value goes on over
+ * the next lines up to its closing quote, but never past the marker, which ends the options
+ * wherever it stands (setOption and the rewrites then never reach the text after it).
  */
-export function readOptions(data: string): Map<string, string> {
-  const options = new Map<string, string>();
-  const lines = data.split('\n');
-  for (let i = 0; i < lines.length; i++) {
+function parseOptions(data: string): ParsedOptions {
+  const lines = data === '' ? [] : data.split('\n');
+  const marker = lines.findIndex((l) => l.trim() === END_OF_PROPERTIES);
+  const end = marker < 0 ? lines.length : marker;
+  const entries: OptionEntry[] = [];
+  for (let i = 0; i < end; i++) {
+    const first = i;
     const line = lines[i]!;
-    if (line.trim() === END_OF_PROPERTIES) break;
     const equals = line.indexOf('=');
     if (equals < 0) continue;
     const name = line.slice(0, equals).replace(/\s+/g, '');
@@ -68,7 +65,7 @@ export function readOptions(data: string): Map<string, string> {
       for (;;) {
         const closed = readQuoted(rest);
         text += closed.text;
-        if (closed.done || i + 1 >= lines.length) break;
+        if (closed.done || i + 1 >= end) break;
         text += '\n';
         rest = lines[++i]!;
       }
@@ -76,8 +73,68 @@ export function readOptions(data: string): Map<string, string> {
     } else {
       value = rest.trim();
     }
-    if (name.indexOf('.') > 0) options.set(name, value);
+    entries.push({ name, value, first, last: i });
   }
+  return { lines, entries, end };
+}
+
+/** Sets one option, keeping every other byte of `data` as it was (other entries of the name are dropped). */
+export function setOption(data: string, name: string, value: string): string {
+  splitOptionName(name);
+  const line = optionLine(name, value);
+  const { lines, entries, end } = parseOptions(data);
+  if (entries.some((e) => e.name === name)) {
+    let written = false;
+    return rewrite(lines, entries, (e) => {
+      if (e.name !== name) return undefined;
+      if (written) return null;
+      written = true;
+      return line;
+    });
+  }
+  const after = entries.find((e) => e.name > name);
+  // With no marker, a trailing newline leaves an empty last line: the new line goes before it.
+  const atEnd = end < lines.length || lines.length === 0 || lines[lines.length - 1] !== '' ? end : end - 1;
+  lines.splice(after ? after.first : atEnd, 0, line);
+  return lines.join('\n');
+}
+
+/**
+ * Rewrites the entries `change` picks: a line to put in place of the entry's lines, null to drop
+ * them, undefined to keep them. Every other byte of `data` stays as it was.
+ */
+export function rewriteOptions(data: string, change: (entry: OptionEntry) => string | null | undefined): string {
+  const { lines, entries } = parseOptions(data);
+  return rewrite(lines, entries, change);
+}
+
+function rewrite(lines: string[], entries: OptionEntry[], change: (entry: OptionEntry) => string | null | undefined) {
+  const out: string[] = [];
+  let next = 0;
+  for (const entry of entries) {
+    const replacement = change(entry);
+    if (replacement === undefined) continue;
+    out.push(...lines.slice(next, entry.first));
+    if (replacement !== null) out.push(replacement);
+    next = entry.last + 1;
+  }
+  if (next === 0) return lines.join('\n');
+  out.push(...lines.slice(next));
+  return out.join('\n');
+}
+
+/** Every entry before the end marker, in the order written (names without a dot included). */
+export const optionEntries = (data: string): OptionEntry[] => parseOptions(data).entries;
+
+/**
+ * The options of a host's `data`, by full name (`sftp.port`), as the reference reads them: the
+ * text before the end marker holds `name = "value"` entries; a quoted value may span lines up to
+ * its closing quote; whitespace inside a name is dropped, and a name without a dot is no option.
+ * Values written by setOption read back exactly.
+ */
+export function readOptions(data: string): Map<string, string> {
+  const options = new Map<string, string>();
+  for (const { name, value } of parseOptions(data).entries) if (name.indexOf('.') > 0) options.set(name, value);
   return options;
 }
 

@@ -3,6 +3,8 @@ import type { EctransModule, Ecuser, Host, HostInput, TransferMethod } from '../
 export interface HostRepo {
   find(hostid: number): Promise<Host | null>;
   setData(hostid: number, data: string): Promise<void>;
+  /** Up to `limit` hosts with options text, in hostid order after `afterHostid`. */
+  optionTexts(afterHostid: number, limit: number): Promise<Array<{ hostid: number; data: string }>>;
   insert(host: HostInput): Promise<number>;
   /** A host with this nickname already associated with a local destination (the shared-host rule). */
   sharedByNickname(nickname: string): Promise<number | null>;

@@ -1,4 +1,4 @@
-import { asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, ne, sql } from 'drizzle-orm';
 import type { HostRepo, ReferenceRepo } from '../../core/hosts/ports.ts';
 import type { Database } from '../client.ts';
 import { destinationHosts, ectransModules, ecusers, hosts, transferMethods } from '../schema.ts';
@@ -11,6 +11,14 @@ export const hostRepo = (db: Database): HostRepo => ({
   },
   async setData(hostid, data) {
     await db.update(hosts).set({ data }).where(eq(hosts.hostid, hostid));
+  },
+  async optionTexts(afterHostid, limit) {
+    return db
+      .select({ hostid: hosts.hostid, data: hosts.data })
+      .from(hosts)
+      .where(and(gt(hosts.hostid, afterHostid), ne(hosts.data, '')))
+      .orderBy(asc(hosts.hostid))
+      .limit(limit);
   },
   async insert(host) {
     const [row] = await db.insert(hosts).values(host).returning({ hostid: hosts.hostid });

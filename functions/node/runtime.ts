@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { createEngineStats, type EngineStats } from '../../core/dissemination/stats.ts';
+import { sealStoredSecretOptions } from '../../core/hosts/seal-at-rest.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
@@ -23,8 +24,9 @@ export interface Runtime {
 }
 
 /**
- * Opens the configured database (migrated), the secrets and the ports. `hold` is for the
- * server, which keeps the embedded data dir to itself; CLI commands only check it is free.
+ * Opens the configured database (migrated, and its hosts' secret options sealed), the secrets and
+ * the ports. `hold` is for the server, which keeps the embedded data dir to itself; CLI commands
+ * only check it is free.
  */
 export async function openRuntime(config: NodeConfig, logger: Logger, options: { hold: boolean }): Promise<Runtime> {
   const secrets = loadSecretBox(config);
@@ -76,6 +78,16 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     },
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
   });
+  try {
+    // Options written in clear before secret options were sealed, or straight into the table.
+    const sealed = await sealStoredSecretOptions(ports);
+    if (sealed > 0) logger.info('host secret options sealed', { hosts: sealed });
+  } catch (e) {
+    await handle.close();
+    await events.close();
+    release();
+    throw e;
+  }
   return {
     config,
     handle,

@@ -287,10 +287,16 @@ function xmlValue(xml: string, tag: string): string | null {
   return match ? unescapeXml(match[1]!) : null;
 }
 
-/** An S3 error document's Code and Message (never its StringToSign or other echoes of the request). */
+/** What of an error reply a message keeps: a reason, not the server's whole answer. */
+const REASON_CHARS = 200;
+
+/**
+ * An S3 error document's Code and Message (never its StringToSign, CanonicalRequest or other
+ * echoes of the request), at most REASON_CHARS of them; any other body, its first REASON_CHARS.
+ */
 function s3Reason(xml: string): string {
   const code = xmlValue(xml, 'Code');
   const message = xmlValue(xml, 'Message');
-  if (code === null && message === null) return xml.replace(/\s+/g, ' ').trim().slice(0, 200);
-  return [code, message].filter(Boolean).join(' ');
+  const reason = code === null && message === null ? xml : [code, message].filter(Boolean).join(' ');
+  return reason.replace(/\s+/g, ' ').trim().slice(0, REASON_CHARS);
 }
