@@ -26,7 +26,8 @@ export interface SftpSession {
    * most) on its own, and a write request's packets then leave in one system call instead.
    */
   batch(send: () => void): void;
-  end(): void;
+  /** Ends the connection; resolves once it is closed (the server has ended the session by then). */
+  end(): Promise<void>;
 }
 
 /** The `sftp.*` options the connection reads. */
@@ -97,6 +98,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
   const socket = new Socket();
   let offeredKey: Buffer | null = null;
   let lost: Error | null = null;
+  let closed = false;
   const closeListeners = new Set<(error: Error) => void>();
 
   return new Promise<SftpSession>((resolve, reject) => {
@@ -120,6 +122,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
       else lost ??= new Error(`Connection to ${where} lost: ${error.message}`);
     });
     client.on('close', () => {
+      closed = true;
       lost ??= new Error(`Connection to ${where} closed by the server`);
       for (const listener of [...closeListeners]) listener(lost);
       closeListeners.clear();
@@ -153,9 +156,18 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
           },
           end: () => {
             lost ??= new Error(`Connection to ${where} closed`);
+            // Our socket's close, which follows the server's end of the session, or its destruction.
+            const ended = new Promise<void>((resolve) => {
+              if (closed || socket.destroyed) return resolve();
+              socket.once('close', () => resolve());
+            });
             client.end();
             // A stalled server may never answer the disconnect.
-            setTimeout(() => client.destroy(), 2_000).unref();
+            setTimeout(() => {
+              client.destroy();
+              socket.destroy();
+            }, 2_000).unref();
+            return ended;
           },
         });
       });

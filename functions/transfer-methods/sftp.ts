@@ -65,8 +65,10 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       } finally {
         remote.dispose();
         put.dispose();
+        // A failed send ends only once its session has: until then the server may still hold the
+        // file open, and the next attempt, on another session, would make it two writers.
         if (delivered && !put.signal.aborted) idle.put(session.key, session);
-        else session.end();
+        else await session.end();
       }
     },
     async close() {
