@@ -433,4 +433,30 @@ describe('what a mover looks at', () => {
     const statuses = (await historyOf(sent.transferId)).map((x) => x.status);
     expect(statuses).toEqual(['WAIT', 'EXEC', 'INTR', 'HOLD', 'RETR', 'EXEC', 'DONE']);
   });
+
+  it('records a delivered file again when the database fails at its end, never counting it against the host', async () => {
+    await restoreDestination(h, admin, 'BOOKKEEPING', [{ method: 'test', data: 'test.delay = "300"' }]);
+    let failing = 0;
+    const ports = {
+      ...h.ports,
+      repos: {
+        ...h.ports.repos,
+        // The database failing the next transactions: the end of the attempt (the claim came before).
+        transaction: <T>(work: Parameters<typeof h.ports.repos.transaction<T>>[0]) =>
+          failing-- > 0 ? Promise.reject(new Error('connection reset')) : h.ports.repos.transaction(work),
+      },
+    };
+    movers.push(
+      startMover(
+        { ports, methods: { test: testMethod() }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
+        { name: 'bookkeeper', concurrency: 2, leaseMs: 20_000, heartbeatMs: 150, pollMs: 40 },
+      ),
+    );
+    const sent = await put('BOOKKEEPING');
+    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
+    failing = 2;
+    await eventually(statusIs(sent.transferId, 'DONE'), 15_000, 'DONE recorded at last');
+    expect((await historyOf(sent.transferId)).map((x) => x.status)).toEqual(['WAIT', 'EXEC', 'DONE']);
+    expect(h.logLines.some((l) => l.includes('could not record a delivered file'))).toBe(true);
+  });
 });

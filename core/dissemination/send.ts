@@ -5,6 +5,7 @@ import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { type Attempt, endDelivered, endFailed } from './attempts.ts';
 import { claimTransfers, type RunningSend, renewLeases } from './claims.ts';
+import type { Delivered } from './deliver.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import { attemptFence, type HostConnection, type TransferMethods } from './methods.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
@@ -61,7 +62,7 @@ export async function sendClaimed(
     const delivered = await method
       .send(connection, file, watch.watched(source.stream), attemptSignal)
       .finally(watch.dispose);
-    if (!(await endDelivered(ports, attempt, delivered))) return 'lost';
+    if (!(await recordDelivered(ports, attempt, delivered, signal))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';
   } catch (error) {
@@ -80,6 +81,27 @@ export async function sendClaimed(
       ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(e) }),
     );
     return 'failed';
+  }
+}
+
+/**
+ * A file is delivered whatever the database says next: its DONE is written again, a second, then
+ * two, up to 30 s apart, until it is or the attempt is taken away (its lease lapsed meanwhile and
+ * another attempt sends it again). A bookkeeping failure is never counted against the host.
+ */
+async function recordDelivered(ports: Ports, attempt: Attempt, delivered: Delivered, signal: AbortSignal) {
+  for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
+    try {
+      return await endDelivered(ports, attempt, delivered);
+    } catch (error) {
+      ports.logger.warn('could not record a delivered file; trying again', {
+        transfer: attempt.transfer.id,
+        reason: messageOf(error),
+      });
+      if (signal.aborted) return false;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      if (signal.aborted) return false;
+    }
   }
 }
 
@@ -111,12 +133,19 @@ export async function claimAndSend(
     hostMax: host.maxConnections,
     ...claim,
   });
-  if (claimed.length > 0) await ports.repos.dissemination.refreshSchedulerStatus(destination.name, ports.clock());
-  return claimed.map((transfer) => {
+  // Every claimed transfer is sent (or given back by its attempt) whatever happens next: a failure
+  // to show the destination's status must not leave them claimed by nobody until their lease lapses.
+  const started = claimed.map((transfer) => {
     const controller = new AbortController();
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs);
     return { key: { id: transfer.id, attempt: transfer.attempt }, controller, renewedAt: claimedAt, ended };
   });
+  if (claimed.length > 0) {
+    await ports.repos.dissemination
+      .refreshSchedulerStatus(destination.name, ports.clock())
+      .catch((e: unknown) => ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }));
+  }
+  return started;
 }
 
 /**
