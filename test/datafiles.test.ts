@@ -155,6 +155,12 @@ describe('sources that must be refused, with nothing stored', () => {
     ['/etc/passwd as a file URL', () => 'file:///etc/passwd', 'outside the configured source roots'],
     ['a relative path', () => 'a.bin', "an absolute path without '..' expected"],
     ['a missing file', () => `${root}/missing.bin`, 'not found'],
+    ['a missing file outside every root', () => '/etc/nonexistent-ecpds-source', 'outside the configured source roots'],
+    [
+      'a missing file under a symlinked directory outside',
+      () => `${root}/dir-out/missing.txt`,
+      'outside the configured source roots',
+    ],
     ['another scheme', () => `ftp://127.0.0.1:${port}/file.grib`, 'unsupported scheme'],
     ['a host not on the allow-list', () => `http://localhost:${port}/file.grib`, 'not allowed: localhost:'],
     [
@@ -178,6 +184,17 @@ describe('sources that must be refused, with nothing stored', () => {
     expect(r.json.message).toContain(reason);
     expect(await counts()).toEqual(before);
     if (!/\/(out|nothing)$/.test(source())) expect(hits.length).toBe(hitsBefore);
+  });
+
+  it('tells nothing of which files exist outside the roots: one there and a missing one get the same answer', async () => {
+    const answer = async (source: string) => {
+      const r = await put({ source });
+      return [r.status, r.json.message.replace(source, '<source>')];
+    };
+    const existing = await answer('/etc/shadow');
+    expect(existing).toEqual([500, 'Source <source> not allowed: outside the configured source roots']);
+    expect(await answer('/etc/nonexistent-ecpds-source')).toEqual(existing);
+    expect(await answer('/etc/nonexistent-dir/shadow')).toEqual(existing);
   });
 
   it('refuses every local path when no roots are configured', async () => {

@@ -66,11 +66,25 @@ async function containedRealPath(roots: readonly string[], raw: string) {
   // The roots too: one replaced by a link is judged by where it leads at this probe.
   const [real, realRootList] = await Promise.all([realpathOf(local).catch(() => null), realRoots(roots)]);
   if (realRootList.length === 0) throw invalid(`Source ${shown} not allowed: no local source roots are configured`);
-  if (real === null) throw invalid(`Source ${shown} not found`);
-  if (!realRootList.some((root) => isWithin(root, real))) {
+  // A missing file is judged by where it would be, its existing part resolved: "not found" only
+  // inside a root, so the answers never tell which files exist elsewhere.
+  const judged = real ?? (await resolvedAsFarAsItExists(local));
+  if (!realRootList.some((root) => isWithin(root, judged))) {
     throw invalid(`Source ${shown} not allowed: outside the configured source roots`);
   }
+  if (real === null) throw invalid(`Source ${shown} not found`);
   return { real, shown };
+}
+
+/** The real path of the deepest existing ancestor of `local`, with the missing rest appended. */
+async function resolvedAsFarAsItExists(local: string): Promise<string> {
+  const missing: string[] = [];
+  for (let at = local; ; at = path.dirname(at)) {
+    const real = await realpathOf(at).catch(() => null);
+    if (real !== null) return path.join(real, ...missing.reverse());
+    if (path.dirname(at) === at) return local;
+    missing.push(path.basename(at));
+  }
 }
 
 /** Whether `candidate` is `root` or lies below it (both absolute and normalised). */
