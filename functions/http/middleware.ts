@@ -50,12 +50,15 @@ export const requestMetrics =
     }
   };
 
+/** What a request over plain HTTP is answered, with a 403. */
+export const NOT_SECURE = 'Operation only available through a secure connection (https)';
+
 /** Plain HTTP is refused (403); behind a trusted proxy only `X-Forwarded-Proto: https` counts as secure. */
 export const secureOnly =
   (trustProxy: boolean): MiddlewareHandler<Env> =>
   async (c, next) => {
     if (isSecure(c, trustProxy)) return next();
-    c.res = plain(403, 'Operation only available through a secure connection (https)');
+    c.res = plain(403, NOT_SECURE);
   };
 
 const isSecure = (c: Context, trustProxy: boolean) =>

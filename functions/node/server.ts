@@ -11,8 +11,10 @@ import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
+import { NOT_SECURE } from '../http/middleware.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
+import { refusePlainHttp } from './plain-http.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
 import { isWithin } from './sources.ts';
@@ -79,6 +81,7 @@ export async function runServer(config: NodeConfig) {
       `cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`,
     );
   });
+  if (tls) refusePlainHttp(server as unknown as https.Server, NOT_SECURE);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
