@@ -66,33 +66,6 @@ describe.skipIf(onPostgres())('embedded server (PGlite)', () => {
     url = await waitReady(server);
   });
 
-  it('answers plain HTTP on its HTTPS port with the 403, and keeps serving HTTPS', async () => {
-    const plainUrl = url.replace('https://', 'http://');
-    const refused = await request(plainUrl, 'GET', '/v1/version');
-    expect([refused.status, refused.text]).toEqual([
-      403,
-      'Operation only available through a secure connection (https)',
-    ]);
-    // A connection that closes before its first byte, and one that sends garbage, leave it serving.
-    const { port } = new URL(url);
-    await new Promise<void>((resolve) =>
-      net.connect(Number(port), '127.0.0.1', function (this: net.Socket) {
-        this.end();
-        resolve();
-      }),
-    );
-    const garbage = await new Promise<string>((resolve) => {
-      const socket = net.connect(Number(port), '127.0.0.1', () => socket.end('\u0000\u0001 not http\r\n\r\n'));
-      let text = '';
-      socket
-        .on('data', (c) => void (text += c))
-        .on('close', () => resolve(text))
-        .on('error', () => resolve(text));
-    });
-    expect(garbage).toMatch(/^HTTP\/1\.1 400/);
-    expect((await request(url, 'GET', '/v1/version')).status).toBe(200);
-  });
-
   it('starts over HTTPS on the given host and port, with the embedded database migrated', () => {
     expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     const listening = server.logs().find((l) => l.msg === 'listening')!;

@@ -2,7 +2,7 @@ import { isServiceError } from '../../core/common/errors.ts';
 import type { Logger } from '../../core/ports.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 
-const PLAIN = { 'content-type': 'text/plain; charset=UTF-8' };
+export const PLAIN = { 'content-type': 'text/plain; charset=UTF-8' };
 
 export const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
   new Response(text, { status, headers: { ...PLAIN, ...headers } });

@@ -50,7 +50,7 @@ export const requestMetrics =
     }
   };
 
-/** What a request over plain HTTP is answered, with a 403. */
+/** The 403's text, also given by the Node server to plain HTTP on its HTTPS port. */
 export const NOT_SECURE = 'Operation only available through a secure connection (https)';
 
 /** Plain HTTP is refused (403); behind a trusted proxy only `X-Forwarded-Proto: https` counts as secure. */

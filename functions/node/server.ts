@@ -11,7 +11,6 @@ import type { Ports } from '../../core/ports.ts';
 import { isEmptyDatabase, loadDemoData } from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
-import { NOT_SECURE } from '../http/middleware.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { refusePlainHttp } from './plain-http.ts';
@@ -63,6 +62,7 @@ export async function runServer(config: NodeConfig) {
 
   const app = nodeApp(config, ports, runtime.engineStats);
   const tls = config.trustProxy ? null : await loadTls(config);
+  let dropPlainHttp = () => {};
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
       {
@@ -73,6 +73,7 @@ export async function runServer(config: NodeConfig) {
       },
       () => resolve(s as Server),
     );
+    if (tls) dropPlainHttp = refusePlainHttp(s as https.Server);
     // A port in use or an address not on this host: a message, not an unhandled 'error' event.
     s.once('error', reject);
   }).catch(async (e: unknown) => {
@@ -81,7 +82,6 @@ export async function runServer(config: NodeConfig) {
       `cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`,
     );
   });
-  if (tls) refusePlainHttp(server as unknown as https.Server, NOT_SECURE);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -126,6 +126,7 @@ export async function runServer(config: NodeConfig) {
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections?.();
+      dropPlainHttp();
     });
     await mover?.stop(config.mover.drainMs);
     await runtime.close();
