@@ -103,7 +103,7 @@ export async function renewOrAbort(ports: Ports, mover: string, leaseMs: number,
  * is the margin for it to stop before another mover may take the transfer over. Its lease is judged
  * from when its last renewal was asked for, so a slow answer only makes the margin larger.
  */
-export function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
+function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
   if (performance.now() - send.renewedAt < (leaseMs * 3) / 4) return false;
   const reason = `Transfer ${send.key.id}: the lease of ${mover} could not be renewed in time`;
   send.controller.abort(new TakenAway(reason));
