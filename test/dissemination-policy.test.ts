@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freeSlots } from '../core/dissemination/capacity.ts';
-import { type SchedulerView, shownDestinationStatus } from '../core/dissemination/destination-status.ts';
+import { schedulerStatus } from '../core/dissemination/destination-status.ts';
 import {
   afterFailure,
   afterSuccess,
@@ -12,6 +12,7 @@ import {
   JITTER,
 } from '../core/dissemination/failover.ts';
 import { manualChangeRefusal } from '../core/dissemination/manual.ts';
+import type { SchedulerView } from '../core/dissemination/ports.ts';
 
 describe('free slots of a destination and its host', () => {
   it('takes the smaller room of the two limits', () => {
@@ -132,21 +133,18 @@ describe('after a success and before an attempt', () => {
   });
 });
 
-describe('the status a destination shows', () => {
-  const idle: SchedulerView = { running: 0, due: 0, retrying: 0, sleepingUntil: null, resendingLastFailure: false };
-  it('shows what the operator stored unless the destination is started', () => {
-    for (const stored of ['INIT', 'HOLD', 'STOP', 'FAIL'] as const) {
-      expect(shownDestinationStatus(stored, { ...idle, running: 3 }, 0)).toBe(stored);
-    }
-  });
-  it("shows the scheduler's view of a started destination", () => {
-    expect(shownDestinationStatus('WAIT', idle, 0)).toBe('WAIT');
-    expect(shownDestinationStatus('WAIT', { ...idle, due: 2 }, 0)).toBe('SCHE');
-    expect(shownDestinationStatus('WAIT', { ...idle, due: 2, retrying: 1 }, 0)).toBe('RETR');
-    expect(shownDestinationStatus('WAIT', { ...idle, retrying: 1, sleepingUntil: 10 }, 5)).toBe('IDLE');
-    expect(shownDestinationStatus('WAIT', { ...idle, retrying: 1, sleepingUntil: 10 }, 10)).toBe('RETR');
-    expect(shownDestinationStatus('EXEC', { ...idle, running: 1, sleepingUntil: 10 }, 5)).toBe('EXEC');
-    expect(shownDestinationStatus('WAIT', { ...idle, running: 1, resendingLastFailure: true }, 0)).toBe('DONE');
+describe('the status a started destination shows', () => {
+  const now = new Date(10_000);
+  const idle: SchedulerView = { sending: false, resending: false, due: false, pausedUntil: null, pauseReason: null };
+  it("shows the scheduler's view, as the reference computes it", () => {
+    expect(schedulerStatus(idle, now)).toBe('WAIT');
+    expect(schedulerStatus({ ...idle, due: true }, now)).toBe('SCHE');
+    const retrying = { ...idle, due: true, pausedUntil: new Date(20_000), pauseReason: 'retry' as const };
+    expect(schedulerStatus(retrying, now)).toBe('RETR');
+    expect(schedulerStatus({ ...retrying, pauseReason: 'sleep' }, now)).toBe('IDLE');
+    expect(schedulerStatus({ ...retrying, pausedUntil: now }, now)).toBe('SCHE');
+    expect(schedulerStatus({ ...retrying, sending: true }, now)).toBe('EXEC');
+    expect(schedulerStatus({ ...idle, sending: true, resending: true }, now)).toBe('DONE');
   });
 });
 

@@ -200,6 +200,27 @@ describe('a mover', () => {
     expect((await transfer(sent.transferId)).queueAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
   });
 
+  it('shows what it does: RETR waiting out a retry, DONE resending the failed file, then WAIT', async () => {
+    const slow = { method: 'test' as const, data: 'test.delay = "1000"', retryCount: 5, retryFrequency: 1500 };
+    await restoreDestination(h, admin, 'SHOWN', [slow]);
+    const inner = testMethod();
+    let sends = 0;
+    mover({
+      async send(host, file, source, signal) {
+        if (++sends > 1) return inner.send(host, file, source, signal);
+        for await (const _ of source);
+        throw new Error('The first send fails');
+      },
+      close: () => inner.close(),
+    });
+    const sent = await put('SHOWN');
+    const shows = (status: string) => async () => ((await shownStatus('SHOWN')) === status ? true : undefined);
+    await eventually(shows('RETR'), 10_000, 'RETR while the host is waited for');
+    await eventually(shows('DONE'), 10_000, 'DONE (Resending) while the failed file is sent again');
+    await eventually(statusIs(sent.transferId, 'DONE'), 10_000, 'delivered');
+    await eventually(shows('WAIT'), 5_000, 'WAIT once nothing is left');
+  });
+
   it('never runs more than maxConnections=1 at once, across two movers, and sends all 50 files', async () => {
     await restoreDestination(h, admin, 'ONE_AT_A_TIME', [{ method: 'test', data: 'test.delay = "5"' }], {
       destination: { maxConnections: 1 },

@@ -1,7 +1,8 @@
 import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
-import { currentHost, hostOfNextAttempt } from './attempts.ts';
+import { hostOfNextAttempt } from './attempts.ts';
 import { attemptKeyOf, type RunningSend, renewOrAbort } from './claims.ts';
+import { currentHost } from './outcome.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
 import { claimAndSend, type SendDeps } from './send.ts';

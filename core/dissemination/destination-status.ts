@@ -1,30 +1,24 @@
-/**
- * The status a destination shows (the `statusCode` of the destination endpoints): what the
- * operator stored (INIT until started, HOLD, STOP, FAIL) or, for a started destination, what the
- * scheduler is doing with it now, as the reference computes it for its display.
- */
-export type StoredDestinationStatus = 'INIT' | 'WAIT' | 'EXEC' | 'HOLD' | 'STOP' | 'FAIL';
+import type { DisseminationRepo, SchedulerView } from './ports.ts';
 
-export interface SchedulerView {
-  /** Transfers of the destination being sent now. */
-  running: number;
-  /** Transfers whose queue time has come (WAIT, RETR or INTR), not being sent. */
-  due: number;
-  /** Transfers waiting out a retry of a failed attempt (RETR with a queue time still ahead). */
-  retrying: number;
-  /** Until when the destination sleeps after a round of every host failed. */
-  sleepingUntil: number | null;
-  /** The transfer being sent is the last one that failed (the reference shows "Resending"). */
-  resendingLastFailure: boolean;
+/**
+ * The scheduler's status of a started destination, as the reference computes it for its display
+ * (`getDestinationStatusCode`): sending (EXEC, or DONE while resending a failed transfer), sleeping
+ * after a round of every host failed (IDLE), waiting out a host's retry frequency (RETR), with due
+ * transfers (SCHE), or nothing to do (WAIT).
+ */
+export function schedulerStatus(view: SchedulerView, now: Date): 'EXEC' | 'DONE' | 'IDLE' | 'RETR' | 'SCHE' | 'WAIT' {
+  if (view.sending) return view.resending ? 'DONE' : 'EXEC';
+  if (view.pausedUntil !== null && view.pausedUntil > now) return view.pauseReason === 'sleep' ? 'IDLE' : 'RETR';
+  if (view.due) return 'SCHE';
+  return 'WAIT';
 }
 
-export function shownDestinationStatus(stored: StoredDestinationStatus, view: SchedulerView, now: number): string {
-  if (stored !== 'WAIT' && stored !== 'EXEC') return stored;
-  if (view.running > 0) return view.resendingLastFailure ? 'DONE' : 'EXEC';
-  if (view.sleepingUntil !== null && view.sleepingUntil > now) return 'IDLE';
-  if (view.retrying > 0) return 'RETR';
-  if (view.due > 0) return 'SCHE';
-  return 'WAIT';
+/** Stores the scheduler's status of a started destination when it changed: the one place it is decided. */
+export async function refreshShownStatus(dissemination: DisseminationRepo, destination: string, now: Date) {
+  const view = await dissemination.schedulerView(destination, now);
+  if (view === null) return;
+  const status = schedulerStatus(view, now);
+  if (status !== view.shown) await dissemination.showSchedulerStatus(destination, status);
 }
 
 /** The reference's words for each destination status (`StatusFactory.destinationMapping`). */

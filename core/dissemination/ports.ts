@@ -134,6 +134,23 @@ export interface DueFilter {
   modules?: readonly string[];
 }
 
+/**
+ * What the movers are doing with a started destination, as a repository reads it in one query: the
+ * display (`statusCode` of the destination endpoints) shows it for a destination stored WAIT or
+ * EXEC, and what the operator stored (INIT, HOLD, STOP, FAIL) for any other.
+ */
+export interface SchedulerView {
+  /** A transfer of the destination is being sent now. */
+  sending: boolean;
+  /** The transfer being sent failed before: its last attempt ended in an error (the reference's "Resending"). */
+  resending: boolean;
+  /** A transfer's queue time has come (WAIT, RETR or INTR). */
+  due: boolean;
+  /** The ring's pause after a failure: waiting out a host's retry frequency, or sleeping after a round. */
+  pausedUntil: Date | null;
+  pauseReason: 'retry' | 'sleep' | null;
+}
+
 /** The stored state of a destination's ring, as the mover that ends an attempt reads and writes it. */
 export interface StoredFailover {
   state: FailoverState;
@@ -161,10 +178,12 @@ export interface DisseminationRepo {
   /** A started destination without dissemination hosts cannot send (the reference's NoHosts). */
   failDestination(destination: string): Promise<void>;
   /**
-   * Writes what the scheduler is doing with the destination (EXEC while it sends, else RETR, IDLE,
-   * SCHE or WAIT), only when it changed.
+   * What the movers are doing with a started destination (stored WAIT or EXEC) and the status shown
+   * for it now; null for a destination not started.
    */
-  refreshSchedulerStatus(destination: string, now: Date): Promise<void>;
+  schedulerView(destination: string, now: Date): Promise<(SchedulerView & { shown: string | null }) | null>;
+  /** Stores the status shown for a started destination (see refreshShownStatus). */
+  showSchedulerStatus(destination: string, status: string): Promise<void>;
   /**
    * Locks the destination's row for the rest of the transaction; false when another claimer holds
    * it (it will hand out the transfers, so this one moves on).

@@ -3,11 +3,13 @@ import { scrubSecrets } from '../common/scrub.ts';
 import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
-import { type Attempt, endDelivered, endFailed } from './attempts.ts';
+import { endAttempt } from './attempts.ts';
 import { claimTransfers, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
+import { refreshShownStatus } from './destination-status.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import { attemptFence, type HostConnection, type TransferMethods } from './methods.ts';
+import type { Attempt } from './outcome.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
 import type { EngineStats } from './stats.ts';
 
@@ -70,14 +72,14 @@ export async function sendClaimed(
     if (cause instanceof TakenAway) {
       // Usually the stop, delete or reclaim wrote what happened and this fenced finish changes
       // nothing; an attempt still this mover's is requeued rather than left in EXEC.
-      const failure = { message: cause.message, sent: 0, counts: false };
-      const owned = await endFailed(ports, attempt, failure).catch(() => false);
+      const failure = { kind: 'failed' as const, message: cause.message, sent: 0, counts: false };
+      const owned = await endAttempt(ports, attempt, failure).catch(() => false);
       return owned ? 'failed' : 'lost';
     }
     const message = cause instanceof MoverStopping ? cause.message : failureMessage(cause, secrets);
     const counts = !(cause instanceof MoverStopping);
     if (counts) deps.stats?.failed(host.hostId);
-    await endFailed(ports, attempt, { message, sent: 0, counts }).catch((e) =>
+    await endAttempt(ports, attempt, { kind: 'failed', message, sent: 0, counts }).catch((e) =>
       ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(e) }),
     );
     return 'failed';
@@ -92,7 +94,7 @@ export async function sendClaimed(
 async function recordDelivered(ports: Ports, attempt: Attempt, delivered: Delivered, signal: AbortSignal) {
   for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
     try {
-      return await endDelivered(ports, attempt, delivered);
+      return await endAttempt(ports, attempt, { kind: 'delivered', ...delivered });
     } catch (error) {
       ports.logger.warn('could not record a delivered file; trying again', {
         transfer: attempt.transfer.id,
@@ -141,9 +143,9 @@ export async function claimAndSend(
     return { key: { id: transfer.id, attempt: transfer.attempt }, controller, renewedAt: claimedAt, ended };
   });
   if (claimed.length > 0) {
-    await ports.repos.dissemination
-      .refreshSchedulerStatus(destination.name, ports.clock())
-      .catch((e: unknown) => ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }));
+    await refreshShownStatus(ports.repos.dissemination, destination.name, ports.clock()).catch((e: unknown) =>
+      ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }),
+    );
   }
   return started;
 }

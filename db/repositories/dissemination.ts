@@ -326,24 +326,48 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       .set({ statusCode: 'FAIL', schedulerStatus: null })
       .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
   },
-  async refreshSchedulerStatus(destination, now) {
+  async schedulerView(destination, now) {
     const at = now.toISOString();
-    await db.execute(sql`
-      update destinations d set scheduler_status = v.shown
-      from (
-        select case
-          when exists (select 1 from data_transfers where destination = ${destination} and status = 'EXEC') then 'EXEC'
-          when s.paused_until > ${at}::timestamptz and s.pause_reason = 'sleep' then 'IDLE'
-          when s.paused_until > ${at}::timestamptz then 'RETR'
-          when exists (select 1 from data_transfers where destination = ${destination}
-            and status in ('WAIT', 'RETR', 'INTR') and queue_at <= ${at}::timestamptz) then 'SCHE'
-          else 'WAIT' end as shown
-        from (select 1) one left join destination_state s on s.destination = ${destination}
-      ) v
-      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC')
-        and d.scheduler_status is distinct from v.shown`);
+    const rows = await executePrepared(
+      db,
+      sql`
+      select d.scheduler_status as shown, s.paused_until, s.pause_reason,
+        exists (select 1 from data_transfers where destination = d.name and status = 'EXEC') as sending,
+        exists (select 1 from data_transfers where destination = d.name and status = 'EXEC'
+          and attempt > 1 and message is not null) as resending,
+        exists (select 1 from data_transfers where destination = d.name
+          and status in ('WAIT', 'RETR', 'INTR') and queue_at <= ${at}::timestamptz) as due
+      from destinations d left join destination_state s on s.destination = d.name
+      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC')`,
+      'schedulerView',
+    );
+    const [row] = rowsOf<SchedulerRow>(rows);
+    if (!row) return null;
+    return {
+      shown: row.shown,
+      sending: row.sending,
+      resending: row.resending,
+      due: row.due,
+      pausedUntil: row.paused_until === null ? null : new Date(row.paused_until),
+      pauseReason: row.pause_reason === 'retry' || row.pause_reason === 'sleep' ? row.pause_reason : null,
+    };
+  },
+  async showSchedulerStatus(destination, status) {
+    await db
+      .update(destinations)
+      .set({ schedulerStatus: status })
+      .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
   },
 });
+
+type SchedulerRow = {
+  shown: string | null;
+  paused_until: string | Date | null;
+  pause_reason: string | null;
+  sending: boolean;
+  resending: boolean;
+  due: boolean;
+};
 
 type DueRow = {
   name: string;
