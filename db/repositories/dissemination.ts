@@ -114,18 +114,20 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       attempts.map((a) => sql`(${a.id}::bigint, ${a.attempt}::int)`),
       sql`, `,
     );
-    const rows = await db
-      .update(dataTransfers)
-      .set({ leaseUntil })
-      .where(
-        and(
-          eq(dataTransfers.mover, mover),
-          eq(dataTransfers.status, 'EXEC'),
-          sql`(${dataTransfers.id}, ${dataTransfers.attempt}) in (${pairs})`,
-        ),
-      )
-      .returning({ id: dataTransfers.id, attempt: dataTransfers.attempt });
-    return rows;
+    return runPrepared(
+      db
+        .update(dataTransfers)
+        .set({ leaseUntil })
+        .where(
+          and(
+            eq(dataTransfers.mover, mover),
+            eq(dataTransfers.status, 'EXEC'),
+            sql`(${dataTransfers.id}, ${dataTransfers.attempt}) in (${pairs})`,
+          ),
+        )
+        .returning({ id: dataTransfers.id, attempt: dataTransfers.attempt }),
+      'renewLeases',
+    );
   },
   async reclaimLapsed(now) {
     const at = now.toISOString();
@@ -279,12 +281,17 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     }));
   },
   async lockFailover(destination) {
-    await db.insert(destinationState).values({ destination }).onConflictDoNothing();
-    const [row] = await db
-      .select()
-      .from(destinationState)
-      .where(eq(destinationState.destination, destination))
-      .for('update');
+    const locked = () =>
+      runPrepared(
+        db.select().from(destinationState).where(eq(destinationState.destination, destination)).for('update'),
+        'lockFailover',
+      );
+    // Created by the first attempt that ends: one round trip under the lock for every later one.
+    let [row] = await locked();
+    if (!row) {
+      await db.insert(destinationState).values({ destination }).onConflictDoNothing();
+      [row] = await locked();
+    }
     if (!row) throw new Error(`destination ${destination} has no state row`);
     return {
       state: {
@@ -298,7 +305,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     };
   },
   async saveFailover(destination, { state, pausedUntil, pauseReason }, result) {
-    await db
+    const saved = db
       .update(destinationState)
       .set({
         hostIndex: state.hostIndex,
@@ -313,6 +320,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           : { lastErrorAt: result.at, lastError: result.error.slice(0, 1000) }),
       })
       .where(eq(destinationState.destination, destination));
+    await runPrepared(saved, 'saveFailover');
   },
   async holdDestination(destination) {
     await db
