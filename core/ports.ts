@@ -14,6 +14,10 @@ import type { WebUserRepo } from './web-users/ports.ts';
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
 export interface Ports {
   repos: Repositories;
+  /**
+   * The time stored and compared in the database (leases, queue and due times): the database's own
+   * in the shells, so that processes whose clocks disagree still agree on what has lapsed or is due.
+   */
   clock: () => Date;
   secrets: SecretBox;
   logger: Logger;

@@ -47,6 +47,10 @@ export interface PortsOptions {
   waitUntil: Ports['waitUntil'];
   /** Where destination notes are pushed after a metadata change; none when not configured. */
   notes?: { url: string; token: string | null } | null;
+  /**
+   * The time leases and due times are judged by: the shells give the database's (see
+   * core/common/database-clock.ts), tests their own; this process's wall clock when left out.
+   */
   clock?: () => Date;
   /** Tells this process's mover there is work; movers elsewhere find it by polling. */
   wakeMovers?: () => void;

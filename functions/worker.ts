@@ -38,6 +38,7 @@ export default {
   /** The expiry sweep, then the due destinations the edge can reach, sent to the delivery queue. */
   scheduled: (_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
     inScope(env, ctx, async (scope, { config }) => {
+      await scope.measureClock();
       // One failing does not keep the other from running.
       await sweepExpired(scope.ports()).catch((e) =>
         consoleLogger.error('expiry sweep failed', { reason: messageOf(e) }),
@@ -48,6 +49,7 @@ export default {
   /** The delivery queue's consumer: claims, sends and ends the transfers of each destination. */
   queue: (batch: DeliveryBatch, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
     inScope(env, ctx, async (scope, { config }) => {
+      await scope.measureClock();
       await consumeDeliveries(batch, env, config, scope.ports());
     }),
 };

@@ -1,8 +1,11 @@
 import path from 'node:path';
+import { createDatabaseClock, selfMeasuringClock } from '../../core/common/database-clock.ts';
+import { messageOf } from '../../core/common/errors.ts';
 import { createEngineStats, type EngineStats } from '../../core/dissemination/stats.ts';
 import { sealStoredSecretOptions } from '../../core/hosts/seal-at-rest.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
+import { readDatabaseClock } from '../../db/clock.ts';
 import { migrate } from '../../db/migrate.ts';
 import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import type { NodeConfig } from './config.ts';
@@ -36,9 +39,16 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     else assertNotHeld(config.dataDir);
   }
   let handle: DbHandle;
+  // Leases and due times are judged on the database's clock, not this machine's: movers on machines
+  // whose clocks disagree would otherwise take each other's live attempts or send transfers early.
+  // Measured before anything is claimed or registered; again every 30 s, and at once when this
+  // machine's wall clock jumps (core/common/database-clock.ts).
+  const clock = createDatabaseClock();
+  const readClock = () => readDatabaseClock(handle.db);
   try {
     handle = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
     await migrate(handle);
+    await clock.measure(readClock);
   } catch (e) {
     release();
     throw e;
@@ -60,6 +70,12 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
         .catch((e: unknown) => logger.warn('could not notify the movers', { reason: String(e) }));
     }, NOTIFY_INTERVAL_MS).unref();
   };
+  const remeasure = () =>
+    background.waitUntil(
+      clock
+        .measure(readClock)
+        .catch((e: unknown) => logger.warn('could not measure the database clock', { reason: messageOf(e) })),
+    );
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(),
@@ -77,6 +93,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
       notifyOthers();
     },
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
+    clock: selfMeasuringClock(clock, remeasure),
   });
   try {
     // Options written in clear before secret options were sealed, or straight into the table.

@@ -1,7 +1,10 @@
 import { SecretBox } from '../../core/common/crypto.ts';
+import { createDatabaseClock, type DatabaseClock, selfMeasuringClock } from '../../core/common/database-clock.ts';
+import { messageOf } from '../../core/common/errors.ts';
 import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
+import { readDatabaseClock } from '../../db/clock.ts';
 import { ConfigError, parseEnv, type WorkerEnvConfig, workerEnvSchema } from '../env.ts';
 import { createApp } from '../http/app.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
@@ -64,6 +67,8 @@ export interface Isolate {
   app: ReturnType<typeof createApp>;
   state: ProcessState;
   secrets: SecretBox;
+  /** The database's time, as the isolate last measured it (see RequestScope.measureClock). */
+  clock: DatabaseClock;
 }
 
 /** The Worker's settings: the variables both shells share and its own, with the secret key required. */
@@ -88,24 +93,35 @@ export function createIsolate(env: WorkerEnv): Isolate {
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
     console: { cookieSecret: secrets.derive('console-cookie') },
   });
-  return { config, app, state: createProcessState(), secrets };
+  return { config, app, state: createProcessState(), secrets, clock: createDatabaseClock() };
 }
 
 export interface RequestScope {
   /** The ports of this request; its database client (through Hyperdrive) is opened on first use. */
   ports(): Ports;
+  /**
+   * Leases and due times are judged on the database's clock, not the isolate's: the runs that claim
+   * and reclaim (cron, queue) measure it first when it is stale, and again in the background when it
+   * goes stale during the run. Requests only read the isolate's last measurement (the wall clock's
+   * time before any), which spares them the round trips.
+   */
+  measureClock(): Promise<void>;
   /** Closes the client once the response and every piece of work handed to waitUntil are done. */
   finish(): void;
 }
 
 export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolate): RequestScope {
-  let handle: DbHandle | null = null;
-  let ports: Ports | null = null;
+  let opened: { handle: DbHandle; ports: Ports } | null = null;
+  let keepsClock = false;
   const background = backgroundWork(consoleLogger, (work) => ctx.waitUntil(work));
-  const { config } = isolate;
-  const open = (): Ports => {
-    handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
-    return createPorts({
+  const { config, clock } = isolate;
+  const measure = (handle: DbHandle) =>
+    clock
+      .measure(() => readDatabaseClock(handle.db))
+      .catch((e: unknown) => consoleLogger.warn('could not measure the database clock', { reason: messageOf(e) }));
+  const open = () => {
+    const handle = openPostgres(env.HYPERDRIVE.connectionString, { perRequest: true });
+    const ports = createPorts({
       db: handle.db,
       state: isolate.state,
       secrets: isolate.secrets,
@@ -114,13 +130,22 @@ export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolat
       sources: remoteOnlyProber(httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS)),
       waitUntil: background.waitUntil,
       notes: config.ECPDS_NOTES_URL ? { url: config.ECPDS_NOTES_URL, token: config.ECPDS_NOTES_TOKEN } : null,
+      clock: selfMeasuringClock(clock, () => {
+        if (keepsClock) background.waitUntil(measure(handle));
+      }),
     });
+    return { handle, ports };
   };
   return {
-    ports: () => (ports ??= open()),
+    ports: () => (opened ??= open()).ports,
+    async measureClock() {
+      keepsClock = true;
+      opened ??= open();
+      if (clock.stale()) await measure(opened.handle);
+    },
     finish: () => {
-      const opened = handle;
-      if (opened) ctx.waitUntil(background.settled().then(() => opened.close()));
+      const handle = opened?.handle;
+      if (handle) ctx.waitUntil(background.settled().then(() => handle.close()));
     },
   };
 }
