@@ -533,3 +533,20 @@ export const destinationState = pgTable('destination_state', {
   lastError: text('last_error'),
   lastHostId: text('last_host_id'),
 });
+
+/**
+ * The sessions each mover holds open to a host, busy or kept idle for reuse, as it last published
+ * them: a claim counts them against the host's maxConnections (see the claim's `running`), so that
+ * no mover opens a session the server would see beyond the limit. A mover writes its row when the
+ * number changes and renews `lease_until` on its heartbeat; a row whose lease lapsed is ignored.
+ */
+export const hostSessions = pgTable(
+  'host_sessions',
+  {
+    hostId: text('host_id').notNull(),
+    mover: text('mover').notNull(),
+    sessions: integer('sessions').notNull(),
+    leaseUntil: stamp('lease_until').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hostId, t.mover] })],
+);

@@ -20,6 +20,7 @@ export interface ClaimRequest {
  * Claims due transfers of one destination for a mover, in one short transaction: whoever holds the
  * destination's row decides alone, so the counts it reads stay true until it commits and neither
  * the destination's nor the host's maxConnections is ever exceeded, across any number of movers.
+ * The host's count includes the sessions other movers keep open to it (see `running`).
  */
 export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<ClaimedTransfer[]> {
   const now = ports.clock();
@@ -27,7 +28,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
     if (!(await repos.dissemination.lockDestination(request.destination))) return [];
     // Always after the destination's: every claim takes the two in the same order.
     await repos.dissemination.lockHost(request.hostId);
-    const running = await repos.dissemination.running(request.destination, request.hostId);
+    const running = await repos.dissemination.running(request.destination, request.hostId, request.mover, now);
     const free = freeSlots({
       destinationMax: request.destinationMax,
       destinationRunning: running.destination,

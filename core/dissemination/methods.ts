@@ -11,6 +11,28 @@ export interface HostConnection {
   /** The target directory (`dir`); empty for the login's home directory. */
   directory: string;
   options: MethodOptions;
+  /** Where a method that keeps sessions open tells its mover of them; none outside a mover. */
+  sessions?: SessionLedger;
+}
+
+/**
+ * The sessions a mover holds open to each host, busy or kept idle for reuse, as the other movers'
+ * claims count them against the host's maxConnections. A method reports each session it opens and
+ * closes; one reused costs nothing.
+ */
+export interface SessionLedger {
+  /**
+   * Before a new session to the host is opened: resolves once other movers count it. A rejection
+   * means it must not be opened.
+   */
+  opening(hostId: string): Promise<void>;
+  /** A session `opening` counted has closed at the server, or was never opened. */
+  closed(hostId: string): void;
+  /**
+   * How much longer, from now, a session may be kept idle: what was published is only counted
+   * under its lease, and must not lapse while the session is still open.
+   */
+  idleAllowanceMs(): number;
 }
 
 /** The file an attempt sends: its name under the host's directory and its registered size. */

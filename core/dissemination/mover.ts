@@ -3,6 +3,7 @@ import type { Ports } from '../ports.ts';
 import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { attemptKeyOf, type RunningSend, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import { hostSessionLedger } from './host-sessions.ts';
 import { isMethodName } from './method-options.ts';
 import type { TransferMethods } from './methods.ts';
 import type { DisseminationHost } from './ports.ts';
@@ -60,6 +61,8 @@ export interface Mover {
  */
 export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   const { ports } = deps;
+  const sessions = hostSessionLedger(ports, options.name, options.leaseMs);
+  const sending = { ...deps, sessions };
   const running = new Map<string, RunningSend>();
   let stopping = false;
   let wakeUp: (() => void) | null = null;
@@ -85,6 +88,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   async function beat() {
     try {
       await renewOrAbort(ports, options.name, options.leaseMs, [...running.values()]);
+      await sessions.renew();
       const reclaimed = await reclaimLapsedAttempts(ports);
       if (reclaimed > 0) {
         deps.stats?.reclaimed(reclaimed);
@@ -124,7 +128,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       // A host whose method this mover lacks is left to a mover that has it (an R2 host to the edge):
       // claiming it here would fail it and spend its tries.
       if (!host || !canSend(deps.methods, host)) continue;
-      const sends = await claimAndSend(deps, options.name, destination, host, {
+      const sends = await claimAndSend(sending, options.name, destination, host, {
         leaseMs: options.leaseMs,
         wanted: free,
       });
@@ -156,6 +160,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       clearTimeout(deadline);
       clearInterval(heartbeat);
       await Promise.all(Object.values(deps.methods).map((m) => m?.close()));
+      await sessions.settle();
     },
   };
 }

@@ -115,6 +115,12 @@ export interface DisseminationHost {
   network: string | null;
 }
 
+/** How many sessions a mover holds open to a host. */
+export interface HostSessionCount {
+  hostId: string;
+  sessions: number;
+}
+
 /** A started destination with transfers due now, with what its scheduling is decided on. */
 export interface DueDestination {
   name: string;
@@ -195,10 +201,23 @@ export interface DisseminationRepo {
    */
   lockHost(hostId: string): Promise<void>;
   /**
-   * Attempts that may still be writing (a mover holds them, whatever their status now): of the
-   * destination, and to the host from any destination.
+   * What a claim of `mover` counts against the limits: the attempts that may still be writing (a
+   * mover holds them, whatever their status now) of the destination; and to the host from any
+   * destination, each other mover counted for the more of its attempts and the sessions it
+   * published (busy or idle, under a lease not lapsed at `now`), `mover` for its attempts alone
+   * (it reuses its own idle sessions, and opens a new one only when all of them are busy).
    */
-  running(destination: string, hostId: string): Promise<{ destination: number; host: number }>;
+  running(
+    destination: string,
+    hostId: string,
+    mover: string,
+    now: Date,
+  ): Promise<{ destination: number; host: number }>;
+  /**
+   * Writes the sessions `mover` holds open per host (those missing hold none) under a lease until
+   * `leaseUntil`, in one statement.
+   */
+  publishSessions(input: { mover: string; held: readonly HostSessionCount[]; leaseUntil: Date }): Promise<void>;
   /**
    * Moves up to `limit` due transfers of the destination (WAIT, RETR or INTR, queue time reached,
    * not expired) to EXEC for the mover, in priority, queue time and id order, with their history rows.

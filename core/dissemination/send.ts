@@ -8,7 +8,7 @@ import { claimTransfers, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
 import { refreshShownStatus } from './destination-status.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
-import { attemptFence, type HostConnection, type TransferMethods } from './methods.ts';
+import { attemptFence, type HostConnection, type SessionLedger, type TransferMethods } from './methods.ts';
 import type { Attempt } from './outcome.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
 import type { EngineStats } from './stats.ts';
@@ -24,6 +24,8 @@ export interface SendDeps {
   methods: TransferMethods;
   sources: SourceReader;
   stats?: EngineStats;
+  /** Where the methods tell of the sessions they keep open, for other movers to count (see host-sessions.ts). */
+  sessions?: SessionLedger;
 }
 
 /**
@@ -46,7 +48,7 @@ export async function sendClaimed(
   try {
     const method = deps.methods[protocol as MethodName];
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
-    const opened = await connectionTo(ports, host, protocol as MethodName);
+    const opened = await connectionTo(ports, host, protocol as MethodName, deps.sessions);
     const connection = opened.connection;
     secrets = opened.secrets;
     const watch = attemptWatch(signal, connection.options);
@@ -210,7 +212,7 @@ export function failureMessage(error: unknown, secrets: readonly string[]): stri
  * logged), and those credentials as failureMessage must scrub them: the password, the Basic
  * pair `login:password`, and the values of the secret options.
  */
-async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName) {
+async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName, sessions?: SessionLedger) {
   const password = host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed);
   const data = await revealSecretOptions(host.data, ports.secrets);
   const connection: HostConnection = {
@@ -220,6 +222,7 @@ async function connectionTo(ports: Ports, host: DisseminationHost, method: Metho
     password,
     directory: host.dir,
     options: methodOptions(method, host.host, data),
+    sessions,
   };
   const secrets = secretOptionValues(data);
   if (password !== null) secrets.push(password, `${host.login}:${password}`);

@@ -46,22 +46,44 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     // An advisory lock: nothing else waits on it, and a host's own row stays free for its edits.
     await executePrepared(db, sql`select pg_advisory_xact_lock(hashtextextended(${`host:${hostId}`}, 0))`, 'lockHost');
   },
-  async running(destination, hostId) {
-    // Attempts that may still be writing (a mover holds them), whatever their status now.
-    const [row] = await runPrepared(
-      db
-        .select({
-          destination: sql<number>`(select count(*) from ${dataTransfers}
-            where ${dataTransfers.destination} = ${destination} and ${dataTransfers.mover} is not null)`.mapWith(
-            Number,
-          ),
-          host: sql<number>`(select count(*) from ${dataTransfers}
-            where ${dataTransfers.hostId} = ${hostId} and ${dataTransfers.mover} is not null)`.mapWith(Number),
-        })
-        .from(sql`(select 1) one`),
+  async running(destination, hostId, mover, now) {
+    // Attempts that may still be writing (a mover holds them, whatever their status now), plus the
+    // sessions each other mover keeps open to the host beyond its own attempts there: one statement,
+    // so both are read at one instant.
+    const rows = await executePrepared(
+      db,
+      sql`
+      select
+        (select count(*)::int from data_transfers where destination = ${destination} and mover is not null)
+          as destination,
+        (select count(*)::int from data_transfers where host_id = ${hostId} and mover is not null)
+          + (select coalesce(sum(greatest(0, s.sessions - (select count(*) from data_transfers t
+              where t.host_id = s.host_id and t.mover = s.mover and t.mover is not null))), 0)::int
+            from host_sessions s
+            where s.host_id = ${hostId} and s.mover <> ${mover}::text
+              and s.lease_until >= ${now.toISOString()}::timestamptz) as host`,
       'runningTransfers',
     );
-    return { destination: row?.destination ?? 0, host: row?.host ?? 0 };
+    const [row] = rowsOf<{ destination: number; host: number }>(rows);
+    return { destination: Number(row?.destination ?? 0), host: Number(row?.host ?? 0) };
+  },
+  async publishSessions({ mover, held, leaseUntil }) {
+    if (held.length === 0) {
+      await db.execute(sql`delete from host_sessions where mover = ${mover}`);
+      return;
+    }
+    const values = sql.join(
+      held.map((h) => sql`(${h.hostId}::text, ${h.sessions}::int)`),
+      sql`, `,
+    );
+    await db.execute(sql`
+      with held (host_id, sessions) as (values ${values}),
+      written as (
+        insert into host_sessions (host_id, mover, sessions, lease_until)
+        select host_id, ${mover}::text, sessions, ${leaseUntil.toISOString()}::timestamptz from held
+        on conflict (host_id, mover) do update set sessions = excluded.sessions, lease_until = excluded.lease_until
+      )
+      delete from host_sessions where mover = ${mover} and host_id not in (select host_id from held)`);
   },
   async takeDue({ destination, hostId, mover, limit, now, leaseUntil, remoteSourcesOnly }) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.

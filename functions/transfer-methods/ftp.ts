@@ -11,8 +11,6 @@ interface Session {
   client: Client;
   /** Directories made or found on this session. */
   known: Set<string>;
-  /** Came from the idle sessions: it may have died while it waited. */
-  reused: boolean;
 }
 
 export interface FtpMethodOptions {
@@ -35,7 +33,7 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
     idleMs: options.idleMs ?? 5_000,
     // A server that timed the session out has closed it; basic-ftp noticed the FIN.
     alive: (session) => !session.client.closed,
-    end: (session) => session.client.close(),
+    end: async (session) => session.client.close(),
   });
   let closed = false;
 
@@ -44,13 +42,11 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       .update(JSON.stringify([kind, t]))
       .digest('hex');
 
-  async function acquire(key: string, target: FtpTarget, signal: AbortSignal): Promise<Session> {
-    const kept = idle.take(key);
-    if (kept) return { ...kept, reused: true };
+  const open = async (target: FtpTarget, signal: AbortSignal): Promise<Session> => {
     const client = await openClient(target, signal);
     options.onConnect?.(target);
-    return { client, known: new Set(), reused: false };
-  }
+    return { client, known: new Set() };
+  };
 
   return {
     async send(host, file, source, signal) {
@@ -68,20 +64,20 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
         },
       };
       for (;;) {
-        const session = await acquire(key, target, signal);
+        const { session, reused } = await idle.acquire(key, host, () => open(target, signal));
         let grace: ReturnType<typeof setTimeout> | undefined;
         const onAbort = () => void (grace = setTimeout(() => session.client.close(), ABORT_GRACE_MS));
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const remote = ftpRemote(session.client, { deleteOnRename, known: session.known }, signal);
           const delivered = await deliverFile(remote, deliveryFor(host, file), tracked, signal);
-          idle.put(key, session);
+          await idle.release(session, true);
           return delivered;
         } catch (error) {
           const died = session.client.closed;
-          session.client.close();
+          await idle.release(session, false);
           if (signal.aborted) throw signal.reason;
-          if (!(died && session.reused && !touched)) throw error;
+          if (!(died && reused && !touched)) throw error;
         } finally {
           clearTimeout(grace);
           signal.removeEventListener('abort', onAbort);
@@ -91,7 +87,7 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
     async close() {
       closed = true;
       // A session busy with a send is closed when that send ends.
-      idle.close();
+      await idle.close();
     },
   };
 }

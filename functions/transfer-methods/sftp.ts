@@ -44,14 +44,14 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       signal.throwIfAborted();
       const credentials = credentialsOf(host);
       const mode = readMode(host.options.raw.get('chmod'));
-      let session = idle.take(sessionKey(host, credentials));
-      if (session) reused++;
-      else {
-        session = await connect(host, credentials, signal).catch((error) => {
+      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
+        connect(host, credentials, signal).catch((error) => {
           throw redacted(error, host.password);
-        });
-        connections++;
-      }
+        }),
+      );
+      const session = acquired.session;
+      if (acquired.reused) reused++;
+      else connections++;
       const put = withTimeout(signal, host.options.putTimeoutMs);
       const remote = sftpRemote(session, put.signal, tuning);
       let delivered: Delivered | null = null;
@@ -67,12 +67,11 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         put.dispose();
         // A failed send ends only once its session has: until then the server may still hold the
         // file open, and the next attempt, on another session, would make it two writers.
-        if (delivered && !put.signal.aborted) idle.put(session.key, session);
-        else await session.end();
+        await idle.release(session, delivered !== null && !put.signal.aborted);
       }
     },
     async close() {
-      idle.close();
+      await idle.close();
     },
     stats: () => ({ connections, reused, idle: idle.size() }),
   };

@@ -32,6 +32,8 @@ export interface Sshd {
   log(): string;
   /** With `logFiles`: the files opened for writing, in the order sshd logged their opens and closes. */
   openWrites(): WriteSpan[];
+  /** With `logFiles`: the SFTP sessions (one sftp-server process each), as they were logged opening and closing. */
+  sessions(): SessionSpan[];
   stop(): Promise<void>;
 }
 
@@ -177,6 +179,7 @@ export async function startSshd(options: { logFiles?: boolean } = {}): Promise<S
     accepted: () => output.match(/Accepted \S+ for /g)?.length ?? 0,
     log: () => output,
     openWrites: () => writeSpans(options.logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
+    sessions: () => sessionSpans(options.logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -226,8 +229,35 @@ function writeSpans(log: string): WriteSpan[] {
   return spans;
 }
 
+export interface SessionSpan {
+  pid: string;
+  /** Positions in sftp-server's log: its `session opened` and `session closed` lines, numbered in order. */
+  opened: number;
+  closed: number | null;
+}
+
+/** sftp-server's `session opened` and `session closed` lines, paired by the pid of the session. */
+function sessionSpans(log: string): SessionSpan[] {
+  const spans = new Map<string, SessionSpan>();
+  let position = 0;
+  for (const line of log.split('\n')) {
+    const session = /^(\d+) .*\bsession (opened|closed) for local user/.exec(line);
+    if (!session) continue;
+    const pid = session[1]!;
+    if (session[2] === 'opened') spans.set(pid, { pid, opened: ++position, closed: null });
+    else {
+      const span = spans.get(pid);
+      if (span) span.closed = ++position;
+    }
+  }
+  return [...spans.values()];
+}
+
 /** The most spans open at once among those `which` selects (all by default). */
-export function mostOpenAtOnce(spans: WriteSpan[], which: (span: WriteSpan) => boolean = () => true) {
+export function mostOpenAtOnce<S extends { opened: number; closed: number | null }>(
+  spans: S[],
+  which: (span: S) => boolean = () => true,
+) {
   const events = spans
     .filter(which)
     .flatMap((s) => [
