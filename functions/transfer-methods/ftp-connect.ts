@@ -97,3 +97,32 @@ export async function openClient(target: FtpTarget, signal: AbortSignal): Promis
     signal.removeEventListener('abort', abort);
   }
 }
+
+/** How long a server has to end a session once asked to (QUIT) before its connection is cut. */
+const END_GRACE_MS = 2_000;
+
+/**
+ * Ends a session and resolves once its connection has closed: the data connection, if one is
+ * open, is ended (the server closes the file it was writing), the server is asked to QUIT and
+ * closes the control connection once it has ended the session; one that does not within
+ * `graceMs` is cut off. A session basic-ftp already closed resolves at once.
+ */
+export function endClient(client: Client, graceMs = END_GRACE_MS): Promise<void> {
+  if (client.closed) {
+    client.close();
+    return Promise.resolve();
+  }
+  const ftp = client.ftp;
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => client.close(), graceMs);
+    // Every way the connection ends goes through here: the server's FIN after its 221, an error, the grace.
+    const close = ftp.closeWithError;
+    ftp.closeWithError = (error: Error) => {
+      clearTimeout(timer);
+      close.call(ftp, error);
+      resolve();
+    };
+    ftp.dataSocket?.end();
+    ftp.send('QUIT');
+  });
+}

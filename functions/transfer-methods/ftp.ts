@@ -3,7 +3,7 @@ import type { Client } from 'basic-ftp';
 import { deliverFile } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
-import { type FtpKind, type FtpTarget, ftpTarget, openClient } from './ftp-connect.ts';
+import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient } from './ftp-connect.ts';
 import { ftpRemote } from './ftp-remote.ts';
 import { idleSessions } from './idle-sessions.ts';
 
@@ -33,7 +33,7 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
     idleMs: options.idleMs ?? 5_000,
     // A server that timed the session out has closed it; basic-ftp noticed the FIN.
     alive: (session) => !session.client.closed,
-    end: async (session) => session.client.close(),
+    end: (session) => endClient(session.client),
   });
   let closed = false;
 
@@ -75,6 +75,8 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
           return delivered;
         } catch (error) {
           const died = session.client.closed;
+          // A failed send ends only once its session has: until then the server may still hold the
+          // file open, and the next attempt, on another session, would make it two writers.
           await idle.release(session, false);
           if (signal.aborted) throw signal.reason;
           if (!(died && reused && !touched)) throw error;
