@@ -3,7 +3,8 @@ import type { Delivered } from '../../core/dissemination/deliver.ts';
 import { joinRemote } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
-import { fetchFailure, requestBody, sendError, sizedSource, withPutTimeout } from './sized-source.ts';
+import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
+import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
 
 /**
  * The `http` method: the file as the body of one PUT (or POST with `http.usePost`) to
@@ -11,6 +12,8 @@ import { fetchFailure, requestBody, sendError, sizedSource, withPutTimeout } fro
  * Workers. The server decides what an upload means; a 2xx answer is success. There is no
  * temporary name: a body that did not arrive whole (the source changed size, the send was
  * aborted) is never completed, so a server that stores only complete bodies stores nothing.
+ * An upload the server stops reading, or does not answer, for `ectrans.streamTimeout` is aborted,
+ * its connection closed (see uploadWatch).
  *
  * Authentication: Basic from the host's login and password when a login is set, and/or
  * `http.authheader`, one header line `Name: value` sent as is (e.g. `Authorization: Bearer …`
@@ -20,11 +23,15 @@ export function httpMethod(): TransferMethod {
   return {
     async send(host, file, source, callerSignal) {
       callerSignal.throwIfAborted();
-      const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
+      const watch = uploadWatch(callerSignal, host.options);
       try {
-        return await put(host, file, source, signal);
+        return await put(host, file, source, watch);
+      } catch (error) {
+        // A request still under way ends here, its connection dropped, before the send does.
+        watch.abort(error);
+        throw error;
       } finally {
-        clear();
+        watch.clear();
       }
     },
     async close() {},
@@ -35,7 +42,7 @@ async function put(
   host: HostConnection,
   file: OutgoingFile,
   source: AsyncIterable<Uint8Array>,
-  signal: AbortSignal,
+  watch: UploadWatch,
 ): Promise<Delivered> {
   const url = httpUrl(host, file);
   const method = readFlag(host.options.raw.get('usePost'), false) ? 'POST' : 'PUT';
@@ -43,8 +50,9 @@ async function put(
   const sized = sizedSource(source, file.size);
   const label = `HTTP ${method} ${url.origin}${url.pathname}`;
   let response: Response;
+  const { signal, moved } = watch;
   try {
-    const body = requestBody(sized.chunks, file.size);
+    const body = requestBody(sized.chunks, file.size, watch);
     // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A streamed
     // body cannot be sent again, so a redirect is a failure that says where it pointed.
     const init = { method, headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
@@ -52,8 +60,9 @@ async function put(
   } catch (error) {
     throw sendError(sized, signal, error, () => new Error(`${label} failed: ${fetchFailure(error)}`));
   }
+  moved();
   if (!response.ok) {
-    const text = await response.text().catch(() => '');
+    const text = await answerText(response, moved).catch(() => '');
     const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 200);
     const location = response.headers.get('location');
     const to = location ? ` (to ${location})` : '';

@@ -4,7 +4,8 @@ import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
 import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
-import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource, withPutTimeout } from './sized-source.ts';
+import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource } from './sized-source.ts';
+import { answerText, uploadWatch } from './upload-watch.ts';
 
 export interface S3Dependencies {
   /** The fetch to send with; tests give one that reaches virtual-hosted names without DNS. */
@@ -20,6 +21,8 @@ const CLEANUP_MS = 30_000;
  * streamed rather than hashed first; integrity comes from the MD5 checked against the ETag (and
  * Content-MD5 on parts). A PUT and a completed multipart upload are atomic, so there is no
  * temporary name: a failed send leaves no object, and a failed multipart upload is aborted.
+ * Requests the server stops reading, or does not answer, for `ectrans.streamTimeout` are aborted,
+ * their connections closed (see uploadWatch).
  */
 export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
@@ -28,15 +31,19 @@ export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
     async send(host, file, source, callerSignal) {
       callerSignal.throwIfAborted();
       const settings = s3Settings(host.options.raw);
-      const client = new S3Client(host, s3Object(host, file, settings), settings, send);
+      const watch = uploadWatch(callerSignal, host.options);
+      const client = new S3Client(host, s3Object(host, file, settings), settings, send, watch.moved);
       const sized = sizedSource(source, file.size);
-      const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
       try {
         return file.size > 0 && file.size >= settings.multipartSize
-          ? await client.multipart(file, sized, signal)
-          : await client.put(file, sized, signal);
+          ? await client.multipart(file, sized, watch.signal)
+          : await client.put(file, sized, watch.signal);
+      } catch (error) {
+        // A request still under way ends here, its connection dropped, before the send does.
+        watch.abort(error);
+        throw error;
       } finally {
-        clear();
+        watch.clear();
       }
     },
     async close() {},
@@ -51,10 +58,12 @@ class S3Client {
     private readonly object: S3Object,
     private readonly settings: S3Settings,
     private readonly fetchFn: typeof fetch,
+    /** A sign of progress: a body's bytes taken, an answer, a byte of one. */
+    private readonly moved: () => void,
   ) {}
 
   async put(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
-    const body = requestBody(sized.chunks, file.size);
+    const body = requestBody(sized.chunks, file.size, { signal, moved: this.moved });
     const headers = { 'content-length': String(file.size), 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' };
     let response: Response;
     try {
@@ -76,7 +85,7 @@ class S3Client {
 
   async multipart(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
     const created = await this.call('CreateMultipartUpload', 'POST', '?uploads', {}, null, signal);
-    const uploadId = xmlValue(await created.text(), 'UploadId');
+    const uploadId = xmlValue(await answerText(created, this.moved), 'UploadId');
     if (!uploadId) throw this.failed('CreateMultipartUpload', 'no UploadId in the reply');
     const query = `uploadId=${encodeURIComponent(uploadId)}`;
     // One signal for every part: the caller's abort or the first part that fails stops them all.
@@ -92,7 +101,8 @@ class S3Client {
       const headers = { 'content-type': 'application/xml', 'x-amz-content-sha256': sha256(xml) };
       const done = await this.call('CompleteMultipartUpload', 'POST', `?${query}`, headers, xml, parts.signal);
       // S3 may answer 200 and still fail the completion, with an Error document as the body.
-      const reply = await done.text();
+      // S3 may send spaces while it completes a large upload: each is progress.
+      const reply = await answerText(done, this.moved);
       if (/<Error>/.test(reply)) throw this.failed('CompleteMultipartUpload', s3Reason(reply));
       const md5 = sized.md5();
       const etag = plainEtag(xmlValue(reply, 'ETag') ?? done.headers.get('etag'));
@@ -149,7 +159,9 @@ class S3Client {
       'content-md5': md5.toString('base64'),
       'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
     };
-    const response = await this.call(`UploadPart ${n}`, 'PUT', `?partNumber=${n}&${query}`, headers, part, signal);
+    // Streamed, so that the bytes the connection takes show the part is moving.
+    const body = requestBody(slicesOf(part), part.byteLength, { signal, moved: this.moved });
+    const response = await this.call(`UploadPart ${n}`, 'PUT', `?partNumber=${n}&${query}`, headers, body, signal);
     await response.body?.cancel();
     const etag = response.headers.get('etag');
     const plain = plainEtag(etag);
@@ -208,18 +220,25 @@ class S3Client {
     // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A redirect
     // (a bucket in another region) cannot replay a streamed body: it fails, with S3's reason.
     const init = { method, headers: signed.headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
-    return this.fetchFn(signed.url.toString(), init);
+    const response = await this.fetchFn(signed.url.toString(), init);
+    this.moved();
+    return response;
   }
 
   private async check(what: string, response: Response) {
     if (response.ok) return;
-    const text = await response.text().catch(() => '');
+    const text = await answerText(response, this.moved).catch(() => '');
     throw this.failed(what, `${response.status} ${s3Reason(text)}`.trim());
   }
 
   private failed(what: string, reason: string) {
     return new Error(`S3 ${what} ${this.object.label} failed: ${reason}`);
   }
+}
+
+/** A part in slices of 64 KiB, as a request body takes them. */
+async function* slicesOf(part: Uint8Array): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < part.byteLength; at += 64 * 1024) yield part.subarray(at, at + 64 * 1024);
 }
 
 /** Chunks regrouped into parts of exactly `size` bytes, the last one shorter. */

@@ -59,14 +59,27 @@ declare const FixedLengthStream: (new (length: number) => TransformStream<Uint8A
 
 /**
  * A request body of a known length from chunks, pulled one at a time (no read-ahead beyond what
- * the connection takes). On Workers a FixedLengthStream makes fetch send Content-Length rather
- * than chunked encoding; Node's fetch sends the Content-Length header it is given.
+ * the connection takes): each pull, the connection having taken what came before, is progress
+ * for `upload.moved`. Once `upload.signal` aborted, the body errors and the source is let go:
+ * Node's fetch reads the body of a request it aborted to its end otherwise, the whole source with
+ * it. On Workers a FixedLengthStream makes fetch send Content-Length rather than chunked encoding;
+ * Node's fetch sends the Content-Length header it is given.
  */
-export function requestBody(chunks: AsyncIterable<Uint8Array>, length: number): ReadableStream<Uint8Array> {
+export function requestBody(
+  chunks: AsyncIterable<Uint8Array>,
+  length: number,
+  upload?: { signal: AbortSignal; moved: () => void },
+): ReadableStream<Uint8Array> {
   const it = chunks[Symbol.asyncIterator]();
   const stream = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        if (upload?.signal.aborted) {
+          controller.error(upload.signal.reason);
+          await it.return?.();
+          return;
+        }
+        upload?.moved();
         const next = await it.next();
         if (next.done) controller.close();
         else controller.enqueue(next.value);

@@ -10,6 +10,8 @@ export interface TcpEnd {
   /** `server`: the socket on `port`; `client`: the one connected to it. */
   end: 'server' | 'client';
   state: string;
+  /** The client's port: the connection as the server sees it (`req.socket.remotePort`). */
+  clientPort: number;
 }
 
 const STATES: Record<string, string> = {
@@ -29,8 +31,6 @@ const STATES: Record<string, string> = {
 /** 127.0.0.1, as /proc writes it in IPv4 and as an IPv4-mapped IPv6 address. */
 const LOOPBACK = /^(0100007F|0000000000000000FFFF00000100007F):/;
 
-export const canReadTcpStates = () => fs.existsSync('/proc/net/tcp');
-
 export function tcpEnds(port: number): TcpEnd[] {
   const ends: TcpEnd[] = [];
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
@@ -40,17 +40,20 @@ export function tcpEnds(port: number): TcpEnd[] {
       if (!local || !remote || !code || code === '0A' || !LOOPBACK.test(local)) continue;
       const portOf = (address: string) => Number.parseInt(address.split(':')[1]!, 16);
       const state = STATES[code] ?? code;
-      if (portOf(local) === port) ends.push({ end: 'server', state });
-      else if (portOf(remote) === port) ends.push({ end: 'client', state });
+      if (portOf(local) === port) ends.push({ end: 'server', state, clientPort: portOf(remote) });
+      else if (portOf(remote) === port) ends.push({ end: 'client', state, clientPort: portOf(local) });
     }
   }
   return ends;
 }
 
-/** Connections to `port` whose server end has not closed. */
-export const heldByTheServer = (port: number) =>
-  tcpEnds(port).filter((e) => e.end === 'server' && (e.state === 'ESTABLISHED' || e.state === 'CLOSE_WAIT'));
+const open = (e: TcpEnd) => e.state === 'ESTABLISHED' || e.state === 'CLOSE_WAIT';
 
-/** Connections to `port` whose client end has not closed. */
-export const heldByTheClient = (port: number) =>
-  tcpEnds(port).filter((e) => e.end === 'client' && (e.state === 'ESTABLISHED' || e.state === 'CLOSE_WAIT'));
+/** Connections to `port` whose server end has not closed. */
+export const heldByTheServer = (port: number) => tcpEnds(port).filter((e) => e.end === 'server' && open(e));
+
+/** Connections to `port` whose client end has not closed, all of them or those from `clientPort`. */
+export const heldByTheClient = (port: number, clientPort?: number) =>
+  tcpEnds(port).filter(
+    (e) => e.end === 'client' && open(e) && (clientPort === undefined || e.clientPort === clientPort),
+  );
