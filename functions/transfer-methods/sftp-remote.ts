@@ -184,6 +184,10 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
 /**
  * Write requests of `chunkBytes` kept in flight up to the tuning's window. Small source chunks
  * are gathered into full requests: fewer, larger requests cost less per byte on both sides.
+ * A request goes to ssh2 only once the SSH channel's window can take it: ssh2 would queue it and
+ * send it by itself whenever the window opens, even after the send was aborted. A mover paused past
+ * its lease stops its send as soon as it resumes, but the window the server opened meanwhile would
+ * have let ssh2 write up to a window's worth more into a file another attempt now owns.
  */
 function writePipeline(session: SftpSession, handle: Buffer, path: string, tuning: WriteTuning) {
   const { sftp } = session;
@@ -205,8 +209,11 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
   };
   const room = () => new Promise<void>((resolve) => (wake = resolve));
 
+  // Answers wake the wait: the window opens as the server reads requests, before it answers them.
+  const channelFull = (bytes: number) =>
+    inFlight > 0 && (sftp as unknown as { outgoing: { window: number } }).outgoing.window < bytes + REQUEST_OVERHEAD;
   const send = async (piece: Buffer, guard: Guard) => {
-    while (inFlight >= tuning.windowBytes && !failure) await guard(room());
+    while ((inFlight >= tuning.windowBytes || channelFull(piece.byteLength)) && !failure) await guard(room());
     if (failure) throw failure;
     const at = position;
     position += piece.byteLength;
@@ -254,5 +261,8 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
 }
 
 type Guard = <T>(promise: Promise<T>) => Promise<T>;
+
+/** An SSH_FXP_WRITE's bytes besides its data (length, type, id, handle, offset), with room to spare. */
+const REQUEST_OVERHEAD = 64;
 
 const missing = (error: unknown) => (error as SftpError | undefined)?.code === NO_SUCH_FILE;
