@@ -65,6 +65,7 @@ export async function deliverFile(
   if (use && fence?.previousTag) await remote.remove(temporaryPath(fence.previousTag)).catch(() => undefined);
   const counted = countingMd5(source);
   try {
+    fence?.throwIfLapsing();
     const written = await remote.write(writePath, counted.stream, signal);
     const sent = counted.bytes();
     if (sent !== delivery.registeredSize) {

@@ -34,11 +34,23 @@ export interface AttemptFence {
   previousTag: string | null;
   /** Rejects when the attempt no longer owns the transfer; renews its lease when it does. */
   confirm(): Promise<void>;
+  /**
+   * Throws once the attempt's lease may have lapsed unrenewed, as the mover's beat judges it. Asked
+   * right before a file is opened or bytes go out: a mover resumed after a pause may handle what
+   * was waiting for it (the rest of a source, an answer) before its beat stops the send.
+   */
+  throwIfLapsing(): void;
 }
 
 /** The fence of attempt `attempt` of transfer `id`; `confirm` asks the database. */
-export function attemptFence(id: number, attempt: number, confirm: () => Promise<void>): AttemptFence {
-  return { tag: `.${id}-${attempt}`, previousTag: attempt > 1 ? `.${id}-${attempt - 1}` : null, confirm };
+export function attemptFence(
+  id: number,
+  attempt: number,
+  confirm: () => Promise<void>,
+  throwIfLapsing: () => void = () => undefined,
+): AttemptFence {
+  const previousTag = attempt > 1 ? `.${id}-${attempt - 1}` : null;
+  return { tag: `.${id}-${attempt}`, previousTag, confirm, throwIfLapsing };
 }
 
 /**
