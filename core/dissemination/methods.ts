@@ -23,15 +23,19 @@ export interface OutgoingFile {
 
 /**
  * What keeps a stale attempt (its mover paused past its lease, its transfer changed) from touching
- * the live one's file: each attempt writes a temporary name of its own, removes the one its
- * predecessor may have left, and renames into place only once the database says it still owns the
+ * the live one's file: each attempt writes a temporary name of its own, removes those earlier
+ * attempts may have left, and renames into place only once the database says it still owns the
  * transfer.
  */
 export interface AttemptFence {
   /** Put between the file's name and the temporary suffix: `.<transfer>-<attempt>`. */
   tag: string;
-  /** The previous attempt's tag, or null for a first attempt. */
-  previousTag: string | null;
+  /**
+   * The tags of every earlier attempt, newest first. Not only the previous one's: an attempt cut off
+   * before it could remove its predecessor's file (a host that refused the connection) leaves that
+   * file for the next attempt that gets through.
+   */
+  previousTags: string[];
   /** Rejects when the attempt no longer owns the transfer; renews its lease when it does. */
   confirm(): Promise<void>;
   /**
@@ -49,8 +53,8 @@ export function attemptFence(
   confirm: () => Promise<void>,
   throwIfLapsing: () => void = () => undefined,
 ): AttemptFence {
-  const previousTag = attempt > 1 ? `.${id}-${attempt - 1}` : null;
-  return { tag: `.${id}-${attempt}`, previousTag, confirm, throwIfLapsing };
+  const previousTags = Array.from({ length: attempt - 1 }, (_, i) => `.${id}-${attempt - 1 - i}`);
+  return { tag: `.${id}-${attempt}`, previousTags, confirm, throwIfLapsing };
 }
 
 /**
