@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restore } from '../../core/backups/handlers.ts';
 import { parseBackupBody } from '../../core/backups/schema.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
@@ -25,8 +25,9 @@ import { type FileOperation, mostOpenAtOnce, type Sshd, sshdMissing, startSshd }
 /**
  * A mover process paused (SIGSTOP) in the middle of a send for longer than its lease, while a
  * second mover takes the transfer over, then resumed (SIGCONT) while the second one is still
- * sending: once with a slow source, once with a slow link (the paused mover's writes queued on
- * the way, its acknowledgements waiting for it). Measured at a real sshd whose sftp-server logs
+ * sending: once with a slow source, once with a slow link (a window's worth of the paused mover's
+ * writes on the way, left to land before the second mover starts; the answers wait for it, and
+ * with them the room to write more). Measured at a real sshd whose sftp-server logs
  * every open, write, close, rename and remove of each session, and in the database: the stale
  * attempt writes nothing more once the take-over began, never renames, never touches the live
  * attempt's file; one DONE and no failure after the take-over; the file whole; nothing else left.
@@ -75,9 +76,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   if (!url || noSshd) return;
-  // A test that failed half way must not leave a stopped process behind.
-  for (const m of movers) m.child.kill('SIGCONT');
-  await killAll();
   await handle?.close();
   await source?.stop();
   await link?.stop();
@@ -141,10 +139,28 @@ function sessionWriting(file: string): FileOperation[] | undefined {
   const opened = operations.find((op) => op.kind === 'open' && op.path === file);
   return opened && operations.filter((op) => op.session === opened.session);
 }
+/** True once nothing has passed the slow link for half a second. */
+function linkQuiet() {
+  let seen = -1;
+  return async () => {
+    const passed = link.passed();
+    if (passed !== seen) {
+      seen = passed;
+      return undefined;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    return link.passed() === seen ? true : undefined;
+  };
+}
 const writesTo = (file: string) => async () =>
   (sessionWriting(file)?.filter((op) => op.kind === 'write' && op.path === file).length ?? 0) >= 2 ? true : undefined;
 
 describe.skipIf(!url || noSshd !== null)('a mover paused past its lease, then resumed', () => {
+  // A test that failed half way leaves no mover to claim the next one's transfer.
+  afterEach(async () => {
+    for (const m of movers.splice(0)) m.child.kill('SIGCONT');
+    await killAll();
+  });
   it.each([
     { variant: 'a slow source', name: 'SLOW_SOURCE', bytes: 4 * 1024 * 1024, slowLink: false },
     { variant: 'a slow link', name: 'SLOW_LINK', bytes: 8 * 1024 * 1024, slowLink: true },
@@ -164,6 +180,9 @@ describe.skipIf(!url || noSshd !== null)('a mover paused past its lease, then re
       await eventually(writesTo(staleFile), 20_000, 'the first attempt writing');
       paused.child.kill('SIGSTOP');
       const pausedAt = Date.now();
+      // What it sent before the pause is on the wire (a window's worth over the slow link): it lands
+      // before the take-over, so that whatever the server gets from it afterwards was sent after.
+      await eventually(linkQuiet(), 20_000, 'the bytes of the paused mover to land');
       const taker = startMover(`${name.toLowerCase()}-taker`);
       await taker.ready;
       await eventually(
