@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Delivery, deliverFile } from '../core/dissemination/deliver.ts';
+import { type Delivery, deliverFile, type RemoteFiles } from '../core/dissemination/deliver.ts';
+import { attemptFence } from '../core/dissemination/methods.ts';
 import { fileRemote } from '../functions/transfer-methods/file.ts';
 
 const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-deliver-'));
@@ -102,6 +103,28 @@ describe('delivering a file under a temporary name', () => {
     expect(filesIn(root)).toEqual([]);
     await deliverFile(short, delivery({ ignoreCheck: true }), chunks(bytes), new AbortController().signal);
     expect(filesIn(root).map((e) => e.name)).toEqual(['a.grib']);
+  });
+
+  it("writes the attempt's own temporary name, after removing what any earlier attempt of the transfer left", async () => {
+    const root = hostDir();
+    const products = path.join(root, 'incoming/products');
+    fs.mkdirSync(products, { recursive: true });
+    // Attempt 1 was cut off mid-write, attempt 2 before it reached the host; another transfer's is not ours.
+    for (const name of ['a.grib.7-1.tmp', 'a.grib.8-1.tmp']) fs.writeFileSync(path.join(products, name), 'cut off');
+    const names: string[] = [];
+    const remote = fileRemote(root);
+    const watching: RemoteFiles = {
+      ...remote,
+      write(file, source, signal) {
+        names.push(path.basename(file));
+        return remote.write(file, source, signal);
+      },
+    };
+    const fence = attemptFence(7, 3, async () => undefined);
+    const bytes = payload(100_000);
+    await deliverFile(watching, delivery({ fence }), chunks(bytes), new AbortController().signal);
+    expect(names).toEqual(['a.grib.7-3.tmp']);
+    expect(fs.readdirSync(products).sort()).toEqual(['a.grib', 'a.grib.8-1.tmp']);
   });
 
   it('refuses a target that would leave the host directory', async () => {

@@ -105,11 +105,17 @@ export async function renewOrAbort(ports: Ports, mover: string, leaseMs: number,
  * from when its last renewal was asked for, so a slow answer only makes the margin larger.
  */
 function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
-  if (performance.now() - send.renewedAt < (leaseMs * 3) / 4) return false;
-  const reason = `Transfer ${send.key.id}: the lease of ${mover} could not be renewed in time`;
-  send.controller.abort(new TakenAway(reason));
+  if (!isLapsing(send, leaseMs)) return false;
+  send.controller.abort(new TakenAway(lapsingReason(send.key, mover)));
   return true;
 }
+
+/** Whether three quarters of the send's lease have passed since its last renewal was asked for. */
+export const isLapsing = (send: RunningSend, leaseMs: number) =>
+  performance.now() - send.renewedAt >= (leaseMs * 3) / 4;
+
+export const lapsingReason = (key: AttemptKey, mover: string) =>
+  `Transfer ${key.id}: the lease of ${mover} could not be renewed in time`;
 
 /** Gives back the transfers of movers that stopped renewing their leases. */
 export function reclaimLapsedAttempts(ports: Ports) {

@@ -93,7 +93,8 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
         running.delete(key);
         result[how]++;
       });
-      running.set(key, { ...send, done });
+      // The send itself, not a copy: the beat renews it, and the send judges its lease by it.
+      running.set(key, Object.assign(send, { done }));
     }
     result.skipped = null;
     return true;

@@ -61,10 +61,11 @@ export async function deliverFile(
   const writePath = use ? temporaryPath(fence?.tag ?? '') : finalPath;
 
   if (delivery.makeDirectories && parent !== '') await remote.makeDirectories(parent);
-  // What an attempt cut off before its clean-up left behind (it never renames it into place).
-  if (use && fence?.previousTag) await remote.remove(temporaryPath(fence.previousTag)).catch(() => undefined);
+  // What attempts cut off before their clean-up left behind (they never rename it into place).
+  if (use && fence) await removeEach(remote, fence.previousTags.map(temporaryPath));
   const counted = countingMd5(source);
   try {
+    fence?.throwIfLapsing();
     const written = await remote.write(writePath, counted.stream, signal);
     const sent = counted.bytes();
     if (sent !== delivery.registeredSize) {
@@ -86,6 +87,16 @@ export async function deliverFile(
     throw error;
   }
 }
+
+/** Removes the files (best effort, a missing one is no error), a few requests at a time. */
+async function removeEach(remote: RemoteFiles, paths: string[]) {
+  for (let at = 0; at < paths.length; at += REMOVALS_AT_ONCE) {
+    const some = paths.slice(at, at + REMOVALS_AT_ONCE);
+    await Promise.all(some.map((file) => remote.remove(file).catch(() => undefined)));
+  }
+}
+
+const REMOVALS_AT_ONCE = 32;
 
 const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((100 * part) / whole));
 

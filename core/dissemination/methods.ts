@@ -45,22 +45,38 @@ export interface OutgoingFile {
 
 /**
  * What keeps a stale attempt (its mover paused past its lease, its transfer changed) from touching
- * the live one's file: each attempt writes a temporary name of its own, removes the one its
- * predecessor may have left, and renames into place only once the database says it still owns the
+ * the live one's file: each attempt writes a temporary name of its own, removes those earlier
+ * attempts may have left, and renames into place only once the database says it still owns the
  * transfer.
  */
 export interface AttemptFence {
   /** Put between the file's name and the temporary suffix: `.<transfer>-<attempt>`. */
   tag: string;
-  /** The previous attempt's tag, or null for a first attempt. */
-  previousTag: string | null;
+  /**
+   * The tags of every earlier attempt, newest first. Not only the previous one's: an attempt cut off
+   * before it could remove its predecessor's file (a host that refused the connection) leaves that
+   * file for the next attempt that gets through.
+   */
+  previousTags: string[];
   /** Rejects when the attempt no longer owns the transfer; renews its lease when it does. */
   confirm(): Promise<void>;
+  /**
+   * Throws once the attempt's lease may have lapsed unrenewed, as the mover's beat judges it. Asked
+   * right before a file is opened or bytes go out: a mover resumed after a pause may handle what
+   * was waiting for it (the rest of a source, an answer) before its beat stops the send.
+   */
+  throwIfLapsing(): void;
 }
 
 /** The fence of attempt `attempt` of transfer `id`; `confirm` asks the database. */
-export function attemptFence(id: number, attempt: number, confirm: () => Promise<void>): AttemptFence {
-  return { tag: `.${id}-${attempt}`, previousTag: attempt > 1 ? `.${id}-${attempt - 1}` : null, confirm };
+export function attemptFence(
+  id: number,
+  attempt: number,
+  confirm: () => Promise<void>,
+  throwIfLapsing: () => void = () => undefined,
+): AttemptFence {
+  const previousTags = Array.from({ length: attempt - 1 }, (_, i) => `.${id}-${attempt - 1 - i}`);
+  return { tag: `.${id}-${attempt}`, previousTags, confirm, throwIfLapsing };
 }
 
 /**

@@ -4,7 +4,7 @@ import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
-import { claimTransfers, type RunningSend, renewLeases } from './claims.ts';
+import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
 import { refreshShownStatus } from './destination-status.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
@@ -40,6 +40,7 @@ export async function sendClaimed(
   host: DisseminationHost,
   signal: AbortSignal,
   leaseMs: number,
+  lapsing: () => boolean = () => false,
 ): Promise<'delivered' | 'failed' | 'lost'> {
   const { ports } = deps;
   const protocol = host.module ?? 'none';
@@ -58,10 +59,17 @@ export async function sendClaimed(
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
     }
     const key = { id: transfer.id, attempt: transfer.attempt };
-    const fence = attemptFence(key.id, key.attempt, async () => {
-      const kept = await renewLeases(ports, mover, leaseMs, [key]);
-      if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
-    });
+    const fence = attemptFence(
+      key.id,
+      key.attempt,
+      async () => {
+        const kept = await renewLeases(ports, mover, leaseMs, [key]);
+        if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
+      },
+      () => {
+        if (lapsing()) throw new TakenAway(lapsingReason(key, mover));
+      },
+    );
     const file = { target: transfer.target, size: transfer.size, attempt: fence };
     const delivered = await method
       .send(connection, file, watch.watched(source.stream), attemptSignal)
@@ -141,8 +149,12 @@ export async function claimAndSend(
   // to show the destination's status must not leave them claimed by nobody until their lease lapses.
   const started = claimed.map((transfer) => {
     const controller = new AbortController();
-    const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs);
-    return { key: { id: transfer.id, attempt: transfer.attempt }, controller, renewedAt: claimedAt, ended };
+    const key = { id: transfer.id, attempt: transfer.attempt };
+    const running: RunningSend = { key, controller, renewedAt: claimedAt };
+    // The beat renews `running` itself: the send judges its lease by the same renewals.
+    const lapsing = () => isLapsing(running, claim.leaseMs);
+    const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs, lapsing);
+    return Object.assign(running, { ended });
   });
   if (claimed.length > 0) {
     await refreshShownStatus(ports.repos.dissemination, destination.name, ports.clock()).catch((e: unknown) =>

@@ -1,6 +1,7 @@
 import type { Stats } from 'ssh2';
 import { messageOf } from '../../core/common/errors.ts';
 import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
+import type { AttemptFence } from '../../core/dissemination/methods.ts';
 import type { SftpSession } from './sftp-session.ts';
 
 /** SFTP status codes (draft-ietf-secsh-filexfer-02) that the steps below tell apart. */
@@ -32,9 +33,15 @@ export interface SftpRemote extends RemoteFiles {
 
 /**
  * The host's files over one SFTP session, for one send: every request gives up when the signal
- * aborts or the connection goes away, so that a stalled server never holds a send.
+ * aborts or the connection goes away, so that a stalled server never holds a send. With the
+ * attempt's fence, no write request goes out once its lease may have lapsed.
  */
-export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = DEFAULT_TUNING): SftpRemote {
+export function sftpRemote(
+  session: SftpSession,
+  signal: AbortSignal,
+  tuning = DEFAULT_TUNING,
+  attempt?: AttemptFence,
+): SftpRemote {
   const { sftp } = session;
   // Waits in progress, each failed at once by an abort or a lost connection. Listeners are
   // removed as waits end: racing against long-lived promises would pile up their reactions.
@@ -114,7 +121,7 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
     const handle = await call<Buffer>((cb) => sftp.open(path, 'w', cb)).catch(
       failed(`Cannot open ${path} for writing`),
     );
-    const pipeline = writePipeline(session, handle, path, tuning);
+    const pipeline = writePipeline(session, handle, path, tuning, attempt);
     const chunks = source[Symbol.asyncIterator]();
     let done = false;
     try {
@@ -184,8 +191,18 @@ export function sftpRemote(session: SftpSession, signal: AbortSignal, tuning = D
 /**
  * Write requests of `chunkBytes` kept in flight up to the tuning's window. Small source chunks
  * are gathered into full requests: fewer, larger requests cost less per byte on both sides.
+ * A request goes to ssh2 only once the SSH channel's window can take it: ssh2 would queue it and
+ * send it by itself whenever the window opens, even after the send was aborted. A mover paused past
+ * its lease stops its send as soon as it resumes, but the window the server opened meanwhile would
+ * have let ssh2 write up to a window's worth more into a file another attempt now owns.
  */
-function writePipeline(session: SftpSession, handle: Buffer, path: string, tuning: WriteTuning) {
+function writePipeline(
+  session: SftpSession,
+  handle: Buffer,
+  path: string,
+  tuning: WriteTuning,
+  attempt: AttemptFence | undefined,
+) {
   const { sftp } = session;
   // ssh2 splits a larger request into ones it sends only after the previous is answered; its
   // limit (from the server's limits@openssh.com, else 32 KiB less overhead) is not public.
@@ -205,9 +222,13 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
   };
   const room = () => new Promise<void>((resolve) => (wake = resolve));
 
+  // Answers wake the wait: the window opens as the server reads requests, before it answers them.
+  const channelFull = (bytes: number) =>
+    inFlight > 0 && (sftp as unknown as { outgoing: { window: number } }).outgoing.window < bytes + REQUEST_OVERHEAD;
   const send = async (piece: Buffer, guard: Guard) => {
-    while (inFlight >= tuning.windowBytes && !failure) await guard(room());
+    while ((inFlight >= tuning.windowBytes || channelFull(piece.byteLength)) && !failure) await guard(room());
     if (failure) throw failure;
+    attempt?.throwIfLapsing();
     const at = position;
     position += piece.byteLength;
     inFlight += piece.byteLength;
@@ -254,5 +275,8 @@ function writePipeline(session: SftpSession, handle: Buffer, path: string, tunin
 }
 
 type Guard = <T>(promise: Promise<T>) => Promise<T>;
+
+/** An SSH_FXP_WRITE's bytes besides its data (length, type, id, handle, offset), with room to spare. */
+const REQUEST_OVERHEAD = 64;
 
 const missing = (error: unknown) => (error as SftpError | undefined)?.code === NO_SUCH_FILE;

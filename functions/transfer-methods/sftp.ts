@@ -53,7 +53,7 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       if (acquired.reused) reused++;
       else connections++;
       const put = withTimeout(signal, host.options.putTimeoutMs);
-      const remote = sftpRemote(session, put.signal, tuning);
+      const remote = sftpRemote(session, put.signal, tuning, file.attempt);
       let delivered: Delivered | null = null;
       try {
         delivered = await deliverFile(remote, deliveryFor(host, file), source, put.signal);

@@ -47,9 +47,9 @@ async function postgresIds(): Promise<{ uid: number; gid: number }> {
 /**
  * initdb into a temporary directory and start it on a free port, listening on 127.0.0.1 only,
  * with trust authentication. As root, the server binaries refuse to run, so they run as the
- * `postgres` OS user on a directory it owns.
+ * `postgres` OS user on a directory it owns. `maxConnections` is Postgres's (50 by default).
  */
-export async function startCluster(): Promise<Cluster> {
+export async function startCluster(settings: { maxConnections?: number } = {}): Promise<Cluster> {
   const bin = binDir();
   const dir = mkdtempSync(path.join(tmpdir(), 'ecpds-pg-'));
   const data = path.join(dir, 'data');
@@ -65,7 +65,8 @@ export async function startCluster(): Promise<Cluster> {
 
   let running = false;
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
+  const connections = settings.maxConnections ?? 50;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=${connections}`;
   const cluster: Cluster = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,

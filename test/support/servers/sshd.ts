@@ -34,6 +34,8 @@ export interface Sshd {
   openWrites(): WriteSpan[];
   /** With `logFiles`: the SFTP sessions (one sftp-server process each), as they were logged opening and closing. */
   sessions(): SessionSpan[];
+  /** With `logFiles`: what each session did to files, in the order sftp-server logged it. */
+  fileOperations(): FileOperation[];
   stop(): Promise<void>;
 }
 
@@ -75,10 +77,11 @@ function ensureUser(): { password: string; home: string; uid: number; gid: numbe
 }
 
 /**
- * `logFiles`: sftp-server logs each file opened and closed (`-l INFO`), which `openWrites` reads:
- * what the server itself saw, for the tests of the engine's limits and of one writer per file.
+ * `logFiles`: sftp-server logs each file opened, closed, renamed and removed (`-l INFO`), which
+ * `openWrites` and `fileOperations` read: what the server itself saw, for the tests of the engine's
+ * limits and of one writer per file. `logWrites` adds each write request (`-l DEBUG1`).
  */
-export async function startSshd(options: { logFiles?: boolean } = {}): Promise<Sshd> {
+export async function startSshd(options: { logFiles?: boolean; logWrites?: boolean } = {}): Promise<Sshd> {
   const missing = sshdMissing();
   if (missing) throw new Error(`Cannot start sshd: ${missing}`);
   const { password, home, uid, gid } = ensureUser();
@@ -100,11 +103,13 @@ export async function startSshd(options: { logFiles?: boolean } = {}): Promise<S
   // our own, each line behind the pid of its session (to pair a session's end with its open files).
   const fileLog = path.join(dir, 'sftp-files.log');
   let sftpServer = 'internal-sftp';
-  if (options.logFiles) {
+  const logFiles = options.logFiles || options.logWrites;
+  if (logFiles) {
     fs.writeFileSync(fileLog, '', { mode: 0o666 });
     fs.chmodSync(fileLog, 0o666);
     sftpServer = path.join(dir, 'sftp-logged');
-    const logged = `${SFTP_SERVER} -e -l INFO 2>&1 1>&3 3>&- | sed -u "s/^/$$ /" >> ${fileLog}`;
+    const level = options.logWrites ? 'DEBUG1' : 'INFO';
+    const logged = `${SFTP_SERVER} -e -l ${level} 2>&1 1>&3 3>&- | sed -u "s/^/$$ /" >> ${fileLog}`;
     fs.writeFileSync(sftpServer, `#!/bin/sh\n{ ${logged}; } 3>&1\n`, { mode: 0o755 });
     // A forced command other than internal-sftp runs through the user's shell.
     run('usermod', ['-s', '/bin/sh', TEST_USER]);
@@ -178,8 +183,9 @@ export async function startSshd(options: { logFiles?: boolean } = {}): Promise<S
     },
     accepted: () => output.match(/Accepted \S+ for /g)?.length ?? 0,
     log: () => output,
-    openWrites: () => writeSpans(options.logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
-    sessions: () => sessionSpans(options.logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
+    openWrites: () => writeSpans(fileOperationsIn(logFiles ? fs.readFileSync(fileLog, 'utf8') : '')),
+    fileOperations: () => fileOperationsIn(logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
+    sessions: () => sessionSpans(logFiles ? fs.readFileSync(fileLog, 'utf8') : ''),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -194,36 +200,77 @@ export async function startSshd(options: { logFiles?: boolean } = {}): Promise<S
 
 export interface WriteSpan {
   path: string;
-  /** Positions in sshd's log: every open and close is numbered in the order it was logged. */
+  /** The sftp session (the pid of its server process) that wrote it. */
+  session: string;
+  /** Positions in sshd's log: every file operation is numbered in the order it was logged. */
   opened: number;
   closed: number | null;
+  /** With `logWrites`: the position of its last write request, or null before any. */
+  lastWrite: number | null;
+}
+
+export interface FileOperation {
+  /** The pid of the session's server process. */
+  session: string;
+  position: number;
+  kind: 'open' | 'write' | 'close' | 'rename' | 'remove' | 'session closed';
+  /** The file (a rename's old name); empty for the end of a session. */
+  path: string;
+  /** A rename's new name. */
+  to?: string;
+  /** An open's flags (`WRITE,CREATE,TRUNCATE`), a write's offset and length. */
+  detail?: string;
+}
+
+const OPERATIONS: Array<[FileOperation['kind'], RegExp]> = [
+  ['open', /\bopen "(.+)" flags (\S+)/],
+  ['write', /\bwrite "(.+)" \(handle \d+\) (off \d+ len \d+)/],
+  ['close', /\bclose "(.+)" bytes/],
+  ['rename', /\brename old "(.+)" new "(.+)"/],
+  ['remove', /\bremove name "(.+)"/],
+  ['session closed', /session closed()/],
+];
+
+/** sftp-server's log lines, each behind its session's pid, as operations in the order logged. */
+function fileOperationsIn(log: string): FileOperation[] {
+  const operations: FileOperation[] = [];
+  for (const line of log.split('\n')) {
+    const session = /^(\d+) /.exec(line)?.[1];
+    if (!session) continue;
+    for (const [kind, pattern] of OPERATIONS) {
+      const m = pattern.exec(line);
+      if (!m) continue;
+      const position = operations.length + 1;
+      if (kind === 'rename') operations.push({ session, position, kind, path: m[1]!, to: m[2]! });
+      else operations.push({ session, position, kind, path: m[1] ?? '', ...(m[2] ? { detail: m[2] } : {}) });
+      break;
+    }
+  }
+  return operations;
 }
 
 /**
- * sftp-server's `open "<path>" flags WRITE,...` and `close "<path>" ...` lines, each behind its
- * session's pid, paired per session and path; a session that ends closes what it still had open.
+ * Opens for writing paired with their closes, per session and path; a session that ends closes
+ * what it still had open.
  */
-function writeSpans(log: string): WriteSpan[] {
+function writeSpans(operations: FileOperation[]): WriteSpan[] {
   const spans: WriteSpan[] = [];
   const open = new Map<string, WriteSpan[]>();
-  let position = 0;
-  for (const line of log.split('\n')) {
-    const pid = /^(\d+) /.exec(line)?.[1];
-    if (!pid) continue;
-    const opened = /\bopen "(.+)" flags (\S+)/.exec(line);
-    if (opened?.[2]?.includes('WRITE')) {
-      const span = { path: opened[1]!, opened: ++position, closed: null };
+  for (const op of operations) {
+    const ofSession = open.get(op.session) ?? [];
+    open.set(op.session, ofSession);
+    if (op.kind === 'open' && op.detail?.includes('WRITE')) {
+      const span = { path: op.path, session: op.session, opened: op.position, closed: null, lastWrite: null };
       spans.push(span);
-      open.set(pid, [...(open.get(pid) ?? []), span]);
-      continue;
-    }
-    const closed = /\bclose "(.+)" bytes/.exec(line);
-    const ofSession = open.get(pid) ?? [];
-    if (closed) {
-      const at = ofSession.findIndex((s) => s.path === closed[1]);
-      if (at >= 0) ofSession.splice(at, 1)[0]!.closed = ++position;
-    } else if (/session closed/.test(line)) {
-      for (const span of ofSession.splice(0)) span.closed = ++position;
+      ofSession.push(span);
+    } else if (op.kind === 'write') {
+      const span = ofSession.find((s) => s.path === op.path);
+      if (span) span.lastWrite = op.position;
+    } else if (op.kind === 'close') {
+      const at = ofSession.findIndex((s) => s.path === op.path);
+      if (at >= 0) ofSession.splice(at, 1)[0]!.closed = op.position;
+    } else if (op.kind === 'session closed') {
+      for (const span of ofSession.splice(0)) span.closed = op.position;
     }
   }
   return spans;
