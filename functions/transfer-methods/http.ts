@@ -19,13 +19,15 @@ import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
  * `http.authheader`, one header line `Name: value` sent as is (e.g. `Authorization: Bearer …`
  * or `X-Api-Key: …`); it replaces a Basic Authorization header when it is one.
  */
-export function httpMethod(): TransferMethod {
+export function httpMethod(dependencies: { fetch?: typeof fetch } = {}): TransferMethod {
+  // Called unbound: Workers refuses a fetch invoked as a method of another object.
+  const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
   return {
     async send(host, file, source, callerSignal) {
       callerSignal.throwIfAborted();
       const watch = uploadWatch(callerSignal, host.options);
       try {
-        return await put(host, file, source, watch);
+        return await put(host, file, source, watch, send);
       } catch (error) {
         // A request still under way ends here, its connection dropped, before the send does.
         watch.abort(error);
@@ -43,6 +45,7 @@ async function put(
   file: OutgoingFile,
   source: AsyncIterable<Uint8Array>,
   watch: UploadWatch,
+  send: typeof fetch,
 ): Promise<Delivered> {
   const url = httpUrl(host, file);
   const method = readFlag(host.options.raw.get('usePost'), false) ? 'POST' : 'PUT';
@@ -56,7 +59,7 @@ async function put(
     // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A streamed
     // body cannot be sent again, so a redirect is a failure that says where it pointed.
     const init = { method, headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
-    response = await fetch(url, init);
+    response = await send(url, init);
   } catch (error) {
     throw sendError(sized, signal, error, () => new Error(`${label} failed: ${fetchFailure(error)}`));
   }

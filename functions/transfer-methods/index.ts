@@ -1,4 +1,5 @@
 import type { TransferMethods } from '../../core/dissemination/methods.ts';
+import { closingFetch } from './closing-fetch.ts';
 import { fileMethod } from './file.ts';
 import { ftpMethod } from './ftp.ts';
 import { httpMethod } from './http.ts';
@@ -13,8 +14,8 @@ export function nodeTransferMethods(options: { fileRoots: readonly string[] }): 
     ftp: ftpMethod('ftp'),
     ftps: ftpMethod('ftps'),
     sftp: sftpMethod(),
-    s3: s3Method(),
-    http: httpMethod(),
+    s3: s3Method({ fetch: closingFetch }),
+    http: httpMethod({ fetch: closingFetch }),
     test: testMethod(),
   };
 }
