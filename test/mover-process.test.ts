@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restore } from '../core/backups/handlers.ts';
 import { parseBackupBody } from '../core/backups/schema.ts';
@@ -10,12 +9,12 @@ import { SecretBox } from '../core/common/crypto.ts';
 import { put } from '../core/data-files/handlers.ts';
 import { setDestinationStatus } from '../core/dissemination/operator.ts';
 import type { Ports } from '../core/ports.ts';
-import { type DbHandle, openPostgres } from '../db/client.ts';
-import { migrate } from '../db/migrate.ts';
+import type { DbHandle } from '../db/client.ts';
 import { dataTransfers } from '../db/schema.ts';
 import { MOVERS_CHANNEL } from '../functions/node/runtime.ts';
 import { nodeSourceProber } from '../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
+import { freshPostgres } from './support/database.ts';
 import { eventually } from './support/engine.ts';
 import { killAll, runCli, startMoverProcess, tempDir } from './support/processes.ts';
 
@@ -25,23 +24,15 @@ import { killAll, runCli, startMoverProcess, tempDir } from './support/processes
  */
 const url = process.env.TEST_DATABASE_URL;
 const key = randomBytes(32);
-let database: string;
 let databaseUrl: string;
-let handle: DbHandle;
+let handle: DbHandle & { url: string };
 let ports: Ports;
 let dir: string;
 
 beforeAll(async () => {
   if (!url) return;
-  database = `ecpds_mover_${Date.now().toString(36)}`;
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${database}"`);
-  await admin.end();
-  const target = new URL(url);
-  target.pathname = `/${database}`;
-  databaseUrl = target.href;
-  handle = openPostgres(databaseUrl, { max: 4 });
-  await migrate(handle);
+  handle = await freshPostgres(url);
+  databaseUrl = handle.url;
   dir = tempDir('ecpds-mover-process-');
   fs.mkdirSync(path.join(dir, 'src'));
   ports = createPorts({
@@ -58,9 +49,6 @@ afterAll(async () => {
   if (!url) return;
   await killAll();
   await handle.close();
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`drop database if exists "${database}" with (force)`);
-  await admin.end();
 });
 
 const moverEnv = () => ({

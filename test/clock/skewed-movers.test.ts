@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { asc, eq, sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restore } from '../../core/backups/handlers.ts';
 import { parseBackupBody } from '../../core/backups/schema.ts';
@@ -14,12 +13,12 @@ import type { TransferMethod } from '../../core/dissemination/methods.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import type { Ports } from '../../core/ports.ts';
-import { type DbHandle, openPostgres, rowsOf } from '../../db/client.ts';
-import { migrate } from '../../db/migrate.ts';
+import { type DbHandle, rowsOf } from '../../db/client.ts';
 import { dataTransfers, transferHistory } from '../../db/schema.ts';
 import { nodeSourceProber, nodeSourceReader } from '../../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { testMethod } from '../../functions/transfer-methods/test.ts';
+import { freshPostgres } from '../support/database.ts';
 import { eventually } from '../support/engine.ts';
 import { basic, freePort, killAll, request, startMoverProcess, startServer, tempDir } from '../support/processes.ts';
 
@@ -33,24 +32,16 @@ const key = randomBytes(32);
 const TEN_MINUTES = 10 * 60_000;
 const LEASE_SECONDS = 60;
 const skewedClock = pathToFileURL(path.resolve(import.meta.dirname, '../support/skewed-clock.mjs')).href;
-let database: string;
 let databaseUrl: string;
-let handle: DbHandle;
+let handle: DbHandle & { url: string };
 let ports: Ports;
 let dir: string;
 const inProcess: Mover[] = [];
 
 beforeAll(async () => {
   if (!url) return;
-  database = `ecpds_clock_${Date.now().toString(36)}`;
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${database}"`);
-  await admin.end();
-  const target = new URL(url);
-  target.pathname = `/${database}`;
-  databaseUrl = target.href;
-  handle = openPostgres(databaseUrl, { max: 4 });
-  await migrate(handle);
+  handle = await freshPostgres(url);
+  databaseUrl = handle.url;
   dir = tempDir('ecpds-clock-');
   fs.mkdirSync(path.join(dir, 'src'));
   const quiet = { info() {}, warn() {}, error() {} };
@@ -71,9 +62,6 @@ afterEach(async () => {
 afterAll(async () => {
   if (!url) return;
   await handle.close();
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`drop database if exists "${database}" with (force)`);
-  await admin.end();
 });
 
 /** The settings of an `ecpds-edge` process on this database, on a machine whose wall clock is `skewMs` off. */

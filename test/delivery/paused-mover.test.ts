@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { restore } from '../../core/backups/handlers.ts';
 import { parseBackupBody } from '../../core/backups/schema.ts';
@@ -10,12 +9,12 @@ import { SecretBox } from '../../core/common/crypto.ts';
 import { put } from '../../core/data-files/handlers.ts';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import type { Ports } from '../../core/ports.ts';
-import { type DbHandle, openPostgres } from '../../db/client.ts';
-import { migrate } from '../../db/migrate.ts';
+import type { DbHandle } from '../../db/client.ts';
 import { dataTransfers, transferHistory } from '../../db/schema.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { destinationBackup } from '../support/backups.ts';
+import { freshPostgres } from '../support/database.ts';
 import { eventually } from '../support/engine.ts';
 import { killAll, type ServerProcess, startMoverProcess, tempDir } from '../support/processes.ts';
 import { type SlowProxy, startSlowProxy } from '../support/servers/slow-proxy.ts';
@@ -38,9 +37,8 @@ if (url && noSshd && process.env.CI) throw new Error(`CI needs sshd: ${noSshd}`)
 
 const LEASE_SECONDS = 4;
 const key = randomBytes(32);
-let database: string;
 let databaseUrl: string;
-let handle: DbHandle;
+let handle: DbHandle & { url: string };
 let ports: Ports;
 let sources: string;
 let source: SlowSource;
@@ -50,15 +48,8 @@ const movers: ServerProcess[] = [];
 
 beforeAll(async () => {
   if (!url || noSshd) return;
-  database = `ecpds_paused_${Date.now().toString(36)}`;
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`create database "${database}"`);
-  await admin.end();
-  const target = new URL(url);
-  target.pathname = `/${database}`;
-  databaseUrl = target.href;
-  handle = openPostgres(databaseUrl, { max: 4 });
-  await migrate(handle);
+  handle = await freshPostgres(url);
+  databaseUrl = handle.url;
   sources = fs.realpathSync(tempDir('ecpds-paused-mover-'));
   source = await startSlowSource(sources, 400_000);
   sshd = await startSshd({ logWrites: true });
@@ -80,9 +71,6 @@ afterAll(async () => {
   await source?.stop();
   await link?.stop();
   await sshd?.stop();
-  const admin = postgres(url, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`drop database if exists "${database}" with (force)`);
-  await admin.end();
 });
 
 function startMover(name: string) {

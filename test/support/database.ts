@@ -29,7 +29,11 @@ async function freshPglite(): Promise<DbHandle> {
   return { db, kind: 'pglite', close: () => client.close() };
 }
 
-async function freshPostgres(url: string): Promise<DbHandle> {
+/**
+ * A fresh, migrated database on the server of `url` (dropped again by `close`), with its own URL for
+ * the processes a test starts on it.
+ */
+export async function freshPostgres(url: string): Promise<DbHandle & { url: string }> {
   const { default: postgres } = await import('postgres');
   const template = inject('postgresTemplate');
   const name = `ecpds_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
@@ -41,6 +45,7 @@ async function freshPostgres(url: string): Promise<DbHandle> {
   if (!template) await migrate(handle);
   return {
     ...handle,
+    url: target.toString(),
     async close() {
       await handle.close();
       await admin.unsafe(`drop database if exists "${name}" with (force)`);
