@@ -294,7 +294,7 @@ describe('a mover', () => {
     await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
     const r = await h.call('DELETE', `/v1/datafile/del?id=${sent.dataFileId}`, { auth: admin });
     expect(r.status, r.text).toBe(200);
-    await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 2000, 'abort');
+    await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 5000, 'abort');
     expect((await transfer(sent.transferId)).status).toBe('STOP');
     expect((await historyOf(sent.transferId)).map((x) => x.status)).not.toContain('DONE');
   });
