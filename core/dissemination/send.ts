@@ -11,6 +11,7 @@ import { type MethodName, methodOptions, splitHostPort } from './method-options.
 import { attemptFence, type HostConnection, type SessionLedger, type TransferMethods } from './methods.ts';
 import type { Attempt } from './outcome.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
+import { progressWatch } from './progress-watch.ts';
 import type { EngineStats } from './stats.ts';
 
 /** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
@@ -165,44 +166,22 @@ export async function claimAndSend(
 }
 
 /**
- * The signal of one attempt: aborted by the mover (a stop, a lost lease), once `ectrans.putTimeOut`
- * has passed, or once the method has taken no byte of the source for `ectrans.streamTimeout` (a link
- * that stays open but moves nothing applies backpressure, so reads stop too). A controller of its
- * own rather than AbortSignal.any: a signal derived that way is held only weakly by its sources, and
- * one that nothing but its own listeners reaches can be collected before it ever aborts.
+ * The signal of one attempt (see progressWatch): aborted by the mover (a stop, a lost lease), by
+ * `ectrans.putTimeOut`, or once the method has taken no byte of the source for
+ * `ectrans.streamTimeout` (a link that stays open but moves nothing applies backpressure, so reads
+ * stop too).
  */
 function attemptWatch(mover: AbortSignal, options: { putTimeoutMs: number | null; streamTimeoutMs: number }) {
-  const controller = new AbortController();
-  const fromMover = () => controller.abort(mover.reason);
-  if (mover.aborted) fromMover();
-  else mover.addEventListener('abort', fromMover, { once: true });
-  const { putTimeoutMs, streamTimeoutMs } = options;
-  const putTimer =
-    putTimeoutMs === null
-      ? undefined
-      : setTimeout(() => controller.abort(new Error(`Put timed out after ${putTimeoutMs} ms`)), putTimeoutMs);
-  let stallTimer: ReturnType<typeof setTimeout> | undefined;
-  const rearm = () => {
-    clearTimeout(stallTimer);
-    stallTimer = setTimeout(() => {
-      const seconds = Math.round(streamTimeoutMs / 1000);
-      controller.abort(new Error(`Stalled: no byte moved for ${seconds} s (ectrans.streamTimeout)`));
-    }, streamTimeoutMs);
-  };
-  rearm();
+  const watch = progressWatch(mover, options);
   return {
-    signal: controller.signal,
+    signal: watch.signal,
     async *watched(source: AsyncIterable<Uint8Array>) {
       for await (const chunk of source) {
-        rearm();
+        watch.moved();
         yield chunk;
       }
     },
-    dispose() {
-      clearTimeout(putTimer);
-      clearTimeout(stallTimer);
-      mover.removeEventListener('abort', fromMover);
-    },
+    dispose: watch.clear,
   };
 }
 
