@@ -1,3 +1,4 @@
+import type { Repositories } from '../ports.ts';
 import type { DisseminationRepo, SchedulerView } from './ports.ts';
 
 /**
@@ -19,6 +20,17 @@ export async function refreshShownStatus(dissemination: DisseminationRepo, desti
   if (view === null) return;
   const status = schedulerStatus(view, now);
   if (status !== view.shown) await dissemination.showSchedulerStatus(destination, status);
+}
+
+/**
+ * refreshShownStatus in its own transaction under the destination's ring lock, which every attempt's
+ * end holds while it decides: a view read before an attempt ended can't be stored after that end's.
+ */
+export async function refreshShownStatusLocked(repos: Repositories, destination: string, now: Date) {
+  await repos.transaction(async (locked) => {
+    await locked.dissemination.lockFailover(destination);
+    await refreshShownStatus(locked.dissemination, destination, now);
+  });
 }
 
 /** The reference's words for each destination status (`StatusFactory.destinationMapping`). */

@@ -6,7 +6,7 @@ import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
-import { refreshShownStatus } from './destination-status.ts';
+import { refreshShownStatusLocked } from './destination-status.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import { attemptFence, type HostConnection, type SessionLedger, type TransferMethods } from './methods.ts';
 import type { Attempt } from './outcome.ts';
@@ -158,7 +158,7 @@ export async function claimAndSend(
     return Object.assign(running, { ended });
   });
   if (claimed.length > 0) {
-    await refreshShownStatus(ports.repos.dissemination, destination.name, ports.clock()).catch((e: unknown) =>
+    await refreshShownStatusLocked(ports.repos, destination.name, ports.clock()).catch((e: unknown) =>
       ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }),
     );
   }
