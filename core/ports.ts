@@ -9,6 +9,7 @@ import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
 import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
+import type { PortalRepo } from './portal/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
@@ -83,6 +84,7 @@ export interface Repositories {
   transfers: TransferRepo;
   dissemination: DisseminationRepo;
   console: ConsoleRepo;
+  portal: PortalRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
   /** A cheap round trip to the database (health checks); rejects when it is unreachable. */

@@ -249,6 +249,8 @@ export const incomingUsers = pgTable('incoming_users', {
   active: boolean('active').notNull(),
   passwordSealed: text('password_sealed'),
   lastLoginDate: stamp('last_login_date'),
+  /** The address of the last portal login. */
+  lastLoginAddress: text('last_login_address'),
   createdAt: created(),
   updatedAt: updated(),
 });
@@ -408,6 +410,8 @@ export const dataTransfers = pgTable(
     // The monitor's counts per status and its pages of a destination's transfers by status, newest
     // first: an index-only count and a keyset page, whatever the table's size.
     index('data_transfers_monitor').on(t.destination, t.status, t.id),
+    // The portal's listing of a destination's files by path, in byte order, a page at a time.
+    index('data_transfers_portal').on(t.destination, sql`${t.target} collate "C"`, t.id.desc()),
   ],
 );
 
@@ -549,4 +553,106 @@ export const hostSessions = pgTable(
     leaseUntil: stamp('lease_until').notNull(),
   },
   (t) => [primaryKey({ columns: [t.hostId, t.mover] })],
+);
+
+const incomingUserRef = (name: string) =>
+  text(name)
+    .notNull()
+    .references(() => incomingUsers.id, { onDelete: 'cascade' });
+
+/**
+ * The portal operations an incoming user may do: `dir`, `get`, `mtime` and `size` from its
+ * creation, as in the reference; `put`, `delete`, `mkdir`, `rename` and `rmdir` once granted.
+ */
+export const portalPermissions = pgTable(
+  'portal_permissions',
+  { userId: incomingUserRef('user_id'), operation: text('operation').notNull() },
+  (t) => [primaryKey({ columns: [t.userId, t.operation] })],
+);
+
+/** An incoming user's portal options (`portal.maxConnections`, `portal.getPathPermRegex`, ...). */
+export const portalOptions = pgTable(
+  'portal_options',
+  { userId: incomingUserRef('user_id'), name: text('name').notNull(), value: text('value').notNull() },
+  (t) => [primaryKey({ columns: [t.userId, t.name] })],
+);
+
+/**
+ * The people who registered to a self-service user. Their password and verification token are
+ * generated with 256 bits from a cryptographic generator, so a SHA-256 of each is enough to check
+ * them and lets a login find its subscriber by the hash alone.
+ */
+export const portalSubscribers = pgTable(
+  'portal_subscribers',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    userId: incomingUserRef('user_id'),
+    name: text('name').notNull(),
+    email: text('email').notNull(),
+    iso: text('iso')
+      .notNull()
+      .references(() => countries.iso),
+    /** `unverified` (mailed a link), `verified` (waiting for an operator), `active`, `revoked`. */
+    status: text('status').notNull(),
+    passwordHash: text('password_hash'),
+    /** The verification token's hash, until it is used. */
+    tokenHash: text('token_hash'),
+    tokenExpiresAt: stamp('token_expires_at'),
+    createdAt: created(),
+    verifiedAt: stamp('verified_at'),
+    activatedAt: stamp('activated_at'),
+  },
+  (t) => [
+    uniqueIndex('portal_subscribers_email').on(t.userId, sql`lower(${t.email})`),
+    uniqueIndex('portal_subscribers_token').on(t.tokenHash),
+    uniqueIndex('portal_subscribers_password').on(t.passwordHash),
+  ],
+);
+
+/** Browser sessions of the portal; the cookie carries the token, the table only its hash. */
+export const portalSessions = pgTable(
+  'portal_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: incomingUserRef('user_id'),
+    subscriberId: bigint('subscriber_id', { mode: 'number' }).references(() => portalSubscribers.id, {
+      onDelete: 'cascade',
+    }),
+    csrf: text('csrf').notNull(),
+    createdAt: created(),
+    lastSeenAt: stamp('last_seen_at').notNull(),
+  },
+  (t) => [index('portal_sessions_user').on(t.userId)],
+);
+
+/**
+ * The transfers a user has in progress on any server, for `portal.maxConnections`: a row per
+ * download or upload, renewed while it runs; a row whose lease lapsed (its server died) is ignored.
+ */
+export const portalConnections = pgTable(
+  'portal_connections',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    userId: text('user_id').notNull(),
+    server: text('server').notNull(),
+    protocol: text('protocol').notNull(),
+    startedAt: stamp('started_at').notNull(),
+    leaseUntil: stamp('lease_until').notNull(),
+  },
+  (t) => [index('portal_connections_user').on(t.userId, t.leaseUntil)],
+);
+
+/** Bytes a user moved through the portal, per minute and protocol: the quotas and the traffic chart. */
+export const portalTraffic = pgTable(
+  'portal_traffic',
+  {
+    userId: text('user_id').notNull(),
+    minute: stamp('minute').notNull(),
+    protocol: text('protocol').notNull(),
+    downloadBytes: bigint('download_bytes', { mode: 'number' }).notNull().default(0),
+    uploadBytes: bigint('upload_bytes', { mode: 'number' }).notNull().default(0),
+    downloads: integer('downloads').notNull().default(0),
+    uploads: integer('uploads').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.minute, t.protocol] })],
 );

@@ -1,8 +1,9 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { PortalService } from '../../core/incoming-users/operations.ts';
 import type { IncomingUser, IncomingUserRepo } from '../../core/incoming-users/ports.ts';
+import { DEFAULT_PORTAL_OPERATIONS } from '../../core/portal/ports.ts';
 import type { Database } from '../client.ts';
-import { incomingAssociations, incomingUsers } from '../schema.ts';
+import { incomingAssociations, incomingUsers, portalPermissions } from '../schema.ts';
 
 type Row = typeof incomingUsers.$inferSelect;
 const toUser = ({ createdAt: _c, updatedAt: _u, ...row }: Row): IncomingUser => ({
@@ -16,10 +17,24 @@ export const incomingUserRepo = (db: Database): IncomingUserRepo => ({
     return row ? toUser(row) : null;
   },
   async insert(user, at) {
+    // The user and its default portal permissions in one statement: a user never exists without them.
+    const inserted = db
+      .$with('inserted')
+      .as(
+        db
+          .insert(incomingUsers)
+          .values({ ...user, createdAt: at, updatedAt: at })
+          .onConflictDoNothing()
+          .returning({ id: incomingUsers.id }),
+      );
     await db
-      .insert(incomingUsers)
-      .values({ ...user, createdAt: at, updatedAt: at })
-      .onConflictDoNothing();
+      .with(inserted)
+      .insert(portalPermissions)
+      .select(
+        sql`select ${inserted.id}, operation from ${inserted}, unnest(${sql.raw(
+          `array[${DEFAULT_PORTAL_OPERATIONS.map((o) => `'${o}'`).join(', ')}]`,
+        )}) as operation`,
+      );
   },
   async update(id, patch, at) {
     await db

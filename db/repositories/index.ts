@@ -12,6 +12,7 @@ import { incomingUserRepo } from './incoming-users.ts';
 import { metadataRepo } from './metadata.ts';
 import { monitorRepo } from './monitor.ts';
 import { monitoringRepo } from './monitoring.ts';
+import { portalRepo } from './portal.ts';
 import { transferRepo } from './transfers.ts';
 import { webUserRepo } from './web-users.ts';
 
@@ -35,6 +36,7 @@ export function createRepositories(db: Database): Repositories {
     transfers: transferRepo(db),
     dissemination: disseminationRepo(db),
     console: consoleRepo(db),
+    portal: portalRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
     async ping() {
       await db.execute(sql`select 1`);

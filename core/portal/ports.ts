@@ -1,0 +1,118 @@
+/** What the data portal needs from the database, for every protocol it speaks. */
+
+/** The operations a portal permission can grant. */
+export const PORTAL_OPERATIONS = ['dir', 'get', 'mtime', 'size', 'put', 'delete', 'mkdir', 'rename', 'rmdir'] as const;
+export type PortalOperation = (typeof PORTAL_OPERATIONS)[number];
+/** Given to every incoming user at its creation, as in the reference. */
+export const DEFAULT_PORTAL_OPERATIONS: readonly PortalOperation[] = ['dir', 'get', 'mtime', 'size'];
+
+export type SubscriberStatus = 'unverified' | 'verified' | 'active' | 'revoked';
+
+export interface Subscriber {
+  id: number;
+  userId: string;
+  name: string;
+  email: string;
+  iso: string;
+  status: SubscriberStatus;
+  tokenExpiresAt: Date | null;
+  createdAt: Date;
+  verifiedAt: Date | null;
+  activatedAt: Date | null;
+}
+
+export interface PortalSession {
+  userId: string;
+  subscriberId: number | null;
+  csrf: string;
+  lastSeenAt: Date;
+}
+
+/** A file of a destination as the portal shows it: the newest available transfer of its path. */
+export interface PortalFile {
+  transferId: number;
+  dataFileId: number;
+  /** The transfer's target: the path below the destination's directory. */
+  path: string;
+  source: string;
+  size: number;
+  checksum: string | null;
+  /** When the file was registered: its modification time. */
+  modifiedAt: Date;
+  status: string;
+}
+
+/** One entry of a directory: a file, or a directory made by the `/` of the targets below it. */
+export type PortalEntry =
+  | { type: 'file'; name: string; file: PortalFile }
+  | { type: 'directory'; name: string };
+
+export interface Traffic {
+  downloadBytes: number;
+  uploadBytes: number;
+  downloads: number;
+  uploads: number;
+}
+
+export interface PortalRepo {
+  permissions(userId: string): Promise<PortalOperation[]>;
+  grant(userId: string, operations: readonly PortalOperation[]): Promise<void>;
+  revoke(userId: string, operations: readonly PortalOperation[]): Promise<void>;
+  options(userId: string): Promise<Record<string, string>>;
+  /** Sets an option, or removes it when `value` is null. */
+  setOption(userId: string, name: string, value: string | null): Promise<void>;
+  recordLogin(userId: string, at: Date, address: string): Promise<void>;
+
+  /** Inserts an unverified subscriber; null when the e-mail is already registered to the user. */
+  addSubscriber(
+    subscriber: { userId: string; name: string; email: string; iso: string; tokenHash: string; tokenExpiresAt: Date },
+    at: Date,
+  ): Promise<number | null>;
+  subscribers(userId: string): Promise<Subscriber[]>;
+  subscriber(id: number): Promise<Subscriber | null>;
+  /** The subscriber holding this unused verification token. */
+  subscriberByToken(tokenHash: string): Promise<Subscriber | null>;
+  /** The active subscriber of this user with this password. */
+  activeSubscriberByPassword(userId: string, passwordHash: string): Promise<Subscriber | null>;
+  /**
+   * Moves a subscriber from one of the statuses `from` to `to`, in one statement (a token is used
+   * once even when two requests race); false when it was not in one of them.
+   */
+  changeSubscriber(
+    id: number,
+    from: readonly SubscriberStatus[],
+    to: { status: SubscriberStatus; at: Date; passwordHash?: string; clearToken?: boolean },
+  ): Promise<boolean>;
+
+  createSession(tokenHash: string, session: PortalSession): Promise<void>;
+  session(tokenHash: string): Promise<PortalSession | null>;
+  touchSession(tokenHash: string, at: Date): Promise<void>;
+  deleteSession(tokenHash: string): Promise<void>;
+
+  /**
+   * Counts a transfer of the user, on any server, unless `max` (below 0: unlimited) are already
+   * running: the check and the count are one transaction under the user's row lock. Answers the
+   * connection's id, or null when the user is at its limit.
+   */
+  openConnection(
+    c: { userId: string; server: string; protocol: string; max: number; now: Date; leaseMs: number },
+  ): Promise<number | null>;
+  renewConnections(ids: readonly number[], until: Date): Promise<void>;
+  closeConnection(id: number): Promise<void>;
+  /** The user's transfers running now, on every server. */
+  connections(userId: string, now: Date): Promise<number>;
+
+  addTraffic(userId: string, minute: Date, protocol: string, traffic: Traffic): Promise<void>;
+  /** What the user moved since `since`, over every protocol. */
+  trafficSince(userId: string, since: Date): Promise<Traffic>;
+  /** The user's traffic per minute since `since`, oldest first, for its chart. */
+  trafficSeries(userId: string, since: Date): Promise<Array<Traffic & { minute: Date }>>;
+
+  /**
+   * A page of a destination's directory (`prefix` is '' or ends with '/'), in byte order of the
+   * entries' names, after the name `after`: the files available at `now` (see the tree's rules).
+   */
+  list(destination: string, prefix: string, now: Date, page: { after: string | null; limit: number }): Promise<PortalEntry[]>;
+  /** The available file at this path, or null. */
+  file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
+}

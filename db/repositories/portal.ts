@@ -1,0 +1,322 @@
+import { and, asc, eq, gt, gte, inArray, sql } from 'drizzle-orm';
+import type {
+  PortalEntry,
+  PortalFile,
+  PortalOperation,
+  PortalRepo,
+  Subscriber,
+  SubscriberStatus,
+  Traffic,
+} from '../../core/portal/ports.ts';
+import { type Database, rowsOf } from '../client.ts';
+import { executePrepared } from '../prepared.ts';
+import {
+  incomingUsers,
+  portalConnections,
+  portalOptions,
+  portalPermissions,
+  portalSessions,
+  portalSubscribers,
+  portalTraffic,
+} from '../schema.ts';
+
+type SubscriberRow = typeof portalSubscribers.$inferSelect;
+const toSubscriber = ({ passwordHash: _p, tokenHash: _t, status, ...row }: SubscriberRow): Subscriber => ({
+  ...row,
+  status: status as SubscriberStatus,
+});
+
+type FileRow = {
+  id: string | number;
+  data_file_id: string | number;
+  target: string;
+  status: string;
+  source: string;
+  size: string | number;
+  checksum: string | null;
+  created_at: string | Date;
+};
+
+const toFile = (r: FileRow): PortalFile => ({
+  transferId: Number(r.id),
+  dataFileId: Number(r.data_file_id),
+  path: r.target,
+  source: r.source,
+  size: Number(r.size),
+  checksum: r.checksum,
+  modifiedAt: new Date(r.created_at),
+  status: r.status,
+});
+
+/**
+ * The newest available transfer of each path of a destination in a range of paths (byte order),
+ * as the portal's tree shows them: not INIT, SCHE or FETC, scheduled, not expired, not deleted.
+ */
+function availableFiles(
+  destination: string,
+  now: Date,
+  range: { lower: string | null; inclusive: boolean; upper: string | null; exact?: string },
+  limit: number,
+) {
+  const at = now.toISOString();
+  const target = sql`t.target collate "C"`;
+  const lower =
+    range.lower === null ? sql`` : range.inclusive ? sql`and ${target} >= ${range.lower}` : sql`and ${target} > ${range.lower}`;
+  const upper = range.upper === null ? sql`` : sql`and ${target} < ${range.upper}`;
+  const exact = range.exact === undefined ? sql`` : sql`and ${target} = ${range.exact}`;
+  return sql`
+    select distinct on (${target}) t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at
+    from data_transfers t join data_files f on f.id = t.data_file_id
+    where t.destination = ${destination} ${lower} ${upper} ${exact}
+      and t.status not in ('INIT', 'SCHE', 'FETC') and t.scheduled_at <= ${at}::timestamptz
+      and t.expires_at > ${at}::timestamptz and f.deleted_at is null
+    order by ${target}, t.id desc
+    limit ${limit}`;
+}
+
+/** The first path after every path below `prefix + name + '/'`, in byte order. */
+const pastDirectory = (prefix: string, name: string) => `${prefix}${name}0`;
+/** The first path after every path starting with `prefix` (which ends with '/'). */
+const pastPrefix = (prefix: string) => (prefix === '' ? null : `${prefix.slice(0, -1)}0`);
+const UNREACHABLE_NAMES = new Set(['', '.', '..']);
+
+export const portalRepo = (db: Database): PortalRepo => ({
+  async permissions(userId) {
+    const rows = await db
+      .select({ operation: portalPermissions.operation })
+      .from(portalPermissions)
+      .where(eq(portalPermissions.userId, userId))
+      .orderBy(asc(portalPermissions.operation));
+    return rows.map((r) => r.operation as PortalOperation);
+  },
+  async grant(userId, operations) {
+    if (operations.length === 0) return;
+    await db
+      .insert(portalPermissions)
+      .values(operations.map((operation) => ({ userId, operation })))
+      .onConflictDoNothing();
+  },
+  async revoke(userId, operations) {
+    if (operations.length === 0) return;
+    await db
+      .delete(portalPermissions)
+      .where(and(eq(portalPermissions.userId, userId), inArray(portalPermissions.operation, [...operations])));
+  },
+  async options(userId) {
+    const rows = await db.select().from(portalOptions).where(eq(portalOptions.userId, userId));
+    return Object.fromEntries(rows.map((r) => [r.name, r.value]));
+  },
+  async setOption(userId, name, value) {
+    if (value === null) {
+      await db.delete(portalOptions).where(and(eq(portalOptions.userId, userId), eq(portalOptions.name, name)));
+      return;
+    }
+    await db
+      .insert(portalOptions)
+      .values({ userId, name, value })
+      .onConflictDoUpdate({ target: [portalOptions.userId, portalOptions.name], set: { value } });
+  },
+  async recordLogin(userId, at, address) {
+    await db
+      .update(incomingUsers)
+      .set({ lastLoginDate: at, lastLoginAddress: address })
+      .where(eq(incomingUsers.id, userId));
+  },
+
+  async addSubscriber(s, at) {
+    const rows = await db
+      .insert(portalSubscribers)
+      .values({ ...s, status: 'unverified', createdAt: at })
+      .onConflictDoNothing()
+      .returning({ id: portalSubscribers.id });
+    return rows[0]?.id ?? null;
+  },
+  async subscribers(userId) {
+    const rows = await db
+      .select()
+      .from(portalSubscribers)
+      .where(eq(portalSubscribers.userId, userId))
+      .orderBy(asc(portalSubscribers.id));
+    return rows.map(toSubscriber);
+  },
+  async subscriber(id) {
+    const [row] = await db.select().from(portalSubscribers).where(eq(portalSubscribers.id, id));
+    return row ? toSubscriber(row) : null;
+  },
+  async subscriberByToken(tokenHash) {
+    const [row] = await db.select().from(portalSubscribers).where(eq(portalSubscribers.tokenHash, tokenHash));
+    return row ? toSubscriber(row) : null;
+  },
+  async activeSubscriberByPassword(userId, passwordHash) {
+    const [row] = await db
+      .select()
+      .from(portalSubscribers)
+      .where(
+        and(
+          eq(portalSubscribers.passwordHash, passwordHash),
+          eq(portalSubscribers.userId, userId),
+          eq(portalSubscribers.status, 'active'),
+        ),
+      );
+    return row ? toSubscriber(row) : null;
+  },
+  async changeSubscriber(id, from, to) {
+    const stamps =
+      to.status === 'verified' ? { verifiedAt: to.at } : to.status === 'active' ? { activatedAt: to.at } : {};
+    const rows = await db
+      .update(portalSubscribers)
+      .set({
+        status: to.status,
+        ...stamps,
+        ...(to.passwordHash !== undefined && { passwordHash: to.passwordHash }),
+        ...(to.clearToken && { tokenHash: null, tokenExpiresAt: null }),
+        // A revoked subscriber's password opens nothing, and is not kept.
+        ...(to.status === 'revoked' && { passwordHash: null }),
+      })
+      .where(and(eq(portalSubscribers.id, id), inArray(portalSubscribers.status, [...from])))
+      .returning({ id: portalSubscribers.id });
+    return rows.length > 0;
+  },
+
+  async createSession(tokenHash, session) {
+    await db.insert(portalSessions).values({ tokenHash, ...session });
+  },
+  async session(tokenHash) {
+    const [row] = await db.select().from(portalSessions).where(eq(portalSessions.tokenHash, tokenHash));
+    return row ? { userId: row.userId, subscriberId: row.subscriberId, csrf: row.csrf, lastSeenAt: row.lastSeenAt } : null;
+  },
+  async touchSession(tokenHash, at) {
+    await db.update(portalSessions).set({ lastSeenAt: at }).where(eq(portalSessions.tokenHash, tokenHash));
+  },
+  async deleteSession(tokenHash) {
+    await db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash));
+  },
+
+  async openConnection({ userId, server, protocol, max, now, leaseMs }) {
+    return db.transaction(async (tx) => {
+      // The user's row serialises the count and the insert across servers.
+      await tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update');
+      if (max >= 0) {
+        const [row] = await tx
+          .select({ running: sql<number>`count(*)::int` })
+          .from(portalConnections)
+          .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
+        if ((row?.running ?? 0) >= max) return null;
+      }
+      const [opened] = await tx
+        .insert(portalConnections)
+        .values({ userId, server, protocol, startedAt: now, leaseUntil: new Date(now.getTime() + leaseMs) })
+        .returning({ id: portalConnections.id });
+      return opened!.id;
+    });
+  },
+  async renewConnections(ids, until) {
+    if (ids.length === 0) return;
+    await db.update(portalConnections).set({ leaseUntil: until }).where(inArray(portalConnections.id, [...ids]));
+  },
+  async closeConnection(id) {
+    await db.delete(portalConnections).where(eq(portalConnections.id, id));
+  },
+  async connections(userId, now) {
+    const [row] = await db
+      .select({ running: sql<number>`count(*)::int` })
+      .from(portalConnections)
+      .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
+    return row?.running ?? 0;
+  },
+
+  async addTraffic(userId, minute, protocol, t) {
+    await db
+      .insert(portalTraffic)
+      .values({ userId, minute, protocol, ...t })
+      .onConflictDoUpdate({
+        target: [portalTraffic.userId, portalTraffic.minute, portalTraffic.protocol],
+        set: {
+          downloadBytes: sql`${portalTraffic.downloadBytes} + excluded.download_bytes`,
+          uploadBytes: sql`${portalTraffic.uploadBytes} + excluded.upload_bytes`,
+          downloads: sql`${portalTraffic.downloads} + excluded.downloads`,
+          uploads: sql`${portalTraffic.uploads} + excluded.uploads`,
+        },
+      });
+  },
+  async trafficSince(userId, since) {
+    const [row] = await db
+      .select({
+        downloadBytes: sql<string>`coalesce(sum(${portalTraffic.downloadBytes}), 0)`,
+        uploadBytes: sql<string>`coalesce(sum(${portalTraffic.uploadBytes}), 0)`,
+        downloads: sql<string>`coalesce(sum(${portalTraffic.downloads}), 0)`,
+        uploads: sql<string>`coalesce(sum(${portalTraffic.uploads}), 0)`,
+      })
+      .from(portalTraffic)
+      .where(and(eq(portalTraffic.userId, userId), gte(portalTraffic.minute, since)));
+    return numbers(row);
+  },
+  async trafficSeries(userId, since) {
+    const rows = await db
+      .select({
+        minute: portalTraffic.minute,
+        downloadBytes: sql<string>`sum(${portalTraffic.downloadBytes})`,
+        uploadBytes: sql<string>`sum(${portalTraffic.uploadBytes})`,
+        downloads: sql<string>`sum(${portalTraffic.downloads})`,
+        uploads: sql<string>`sum(${portalTraffic.uploads})`,
+      })
+      .from(portalTraffic)
+      .where(and(eq(portalTraffic.userId, userId), gte(portalTraffic.minute, since)))
+      .groupBy(portalTraffic.minute)
+      .orderBy(asc(portalTraffic.minute));
+    return rows.map((r) => ({ minute: r.minute, ...numbers(r) }));
+  },
+
+  async list(destination, prefix, now, page) {
+    const entries: PortalEntry[] = [];
+    const upper = pastPrefix(prefix);
+    let lower = page.after === null ? (prefix === '' ? null : prefix) : `${prefix}${page.after}`;
+    // A directory cursor is passed with its '/': the page goes on after every path below it.
+    let inclusive = page.after === null;
+    if (page.after?.endsWith('/')) [lower, inclusive] = [pastDirectory(prefix, page.after.slice(0, -1)), true];
+    // Each batch goes on from the last path seen; a directory's further paths are skipped by the
+    // next batch's lower bound, so a directory of many files costs one row, not all of them.
+    while (entries.length < page.limit) {
+      const batch = Math.max(page.limit - entries.length, 16) + 1;
+      const rows = rowsOf<FileRow>(
+        await executePrepared(db, availableFiles(destination, now, { lower, inclusive, upper }, batch), 'portalList'),
+      );
+      let skipping: string | null = null;
+      for (const row of rows) {
+        if (skipping !== null && row.target.startsWith(skipping)) continue;
+        skipping = null;
+        const rest = row.target.slice(prefix.length);
+        const slash = rest.indexOf('/');
+        const name = slash < 0 ? rest : rest.slice(0, slash);
+        [lower, inclusive] = [row.target, false];
+        if (UNREACHABLE_NAMES.has(name)) continue;
+        if (slash < 0) entries.push({ type: 'file', name, file: toFile(row) });
+        else {
+          entries.push({ type: 'directory', name });
+          skipping = `${prefix}${name}/`;
+          [lower, inclusive] = [pastDirectory(prefix, name), true];
+        }
+        if (entries.length === page.limit) break;
+      }
+      if (rows.length < batch) break;
+    }
+    return entries;
+  },
+  async file(destination, path, now) {
+    const rows = rowsOf<FileRow>(
+      await executePrepared(
+        db,
+        availableFiles(destination, now, { lower: null, inclusive: true, upper: null, exact: path }, 1),
+        'portalFile',
+      ),
+    );
+    return rows[0] ? toFile(rows[0]) : null;
+  },
+});
+
+const numbers = (row: Record<keyof Traffic, string | number> | undefined): Traffic => ({
+  downloadBytes: Number(row?.downloadBytes ?? 0),
+  uploadBytes: Number(row?.uploadBytes ?? 0),
+  downloads: Number(row?.downloads ?? 0),
+  uploads: Number(row?.uploads ?? 0),
+});
