@@ -39,6 +39,19 @@ export interface Ports {
   sources: SourceProber;
   /** Tells the movers there may be work now (a put, a requeue, a start); they also look on their own. */
   wakeMovers: () => void;
+  /** Sends the portal's e-mails; null when no SMTP server is configured. */
+  mailer: Mailer | null;
+}
+
+/** An e-mail of plain text to one recipient. */
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
 }
 
 export interface Memo {

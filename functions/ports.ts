@@ -7,7 +7,7 @@ import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
 import { httpNotePublisher } from '../core/metadata/notes.ts';
-import type { EventSink, Logger, Ports } from '../core/ports.ts';
+import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
 
@@ -54,17 +54,20 @@ export interface PortsOptions {
   clock?: () => Date;
   /** Tells this process's mover there is work; movers elsewhere find it by polling. */
   wakeMovers?: () => void;
+  /** Sends the portal's e-mails (ECPDS_SMTP_URL); without it, self-service registration is unavailable. */
+  mailer?: Mailer | null;
 }
 
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
-  const { db, state, notes, clock, wakeMovers, ...given } = options;
+  const { db, state, notes, clock, wakeMovers, mailer, ...given } = options;
   return {
     ...state,
     ...given,
     repos: createRepositories(db),
     clock: clock ?? (() => new Date()),
     wakeMovers: wakeMovers ?? (() => {}),
+    mailer: mailer ?? null,
     notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
   };
 }

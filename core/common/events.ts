@@ -1,9 +1,10 @@
 /**
  * Event entries in the reference format `<KIND>;Key=Value;...`: PRS for product status
- * processing, ERR for dissemination failures, UPH for delivered files. Values are escaped so one
+ * processing, ERR for dissemination failures, UPH for delivered files, INH for a portal download or
+ * upload, DEA for a refused portal login. Values are escaped so one
  * entry is one line.
  */
-export type EventKind = 'PRS' | 'ERR' | 'UPH';
+export type EventKind = 'PRS' | 'ERR' | 'UPH' | 'INH' | 'DEA';
 
 const escapeValue = (v: unknown) =>
   (v === null || v === undefined ? '' : String(v))
@@ -130,3 +131,46 @@ export const uphEvent = (
     NetworkCode: e.networkCode,
     HostAddress: e.hostAddress,
   });
+
+/** A file a portal user downloaded or uploaded, with the reference's INH fields this system knows. */
+export const inhEvent = (e: {
+  at: Date;
+  transferId: number;
+  destination: string;
+  destinationType: string;
+  fileName: string;
+  fileSize: number;
+  scheduledTime: Date;
+  startTime: Date;
+  userId: string;
+  country: string;
+  bytes: number;
+  protocol: string;
+  server: string;
+  address: string;
+  expiryTime: Date;
+  action: 'download' | 'upload';
+}) =>
+  formatEvent('INH', {
+    TimeStamp: ms(e.at),
+    DataTransferId: e.transferId,
+    DestinationName: e.destination,
+    DestinationType: e.destinationType,
+    FileName: e.fileName,
+    FileSize: e.fileSize,
+    ScheduledTime: ms(e.scheduledTime),
+    StartTime: ms(e.startTime),
+    Duration: e.at.getTime() - e.startTime.getTime(),
+    UserId: e.userId,
+    CountryCode: e.country,
+    BytesSent: e.bytes,
+    TransferProtocol: e.protocol,
+    TransferServer: e.server,
+    HostAddress: e.address,
+    ExpiryTime: ms(e.expiryTime),
+    Action: e.action,
+  });
+
+/** A refused portal login: the reason the client was not told, and where it came from. */
+export const deaEvent = (e: { at: Date; userId: string; message: string; context: string }) =>
+  formatEvent('DEA', { TimeStamp: ms(e.at), UserId: e.userId, Message: e.message, Context: e.context });

@@ -17,6 +17,8 @@ export interface LoginFacts {
   userPasswordMatches: boolean;
   /** The password given matched one of the user's active subscribers' (self-service). */
   subscriberPasswordMatches: boolean;
+  /** The protocol of this login, when the user's `portal.excludeProtocols` names it. */
+  excludedProtocol?: string | null;
   /** The user's transfers in progress now, over every protocol and server. */
   connections: number;
   /** `portal.maxConnections` (default 10); below 0: unlimited. */
@@ -27,7 +29,7 @@ export interface LoginFacts {
   permissions: number;
 }
 
-export type LoginDecision = { ok: true; mode: PortalMode } | { ok: false; reason: string };
+export type LoginDecision = { ok: true; mode: PortalMode } | { ok: false; reason: string; overLimit?: boolean };
 
 export const DEFAULT_PORTAL_MAX_CONNECTIONS = 10;
 
@@ -49,14 +51,17 @@ export function checkLogin(facts: LoginFacts): LoginDecision {
   if (checked === 'subscriber' && !facts.subscriberPasswordMatches) {
     return refused('Subscriber password authentication failed');
   }
+  if (facts.excludedProtocol) return refused(`Protocol ${facts.excludedProtocol} not allowed`);
   if (facts.maxConnections >= 0 && facts.connections >= facts.maxConnections) {
-    return refused(`Maximum number of connections exceeded (${facts.maxConnections})`);
+    return overLimit(`Maximum number of connections exceeded (${facts.maxConnections})`);
   }
-  if (facts.uploadQuotaSpent) return refused('Upload quota exceeded');
-  if (facts.downloadQuotaSpent) return refused('Download quota exceeded');
+  if (facts.uploadQuotaSpent) return overLimit('Upload quota exceeded');
+  if (facts.downloadQuotaSpent) return overLimit('Download quota exceeded');
   if (facts.destinations === 0) return refused('No associated Destinations');
   if (facts.permissions === 0) return refused('No associated Permissions');
   return { ok: true, mode };
 }
 
 const refused = (reason: string): LoginDecision => ({ ok: false, reason });
+/** A refusal that passes with time (a transfer ends, a quota's period rolls on): HTTP answers it 429. */
+const overLimit = (reason: string): LoginDecision => ({ ok: false, reason, overLimit: true });

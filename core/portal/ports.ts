@@ -40,12 +40,14 @@ export interface PortalFile {
   /** When the file was registered: its modification time. */
   modifiedAt: Date;
   status: string;
+  scheduledAt: Date;
+  expiresAt: Date;
+  /** The label of the destination's type, for the INH line; only when the file was looked up by its path. */
+  destinationType: string | null;
 }
 
 /** One entry of a directory: a file, or a directory made by the `/` of the targets below it. */
-export type PortalEntry =
-  | { type: 'file'; name: string; file: PortalFile }
-  | { type: 'directory'; name: string };
+export type PortalEntry = { type: 'file'; name: string; file: PortalFile } | { type: 'directory'; name: string };
 
 export interface Traffic {
   downloadBytes: number;
@@ -68,6 +70,7 @@ export interface PortalRepo {
     subscriber: { userId: string; name: string; email: string; iso: string; tokenHash: string; tokenExpiresAt: Date },
     at: Date,
   ): Promise<number | null>;
+  deleteSubscriber(id: number): Promise<void>;
   subscribers(userId: string): Promise<Subscriber[]>;
   subscriber(id: number): Promise<Subscriber | null>;
   /** The subscriber holding this unused verification token. */
@@ -81,6 +84,7 @@ export interface PortalRepo {
   changeSubscriber(
     id: number,
     from: readonly SubscriberStatus[],
+    /** `passwordHash` only with `active`: a subscriber in any other status keeps none. */
     to: { status: SubscriberStatus; at: Date; passwordHash?: string; clearToken?: boolean },
   ): Promise<boolean>;
 
@@ -94,9 +98,14 @@ export interface PortalRepo {
    * running: the check and the count are one transaction under the user's row lock. Answers the
    * connection's id, or null when the user is at its limit.
    */
-  openConnection(
-    c: { userId: string; server: string; protocol: string; max: number; now: Date; leaseMs: number },
-  ): Promise<number | null>;
+  openConnection(c: {
+    userId: string;
+    server: string;
+    protocol: string;
+    max: number;
+    now: Date;
+    leaseMs: number;
+  }): Promise<number | null>;
   renewConnections(ids: readonly number[], until: Date): Promise<void>;
   closeConnection(id: number): Promise<void>;
   /** The user's transfers running now, on every server. */
@@ -112,7 +121,12 @@ export interface PortalRepo {
    * A page of a destination's directory (`prefix` is '' or ends with '/'), in byte order of the
    * entries' names, after the name `after`: the files available at `now` (see the tree's rules).
    */
-  list(destination: string, prefix: string, now: Date, page: { after: string | null; limit: number }): Promise<PortalEntry[]>;
+  list(
+    destination: string,
+    prefix: string,
+    now: Date,
+    page: { after: string | null; limit: number },
+  ): Promise<PortalEntry[]>;
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
 }

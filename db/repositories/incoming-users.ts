@@ -18,15 +18,13 @@ export const incomingUserRepo = (db: Database): IncomingUserRepo => ({
   },
   async insert(user, at) {
     // The user and its default portal permissions in one statement: a user never exists without them.
-    const inserted = db
-      .$with('inserted')
-      .as(
-        db
-          .insert(incomingUsers)
-          .values({ ...user, createdAt: at, updatedAt: at })
-          .onConflictDoNothing()
-          .returning({ id: incomingUsers.id }),
-      );
+    const inserted = db.$with('inserted').as(
+      db
+        .insert(incomingUsers)
+        .values({ ...user, createdAt: at, updatedAt: at })
+        .onConflictDoNothing()
+        .returning({ id: incomingUsers.id }),
+    );
     await db
       .with(inserted)
       .insert(portalPermissions)

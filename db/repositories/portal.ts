@@ -35,6 +35,9 @@ type FileRow = {
   size: string | number;
   checksum: string | null;
   created_at: string | Date;
+  scheduled_at: string | Date;
+  expires_at: string | Date;
+  destination_type?: string | null;
 };
 
 const toFile = (r: FileRow): PortalFile => ({
@@ -46,6 +49,9 @@ const toFile = (r: FileRow): PortalFile => ({
   checksum: r.checksum,
   modifiedAt: new Date(r.created_at),
   status: r.status,
+  scheduledAt: new Date(r.scheduled_at),
+  expiresAt: new Date(r.expires_at),
+  destinationType: r.destination_type ?? null,
 });
 
 /**
@@ -58,14 +64,25 @@ function availableFiles(
   range: { lower: string | null; inclusive: boolean; upper: string | null; exact?: string },
   limit: number,
 ) {
+  // The type's label only for one file (its INH line), not for every row of a listing.
+  const typeLabel =
+    range.exact === undefined
+      ? sql``
+      : sql`, (select dt.label from destinations d join destination_types dt on dt.id = d.type
+          where d.name = t.destination) as destination_type`;
   const at = now.toISOString();
   const target = sql`t.target collate "C"`;
   const lower =
-    range.lower === null ? sql`` : range.inclusive ? sql`and ${target} >= ${range.lower}` : sql`and ${target} > ${range.lower}`;
+    range.lower === null
+      ? sql``
+      : range.inclusive
+        ? sql`and ${target} >= ${range.lower}`
+        : sql`and ${target} > ${range.lower}`;
   const upper = range.upper === null ? sql`` : sql`and ${target} < ${range.upper}`;
   const exact = range.exact === undefined ? sql`` : sql`and ${target} = ${range.exact}`;
   return sql`
-    select distinct on (${target}) t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at
+    select distinct on (${target}) t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at,
+      t.scheduled_at, t.expires_at ${typeLabel}
     from data_transfers t join data_files f on f.id = t.data_file_id
     where t.destination = ${destination} ${lower} ${upper} ${exact}
       and t.status not in ('INIT', 'SCHE', 'FETC') and t.scheduled_at <= ${at}::timestamptz
@@ -131,6 +148,9 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .returning({ id: portalSubscribers.id });
     return rows[0]?.id ?? null;
   },
+  async deleteSubscriber(id) {
+    await db.delete(portalSubscribers).where(eq(portalSubscribers.id, id));
+  },
   async subscribers(userId) {
     const rows = await db
       .select()
@@ -168,10 +188,9 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .set({
         status: to.status,
         ...stamps,
-        ...(to.passwordHash !== undefined && { passwordHash: to.passwordHash }),
+        // Only an active subscriber has a password: one that leaves that status is not kept.
+        passwordHash: to.passwordHash ?? null,
         ...(to.clearToken && { tokenHash: null, tokenExpiresAt: null }),
-        // A revoked subscriber's password opens nothing, and is not kept.
-        ...(to.status === 'revoked' && { passwordHash: null }),
       })
       .where(and(eq(portalSubscribers.id, id), inArray(portalSubscribers.status, [...from])))
       .returning({ id: portalSubscribers.id });
@@ -183,7 +202,9 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
   async session(tokenHash) {
     const [row] = await db.select().from(portalSessions).where(eq(portalSessions.tokenHash, tokenHash));
-    return row ? { userId: row.userId, subscriberId: row.subscriberId, csrf: row.csrf, lastSeenAt: row.lastSeenAt } : null;
+    return row
+      ? { userId: row.userId, subscriberId: row.subscriberId, csrf: row.csrf, lastSeenAt: row.lastSeenAt }
+      : null;
   },
   async touchSession(tokenHash, at) {
     await db.update(portalSessions).set({ lastSeenAt: at }).where(eq(portalSessions.tokenHash, tokenHash));
@@ -212,7 +233,10 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
   async renewConnections(ids, until) {
     if (ids.length === 0) return;
-    await db.update(portalConnections).set({ leaseUntil: until }).where(inArray(portalConnections.id, [...ids]));
+    await db
+      .update(portalConnections)
+      .set({ leaseUntil: until })
+      .where(inArray(portalConnections.id, [...ids]));
   },
   async closeConnection(id) {
     await db.delete(portalConnections).where(eq(portalConnections.id, id));

@@ -71,7 +71,12 @@ describe('the portal repository', () => {
     await file('../escape', {});
     const repo = h.ports.repos.portal;
     const root = await repo.list('TREE', '', now, { after: null, limit: 100 });
-    expect(root.map((e) => `${e.type}:${e.name}`)).toEqual(['file:a.txt', 'file:b.txt', 'file:dir.txt', 'directory:dir']);
+    expect(root.map((e) => `${e.type}:${e.name}`)).toEqual([
+      'file:a.txt',
+      'file:b.txt',
+      'file:dir.txt',
+      'directory:dir',
+    ]);
     const b = root.find((e) => e.name === 'b.txt');
     expect(b?.type === 'file' && b.file.transferId).toBe(newer.id);
     expect(newer.id).toBeGreaterThan(older.id);
@@ -146,7 +151,8 @@ describe('the portal repository', () => {
     expect(id).not.toBeNull();
     expect(await repo.addSubscriber({ ...base, email: 'ANN@example.org', tokenHash: 't2' }, now)).toBeNull();
     expect((await repo.subscriberByToken('t1'))?.id).toBe(id);
-    const verify = () => repo.changeSubscriber(id!, ['unverified'], { status: 'active', at: now, passwordHash: 'p1', clearToken: true });
+    const verify = () =>
+      repo.changeSubscriber(id!, ['unverified'], { status: 'active', at: now, passwordHash: 'p1', clearToken: true });
     expect(await Promise.all([verify(), verify()])).toEqual(expect.arrayContaining([true, false]));
     expect(await repo.subscriberByToken('t1')).toBeNull();
     expect((await repo.activeSubscriberByPassword('alice', 'p1'))?.email).toBe('ann@example.org');

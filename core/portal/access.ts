@@ -1,0 +1,192 @@
+import { checkLimited } from '../api-clients/auth-throttle.ts';
+import type { FailureLog } from '../api-clients/ports.ts';
+import { constantTimeEqualText, sha256Base64 } from '../common/crypto.ts';
+import { ServiceError } from '../common/errors.ts';
+import { deaEvent } from '../common/events.ts';
+import type { IncomingUser } from '../incoming-users/ports.ts';
+import type { Ports } from '../ports.ts';
+import { checkLogin, credentialsToCheck, LOGIN_FAILED, type LoginFacts, type PortalMode, portalMode } from './login.ts';
+import { type PortalSettings, portalSettings } from './options.ts';
+import type { PortalOperation } from './ports.ts';
+
+/** Who is logged in to the portal, and what that user may do. */
+export interface PortalIdentity {
+  userId: string;
+  /** The self-service subscriber whose password opened it. */
+  subscriberId: number | null;
+  mode: PortalMode;
+  country: string;
+  destinations: string[];
+  permissions: PortalOperation[];
+  settings: PortalSettings;
+}
+
+export interface PortalLoginAttempt {
+  login: string;
+  /** Null for an open-access visit, which gives none. */
+  password: string | null;
+  address: string;
+  /** `https`, `sftp`, `s3`: for `portal.excludeProtocols` and the DEA line. */
+  protocol: string;
+}
+
+/**
+ * A refused portal login. Its message is always `Login failed`; `overLimit` says it passes with time
+ * (connections, quotas), which HTTP answers 429 rather than 401. The reason went to the DEA line.
+ */
+export class PortalLoginRefused extends ServiceError {
+  constructor(readonly overLimit: boolean) {
+    super('unauthorized', LOGIN_FAILED);
+  }
+}
+
+/** A login is recorded at most this often per user (lastLoginDate): each HTTP request logs in. */
+const RECORD_LOGIN_EVERY_MS = 60_000;
+
+/** The portal's failed logins, in the console's table under keys of their own. */
+const portalFailures = (log: FailureLog): FailureLog => ({
+  recent: (key, since, keep) => log.recent(`portal:${key}`, since, keep),
+  add: (key, at, since, keep) => log.add(`portal:${key}`, at, since, keep),
+});
+
+/**
+ * The one login check of the data portal, for every protocol: the reference's order (checkLogin),
+ * under the API's failed-authentication rules for wrong credentials (wire-decisions §2: 429 for a
+ * pair that failed too often, never a lock-out of a right password). A refusal writes a DEA line
+ * and throws PortalLoginRefused; a throttled pair gets the API's 429.
+ */
+export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<PortalIdentity> {
+  const now = ports.clock();
+  const { repos } = ports;
+  type Judged = { refused: string } | { user: IncomingUser; subscriberId: number | null };
+  const judged = async (): Promise<Judged> => {
+    const user = await repos.incomingUsers.find(attempt.login);
+    const mode = portalMode(user?.portalService ?? '');
+    const checked = user === null ? 'user' : credentialsToCheck(mode);
+    const [userPasswordMatches, subscriber] = await Promise.all([
+      checked === 'user' ? userPasswordIs(ports, user?.passwordSealed ?? null, attempt.password) : false,
+      checked === 'subscriber' && user !== null && attempt.password !== null
+        ? repos.portal.activeSubscriberByPassword(user.id, sha256Base64(attempt.password))
+        : null,
+    ]);
+    const credentialsRight =
+      user?.active === true && (checked === 'none' || userPasswordMatches || subscriber !== null);
+    // Wrong credentials, an unknown user or a disabled one count as failed authentications; the
+    // limits of a user who got in right are not failures, and never hold a right password back.
+    if (!credentialsRight || user === null)
+      return { refused: await refuse(user, userPasswordMatches, subscriber !== null) };
+    return { user, subscriberId: subscriber?.id ?? null };
+  };
+  const refuse = async (
+    user: Awaited<ReturnType<typeof repos.incomingUsers.find>>,
+    userOk: boolean,
+    subOk: boolean,
+  ) => {
+    const decision = checkLogin({
+      ...emptyFacts,
+      user,
+      userPasswordMatches: userOk,
+      subscriberPasswordMatches: subOk,
+    });
+    return decision.ok ? 'Login failed' : decision.reason;
+  };
+
+  // An open-access visit gives no credentials to count; a login with some goes through the limits.
+  const outcome =
+    attempt.password === null
+      ? await judged()
+      : await checkLimited(
+          ports.failedAuth,
+          portalFailures(repos.console.signInFailures),
+          { username: attempt.login, address: attempt.address, now: now.getTime(), tooMany: LOGIN_FAILED },
+          async () => {
+            const result = await judged();
+            if ('refused' in result) {
+              deny(ports, attempt, result.refused, now);
+              return null;
+            }
+            return result;
+          },
+        );
+  if (outcome === null) throw new PortalLoginRefused(false);
+  if ('refused' in outcome) {
+    deny(ports, attempt, outcome.refused, now);
+    throw new PortalLoginRefused(false);
+  }
+
+  const { user, subscriberId } = outcome;
+  const [options, destinations, permissions, connections] = await Promise.all([
+    repos.portal.options(user.id),
+    repos.incomingUsers.associations(user.id),
+    repos.portal.permissions(user.id),
+    repos.portal.connections(user.id, now),
+  ]);
+  const settings = portalSettings(options);
+  const spent = await quotasSpent(ports, user.id, settings, now);
+  const decision = checkLogin({
+    user,
+    userPasswordMatches: true,
+    subscriberPasswordMatches: true,
+    excludedProtocol: settings.excludeProtocols.includes(attempt.protocol) ? attempt.protocol : null,
+    connections,
+    maxConnections: settings.maxConnections,
+    uploadQuotaSpent: spent.upload,
+    downloadQuotaSpent: spent.download,
+    destinations: destinations.length,
+    permissions: permissions.length,
+  });
+  if (!decision.ok) {
+    deny(ports, attempt, decision.reason, now);
+    throw new PortalLoginRefused(decision.overLimit === true);
+  }
+  if (user.lastLoginDate === null || now.getTime() - user.lastLoginDate.getTime() >= RECORD_LOGIN_EVERY_MS) {
+    await repos.portal.recordLogin(user.id, now, attempt.address);
+  }
+  return {
+    userId: user.id,
+    subscriberId,
+    mode: decision.mode,
+    country: user.iso,
+    destinations,
+    permissions,
+    settings,
+  };
+}
+
+const emptyFacts: LoginFacts = {
+  user: null,
+  userPasswordMatches: false,
+  subscriberPasswordMatches: false,
+  connections: 0,
+  maxConnections: -1,
+  uploadQuotaSpent: false,
+  downloadQuotaSpent: false,
+  destinations: 1,
+  permissions: 1,
+};
+
+async function userPasswordIs(ports: Ports, sealed: string | null, presented: string | null) {
+  if (sealed === null || presented === null) return false;
+  const stored = await ports.secrets.decrypt(sealed).catch(() => null);
+  return stored !== null && constantTimeEqualText(stored, presented);
+}
+
+/** Whether the user's rolling download and upload quotas are spent now. */
+export async function quotasSpent(ports: Ports, userId: string, settings: PortalSettings, now: Date) {
+  const spentOf = async (quota: PortalSettings['download'], kind: 'downloadBytes' | 'uploadBytes') => {
+    if (quota === null) return false;
+    const traffic = await ports.repos.portal.trafficSince(userId, new Date(now.getTime() - quota.periodMs));
+    return traffic[kind] >= quota.maxBytes;
+  };
+  const [download, upload] = await Promise.all([
+    spentOf(settings.download, 'downloadBytes'),
+    spentOf(settings.upload, 'uploadBytes'),
+  ]);
+  return { download, upload };
+}
+
+function deny(ports: Ports, attempt: PortalLoginAttempt, reason: string, at: Date) {
+  ports.events.write(
+    deaEvent({ at, userId: attempt.login, message: reason, context: `${attempt.protocol}:${attempt.address}` }),
+  );
+}

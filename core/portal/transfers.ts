@@ -1,0 +1,93 @@
+import { inhEvent } from '../common/events.ts';
+import type { Ports } from '../ports.ts';
+import type { PortalIdentity } from './access.ts';
+import { PortalLoginRefused } from './access.ts';
+import type { PortalFile } from './ports.ts';
+
+/** How long a running transfer's count holds without renewal: a server that died frees it after this. */
+export const PORTAL_CONNECTION_LEASE_MS = 60_000;
+
+export interface PortalTransferStart {
+  protocol: string;
+  /** This server's name, for the INH line and the connection's row. */
+  server: string;
+  address: string;
+  action: 'download' | 'upload';
+}
+
+export interface PortalTransfer {
+  /**
+   * Ends the transfer: frees its connection, adds its bytes to the user's traffic and writes its INH
+   * line (when `file` names what moved; a transfer that moved nothing of a file writes none).
+   */
+  finish(result: { bytes: number; file: (PortalFile & { destination: string }) | null }): Promise<void>;
+}
+
+/**
+ * Counts a download or upload against the user's `portal.maxConnections` on every server, for as
+ * long as it runs: the count is renewed while it runs, and lapses if this server dies. Throws
+ * PortalLoginRefused (over its limit) when the user already has that many running.
+ */
+export async function startPortalTransfer(
+  ports: Ports,
+  who: PortalIdentity,
+  start: PortalTransferStart,
+): Promise<PortalTransfer> {
+  const startedAt = ports.clock();
+  const id = await ports.repos.portal.openConnection({
+    userId: who.userId,
+    server: start.server,
+    protocol: start.protocol,
+    max: who.settings.maxConnections,
+    now: startedAt,
+    leaseMs: PORTAL_CONNECTION_LEASE_MS,
+  });
+  if (id === null) throw new PortalLoginRefused(true);
+  const renew = setInterval(() => {
+    const until = new Date(ports.clock().getTime() + PORTAL_CONNECTION_LEASE_MS);
+    ports.repos.portal
+      .renewConnections([id], until)
+      .catch((e: unknown) => ports.logger.warn('could not renew a portal connection', { reason: String(e) }));
+  }, PORTAL_CONNECTION_LEASE_MS / 3);
+  let finished = false;
+  return {
+    async finish({ bytes, file }) {
+      if (finished) return;
+      finished = true;
+      clearInterval(renew);
+      const at = ports.clock();
+      const minute = new Date(Math.floor(startedAt.getTime() / 60_000) * 60_000);
+      const upload = start.action === 'upload';
+      await Promise.all([
+        ports.repos.portal.closeConnection(id),
+        ports.repos.portal.addTraffic(who.userId, minute, start.protocol, {
+          downloadBytes: upload ? 0 : bytes,
+          uploadBytes: upload ? bytes : 0,
+          downloads: upload || file === null ? 0 : 1,
+          uploads: upload && file !== null ? 1 : 0,
+        }),
+      ]);
+      if (file === null) return;
+      ports.events.write(
+        inhEvent({
+          at,
+          transferId: file.transferId,
+          destination: file.destination,
+          destinationType: file.destinationType ?? '',
+          fileName: file.path,
+          fileSize: file.size,
+          scheduledTime: file.scheduledAt,
+          startTime: startedAt,
+          userId: who.userId,
+          country: who.country,
+          bytes,
+          protocol: start.protocol,
+          server: start.server,
+          address: start.address,
+          expiryTime: file.expiresAt,
+          action: start.action,
+        }),
+      );
+    },
+  };
+}
