@@ -114,7 +114,23 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
     throw new PortalLoginRefused(false);
   }
 
-  const { user, subscriberId } = outcome;
+  return admit(ports, outcome.user, outcome.subscriberId, attempt);
+}
+
+/**
+ * The rest of the login check, after the credentials: the user's connection limit, quotas,
+ * destinations and permissions, as they are now. A browser session, whose credentials were checked
+ * when it opened, goes through it on every request: a user disabled or over a limit meanwhile is
+ * refused at once.
+ */
+export async function admit(
+  ports: Ports,
+  user: IncomingUser,
+  subscriberId: number | null,
+  attempt: Pick<PortalLoginAttempt, 'login' | 'address' | 'protocol'>,
+): Promise<PortalIdentity> {
+  const now = ports.clock();
+  const { repos } = ports;
   const [options, destinations, permissions, connections] = await Promise.all([
     repos.portal.options(user.id),
     repos.incomingUsers.associations(user.id),
@@ -185,7 +201,12 @@ export async function quotasSpent(ports: Ports, userId: string, settings: Portal
   return { download, upload };
 }
 
-function deny(ports: Ports, attempt: PortalLoginAttempt, reason: string, at: Date) {
+function deny(
+  ports: Ports,
+  attempt: Pick<PortalLoginAttempt, 'login' | 'address' | 'protocol'>,
+  reason: string,
+  at: Date,
+) {
   ports.events.write(
     deaEvent({ at, userId: attempt.login, message: reason, context: `${attempt.protocol}:${attempt.address}` }),
   );

@@ -1,0 +1,44 @@
+import { raw } from 'hono/html';
+import type { Child } from 'hono/jsx';
+
+/** The portal's pages: one shell, its one stylesheet served by the app itself (no external assets). */
+export interface PortalPageProps {
+  title: string;
+  /** Who is logged in through a browser session, for the log-out form; none for Basic or open access. */
+  session?: { login: string; csrf: string } | null;
+  children?: Child;
+}
+
+export function PortalPage({ title, session, children }: PortalPageProps) {
+  return (
+    <>
+      {raw('<!doctype html>')}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>{`${title} · Data Portal`}</title>
+          <link rel="stylesheet" href="/portal/assets/portal.css" />
+        </head>
+        <body>
+          <header>
+            <strong>Data Portal</strong>
+            {session && (
+              <form class="inline" method="post" action="/portal/logout">
+                <input type="hidden" name="csrf" value={session.csrf} />
+                <span>{session.login} </span>
+                <button class="secondary" type="submit">
+                  Log out
+                </button>
+              </form>
+            )}
+          </header>
+          <main>
+            <h1>{title}</h1>
+            {children}
+          </main>
+        </body>
+      </html>
+    </>
+  );
+}
