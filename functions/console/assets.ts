@@ -14,7 +14,7 @@ a { color: var(--accent); }
 a:focus, button:focus, input:focus, select:focus, textarea:focus { outline: 3px solid #80b3ff; outline-offset: 1px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align:left; padding:.4rem .5rem; border-bottom:1px solid var(--line); vertical-align: top; }
-.table-wrap { overflow-x:auto; }
+.table-wrap { overflow-x:auto; position:relative; }
 label { display:block; font-weight:600; margin-top:.75rem; }
 input[type=text], input[type=password], input[type=number], select, textarea { width:100%; ` +
   `max-width:32rem; padding:.45rem; font:inherit; border:1px solid var(--line); border-radius:4px; }
