@@ -39,7 +39,7 @@ async function withRuntime<T>(work: (runtime: Runtime) => Promise<T>) {
   }
 }
 
-/** A self-service user with two destinations, subscribers in each status, options, a last login and a day of traffic. */
+/** A self-service user with two destinations, subscribers in each status, options, a last login, a day of traffic. */
 async function seed() {
   await withRuntime(async ({ ports, handle }) => {
     const now = new Date();

@@ -60,12 +60,10 @@ async function signIn(username: string, password: string) {
 }
 
 const PAGE = '/console/incoming/consumer';
-const addUser = (id: string, portalService: string, active = true) =>
-  h.call(
-    'POST',
-    `/v1/incoming/user/add?${new URLSearchParams({ id, email: `${id}@example.org`, iso: 'gb', pass: 'Secret-1', portalService, active: String(active) })}`,
-    { auth: api },
-  );
+const addUser = (id: string, portalService: string, active = true) => {
+  const q = { id, email: `${id}@example.org`, iso: 'gb', pass: 'Secret-1', portalService, active: String(active) };
+  return h.call('POST', `/v1/incoming/user/add?${new URLSearchParams(q)}`, { auth: api });
+};
 const trail = () => h.ports.repos.console.auditTrail(500);
 const newRows = async (before: number) => {
   const all = await trail();

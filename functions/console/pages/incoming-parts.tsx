@@ -37,12 +37,15 @@ export function PermissionsForm({ id, csrf, granted }: { id: string; csrf: strin
         <fieldset>
           <legend>Operations the user may do in the portal</legend>
           <div class="checks">
-            {PORTAL_OPERATIONS.map((op) => (
-              <label>
-                <input type="checkbox" name="operation" value={op} checked={granted.includes(op)} /> <code>{op}</code>{' '}
-                <span class="muted">{OPERATION_HELP[op]}</span>
-              </label>
-            ))}
+            {PORTAL_OPERATIONS.map((op) => {
+              const held = granted.includes(op);
+              return (
+                <label>
+                  <input type="checkbox" name="operation" value={op} checked={held} /> <code>{op}</code>{' '}
+                  <span class="muted">{OPERATION_HELP[op]}</span>
+                </label>
+              );
+            })}
           </div>
         </fieldset>
         <button type="submit">Save permissions</button>

@@ -72,8 +72,8 @@ export function TrafficChart({ buckets, total }: { buckets: TrafficBucket[]; tot
     <section aria-labelledby="traffic-heading">
       <h2 id="traffic-heading">Traffic over the last 24 hours</h2>
       <p>
-        {bytes(total.downloadBytes)} down in {plural(total.downloads, 'download')}, {bytes(total.uploadBytes)} up in{' '}
-        {plural(total.uploads, 'upload')} (hours in UTC).
+        {`${bytes(total.downloadBytes)} down in ${plural(total.downloads, 'download')}, `}
+        {`${bytes(total.uploadBytes)} up in ${plural(total.uploads, 'upload')} (hours in UTC).`}
       </p>
       <figure class="chart traffic-chart">
         <div class="table-wrap">
