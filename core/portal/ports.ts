@@ -64,6 +64,8 @@ export interface PortalRepo {
   /** Sets an option, or removes it when `value` is null. */
   setOption(userId: string, name: string, value: string | null): Promise<void>;
   recordLogin(userId: string, at: Date, address: string): Promise<void>;
+  /** When and from where the user last logged in to the portal; null when it never has. */
+  lastLogin(userId: string): Promise<{ at: Date; address: string | null } | null>;
 
   /** Inserts an unverified subscriber; null when the e-mail is already registered to the user. */
   addSubscriber(

@@ -1,6 +1,7 @@
 import { generatePassword, generateSecret, sha256Base64 } from '../common/crypto.ts';
 import { conflict, invalid, messageOf, notFound, unavailable } from '../common/errors.ts';
-import type { Ports } from '../ports.ts';
+import { type AuditedChange, audited } from '../console/audit.ts';
+import type { Ports, Repositories } from '../ports.ts';
 import { portalMode } from './login.ts';
 import { portalSettings } from './options.ts';
 import type { Subscriber } from './ports.ts';
@@ -100,14 +101,17 @@ export async function verify(ports: Ports, token: string): Promise<'activated' |
   return 'awaiting approval';
 }
 
-/** An operator's approval of a verified subscriber: activated, and mailed its password. */
-export async function approveSubscriber(ports: Ports, id: number): Promise<Subscriber> {
+/**
+ * An operator's approval of a verified subscriber: activated, and mailed its password. `audit`
+ * is written in the transaction of the activation (and of its undoing when the mail fails).
+ */
+export async function approveSubscriber(ports: Ports, id: number, audit?: AuditedChange): Promise<Subscriber> {
   const subscriber = await ports.repos.portal.subscriber(id);
   if (subscriber === null) throw notFound(`Subscriber ${id} not found`);
   if (subscriber.status !== 'verified') {
     throw invalid(`Subscriber ${id} is ${subscriber.status}: only a verified subscriber can be approved`);
   }
-  await activate(ports, subscriber, ['verified']);
+  await activate(ports, subscriber, ['verified'], audit);
   return { ...subscriber, status: 'active' };
 }
 
@@ -123,17 +127,27 @@ export async function revokeSubscriber(ports: Ports, id: number): Promise<void> 
   if (!changed) throw invalid(`Subscriber ${id} is already revoked`);
 }
 
-async function activate(ports: Ports, subscriber: Subscriber, from: Subscriber['status'][]) {
+/** Runs a change alone, or with its audit row in one transaction. */
+const change = <T>(ports: Ports, audit: AuditedChange | undefined, work: (repos: Repositories) => Promise<T>) =>
+  audit ? audited(ports, audit, work) : work(ports.repos);
+
+async function activate(ports: Ports, subscriber: Subscriber, from: Subscriber['status'][], audit?: AuditedChange) {
   const mailer = mailerOf(ports);
   const password = generatePassword(PASSWORD_LENGTH);
   const now = ports.clock();
-  const changed = await ports.repos.portal.changeSubscriber(subscriber.id, from, {
-    status: 'active',
-    at: now,
-    passwordHash: sha256Base64(password),
-    clearToken: true,
+  // The mail is sent after the commit: on the embedded database a transaction held open over an
+  // SMTP exchange would stop every other request.
+  await change(ports, audit, async (repos) => {
+    const changed = await repos.portal.changeSubscriber(subscriber.id, from, {
+      status: 'active',
+      at: now,
+      passwordHash: sha256Base64(password),
+      clearToken: true,
+    });
+    // Thrown inside the transaction: the audit row of a change that did not happen is not kept.
+    if (!changed && from.includes('unverified')) throw invalid(LINK_INVALID);
+    if (!changed) throw invalid(`Subscriber ${subscriber.id} is no longer ${from.join(' or ')}`);
   });
-  if (!changed) throw invalid(LINK_INVALID);
   try {
     await mailer.send({
       to: subscriber.email,
@@ -144,7 +158,10 @@ async function activate(ports: Ports, subscriber: Subscriber, from: Subscriber['
     });
   } catch (e) {
     // Nobody got the password: back to verified, for an operator to approve again.
-    await ports.repos.portal.changeSubscriber(subscriber.id, ['active'], { status: 'verified', at: now });
+    const undo = audit && { ...audit, action: `${audit.action} undone`, detail: 'the e-mail could not be sent' };
+    await change(ports, undo, (repos) =>
+      repos.portal.changeSubscriber(subscriber.id, ['active'], { status: 'verified', at: now }),
+    );
     ports.logger.warn('could not mail a portal password', { user: subscriber.userId, reason: messageOf(e) });
     throw unavailable('the e-mail with the password could not be sent; the subscriber waits for approval');
   }

@@ -139,6 +139,13 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .set({ lastLoginDate: at, lastLoginAddress: address })
       .where(eq(incomingUsers.id, userId));
   },
+  async lastLogin(userId) {
+    const [row] = await db
+      .select({ at: incomingUsers.lastLoginDate, address: incomingUsers.lastLoginAddress })
+      .from(incomingUsers)
+      .where(eq(incomingUsers.id, userId));
+    return row?.at ? { at: row.at, address: row.address } : null;
+  },
 
   async addSubscriber(s, at) {
     const rows = await db

@@ -14,7 +14,7 @@ a { color: var(--accent); }
 a:focus, button:focus, input:focus, select:focus, textarea:focus { outline: 3px solid #80b3ff; outline-offset: 1px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align:left; padding:.4rem .5rem; border-bottom:1px solid var(--line); vertical-align: top; }
-.table-wrap { overflow-x:auto; }
+.table-wrap { overflow-x:auto; position:relative; }
 label { display:block; font-weight:600; margin-top:.75rem; }
 input[type=text], input[type=password], input[type=number], select, textarea { width:100%; ` +
   `max-width:32rem; padding:.45rem; font:inherit; border:1px solid var(--line); border-radius:4px; }
@@ -82,6 +82,16 @@ a.level:hover, a.level:focus { text-decoration:underline; }
 .level-5 { background:#cf222e; color:#fff; }
 .level-none { background:#eaeef2; color:#57606a; }
 ul.legend { list-style:none; padding:0; display:flex; flex-wrap:wrap; gap:.25rem 1.25rem; font-size:.9rem; }
+ul.inline-list { list-style:none; margin:0; padding:0; display:flex; flex-wrap:wrap; gap:.1rem 1rem; }
+.swatch { display:inline-block; width:.8rem; height:.8rem; vertical-align:middle; border-radius:2px; }
+.swatch-down { background:#0a58ca; }
+.swatch-up { background:#bc4c00; }
+svg.traffic { display:block; }
+table.options td form { display:flex; flex-wrap:wrap; gap:.25rem .5rem; align-items:center; }
+table.options td input[type=text] { flex:1 1 12rem; min-width:8rem; }
+table.options td button { margin-top:0; padding:.25rem .75rem; }
+table.options td p { flex-basis:100%; margin:.25rem 0 0; }
+tr.refused td, tr.refused th { background:#fff4f2; }
 `;
 
 export const SCRIPT =

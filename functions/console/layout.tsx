@@ -11,6 +11,7 @@ export interface PageProps {
 const NAV: Array<[string, string]> = [
   ['/console/clients', 'API clients'],
   ['/console/users', 'Web users'],
+  ['/console/incoming', 'Incoming users'],
   ['/console/fields', 'Metadata fields'],
   ['/console/audit', 'Audit trail'],
   ['/console/monitor/destinations', 'Destinations'],

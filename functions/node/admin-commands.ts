@@ -17,10 +17,10 @@ import { openRuntime, type Runtime } from './runtime.ts';
  */
 
 /** Who the audit trail names for a change made on the command line. */
-const CLI_ACTOR = 'cli';
+export const CLI_ACTOR = 'cli';
 
 /** CLI commands log to stderr so their stdout stays machine-readable. */
-async function withRuntime<T>(ctx: CommandContext, work: (runtime: Runtime) => Promise<T>): Promise<T> {
+export async function withRuntime<T>(ctx: CommandContext, work: (runtime: Runtime) => Promise<T>): Promise<T> {
   const logger = jsonLogger((l) => ctx.io.stderr.write(l));
   const runtime = await openRuntime(parseConfig(ctx.io.env), logger, { hold: false });
   try {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { commandGroup, usageOf } from './cli-help.ts';
+import { addIncomingCommands } from './cli-incoming.ts';
 import type { CommandContext } from './cli-io.ts';
 import { ConfigError, parseConfig } from './config.ts';
 
@@ -51,6 +52,7 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
   addDestinationCommands(program, ctx);
   addTransferCommands(program, ctx);
   addWebuserCommands(program, ctx);
+  addIncomingCommands(program, ctx);
   addFieldsCommands(program, ctx);
 
   const notes = commandGroup(program, 'notes', 'HTML notes of the destinations');
