@@ -16,6 +16,8 @@ import type { Subscriber } from './ports.ts';
 export const TOKEN_LIFETIME_MS = 24 * 3600_000;
 const PASSWORD_LENGTH = 24;
 const NOT_OPEN = 'Registration is not open for this user';
+/** One plain address: no display name or list, which a mailer's address parser would read as other recipients. */
+const PLAIN_ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 const LINK_INVALID = 'This verification link is not valid: it was used already, or it has expired';
 
 export interface Registration {
@@ -40,7 +42,7 @@ export async function register(ports: Ports, input: Registration, origin: Portal
   if (name === '' || name.length > 200 || /[\p{Cc}]/u.test(name)) {
     throw invalid('A name of 1 to 200 characters expected');
   }
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw invalid('An e-mail address expected');
+  if (!PLAIN_ADDRESS.test(email) || email.length > 254) throw invalid('An e-mail address expected');
   if (!(await ports.repos.countries.exists(input.iso))) throw invalid('A country from the list expected');
   const user = await ports.repos.incomingUsers.find(input.userId);
   // One answer whether the user is missing, inactive or of another mode: none tells which users exist.
