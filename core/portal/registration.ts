@@ -50,17 +50,20 @@ export async function register(ports: Ports, input: Registration, origin: Portal
 
   const now = ports.clock();
   const token = generateSecret();
-  const id = await ports.repos.portal.addSubscriber(
-    {
-      userId: user.id,
-      name,
-      email,
-      iso: input.iso,
-      tokenHash: sha256Base64(token),
-      tokenExpiresAt: new Date(now.getTime() + TOKEN_LIFETIME_MS),
-    },
-    now,
-  );
+  const add = () =>
+    ports.repos.portal.addSubscriber(
+      {
+        userId: user.id,
+        name,
+        email,
+        iso: input.iso,
+        tokenHash: sha256Base64(token),
+        tokenExpiresAt: new Date(now.getTime() + TOKEN_LIFETIME_MS),
+      },
+      now,
+    );
+  let id = await add();
+  if (id === null && (await forgetLapsedRegistration(ports, user.id, email, now))) id = await add();
   if (id === null) throw conflict('This e-mail address is already registered');
   const link = `${origin}/portal/verify?token=${encodeURIComponent(token)}`;
   try {
@@ -77,6 +80,23 @@ export async function register(ports: Ports, input: Registration, origin: Portal
     ports.logger.warn('could not mail a portal verification link', { user: user.id, reason: messageOf(e) });
     throw unavailable('the verification e-mail could not be sent; try again later');
   }
+}
+
+/**
+ * Removes the registration of this address that was never verified and whose link has expired:
+ * otherwise an address whose link lapsed (or that someone else registered, and nobody confirmed)
+ * could never register again. True when there was one.
+ */
+async function forgetLapsedRegistration(ports: Ports, userId: string, email: string, now: Date) {
+  const lapsed = (await ports.repos.portal.subscribers(userId)).find(
+    (s) =>
+      s.email.toLowerCase() === email.toLowerCase() &&
+      s.status === 'unverified' &&
+      (s.tokenExpiresAt === null || s.tokenExpiresAt.getTime() <= now.getTime()),
+  );
+  if (lapsed === undefined) return false;
+  await ports.repos.portal.deleteSubscriber(lapsed.id);
+  return true;
 }
 
 /** Uses a verification token: the subscriber is activated (and mailed its password) or waits for approval. */

@@ -17,8 +17,9 @@ th, td { text-align:left; padding:.4rem .5rem; border-bottom:1px solid var(--lin
 td.size, th.size { text-align:right; font-variant-numeric: tabular-nums; }
 .table-wrap { overflow-x:auto; }
 label { display:block; font-weight:600; margin-top:.75rem; }
-input[type=text], input[type=password], input[type=email], select { width:100%; max-width:32rem; padding:.55rem;
-  font:inherit; border:1px solid var(--line); border-radius:4px; background:#fff; }
+input[type=text], input[type=password], input[type=email], select { display:block; width:100%; max-width:32rem;
+  padding:.55rem; font:inherit; border:1px solid var(--line); border-radius:4px; background:#fff; }
+form:not(.inline) button { display:block; }
 button { margin-top:1rem; padding:.6rem 1.2rem; font:inherit; border:1px solid var(--accent); border-radius:4px;
   background: var(--accent); color:#fff; cursor:pointer; }
 button.secondary { background:#fff; color: var(--accent); }

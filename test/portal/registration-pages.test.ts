@@ -193,7 +193,7 @@ describe('a refused registration', () => {
     }
   });
 
-  it('refuses a link once it has expired, after 24 hours', async () => {
+  it('refuses a link once it has expired, after 24 hours, and lets the address register again', async () => {
     const agent = new Agent(h.app);
     const start = new Date();
     await withClock(start, () => register(agent, 'auto', { email: 'late@example.org' }));
@@ -201,6 +201,20 @@ describe('a refused registration', () => {
     const late = await withClock(new Date(start.getTime() + 24 * 3600_000 + 1000), () => agent.get(verifyPath));
     expect([late.status, heading(late)]).toEqual([400, 'This link is not valid']);
     expect((await subscribersWith('late@example.org'))[0]).toMatchObject({ status: 'unverified' });
+    // Until the link lapsed the address is taken; then it may register again, with a new link.
+    const taken = await withClock(new Date(start.getTime() + 3600_000), () =>
+      register(agent, 'auto', { email: 'late@example.org' }),
+    );
+    expect(taken.status).toBe(409);
+    const again = await withClock(new Date(start.getTime() + 25 * 3600_000), () =>
+      register(agent, 'auto', { email: 'late@example.org' }),
+    );
+    expect(again.status).toBe(200);
+    const renewed = pathOf(linkIn(await smtp.nextMailTo('late@example.org')));
+    expect(renewed).not.toBe(verifyPath);
+    expect((await agent.get(verifyPath)).status).toBe(400);
+    expect(heading(await agent.get(renewed))).toBe('Registration complete');
+    await smtp.nextMailTo('late@example.org');
     expect((await agent.get('/portal/verify?token=not-a-token')).status).toBe(400);
     expect((await agent.get('/portal/verify')).status).toBe(400);
   });
