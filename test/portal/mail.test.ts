@@ -1,6 +1,10 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, parseMail } from '../../functions/node/config.ts';
 import { smtpMailer } from '../../functions/node/mail.ts';
+import { openRuntime } from '../../functions/node/runtime.ts';
 import { type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
 
 /** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, and the mailer over nodemailer against a real SMTP server. */
@@ -105,4 +109,26 @@ describe('the SMTP mailer', () => {
     expect(error).toBeInstanceOf(Error);
     expect(error!.message).not.toContain('Wrong-Secret');
   });
+});
+
+describe("the Node runtime's ports", () => {
+  it('send mail through ECPDS_SMTP_URL, and have no mailer without it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
+    const logger = { info: () => {}, warn: () => {}, error: () => {} };
+    const env = { ECPDS_DATA_DIR: dir, ECPDS_DEMO: '0', ECPDS_SMTP_URL: smtp.url, ECPDS_MAIL_FROM: FROM };
+    try {
+      const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
+      try {
+        await runtime.ports.mailer!.send({ to: 'runtime@example.org', subject: 'From the runtime', text: 'x' });
+        expect((await smtp.nextMailTo('runtime@example.org')).user).toBe('relay user');
+      } finally {
+        await runtime.close();
+      }
+      const without = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), logger, { hold: false });
+      expect(without.ports.mailer).toBeNull();
+      await without.close();
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

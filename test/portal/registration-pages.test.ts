@@ -186,6 +186,15 @@ describe('a refused registration', () => {
     await smtp.nextMailTo('twice@example.org');
   });
 
+  it('refuses a name with a line break or other control character', async () => {
+    const page = await register(new Agent(h.app), 'auto', {
+      email: 'crlf@example.org',
+      name: 'Eve\r\nBcc: x@example.org',
+    });
+    expect([page.status, alert(page)]).toEqual([400, 'A name of 1 to 200 characters expected']);
+    expect(await subscribersWith('crlf@example.org')).toEqual([]);
+  });
+
   it('refuses an address that an address parser could read as several recipients', async () => {
     for (const email of ['victim<attacker@example.org>', 'a,b@example.org', 'a b@example.org']) {
       const page = await register(new Agent(h.app), 'auto', { email });

@@ -1,8 +1,12 @@
+import { type Context, Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
 import { PortalLoginRefused } from '../../core/portal/access.ts';
 import { revokeSubscriber } from '../../core/portal/registration.ts';
+import { openPostgres } from '../../db/client.ts';
+import { portalPages } from '../../functions/portal/pages/index.ts';
 import { portalSessionIdentity, refuseWithoutCsrf } from '../../functions/portal/session.ts';
+import { createPorts, createProcessState } from '../../functions/ports.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { Agent, incomingUser, setActive } from './agent.ts';
 
@@ -28,17 +32,7 @@ beforeAll(async () => {
     clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
   });
   // Stand-ins for the file routes: who the session is, and a form post that needs its token.
-  h.app.get('/portal/test/whoami', async (c) => {
-    try {
-      const found = await identify(c);
-      const again = await identify(c);
-      expect(again).toBe(found);
-      return c.json(found && { login: found.login, csrf: found.csrf, subscriber: found.identity.subscriberId });
-    } catch (e) {
-      if (e instanceof PortalLoginRefused) return c.text(e.message, e.overLimit ? 429 : 401);
-      throw e;
-    }
-  });
+  h.app.get('/portal/test/whoami', whoamiRoute(identify));
   h.app.post('/portal/test/form', async (c) => {
     const found = await identify(c);
     if (!found) return c.text('no session', 401);
@@ -70,6 +64,17 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
+/** Who the session is, as the file routes would ask; asking twice in a request resolves it once. */
+const whoamiRoute = (identify: ReturnType<typeof portalSessionIdentity>) => async (c: Context) => {
+  try {
+    const found = await identify(c);
+    expect(await identify(c)).toBe(found);
+    return c.json(found && { login: found.login, csrf: found.csrf, subscriber: found.identity.subscriberId });
+  } catch (e) {
+    if (e instanceof PortalLoginRefused) return c.text(e.message, e.overLimit ? 429 : 401);
+    throw e;
+  }
+};
 const whoami = async (agent: Agent) => {
   const page = await agent.get('/portal/test/whoami');
   return { status: page.status, who: page.status === 200 ? JSON.parse(page.text) : null, page };
@@ -179,6 +184,17 @@ describe('logging in', () => {
     });
     expect(forged.status).toBe(403);
     expect(agent.jar.has('ecpds_portal')).toBe(false);
+  });
+
+  it('refuses a form body far larger than its fields', async () => {
+    const agent = new Agent(h.app);
+    const form = await agent.get('/portal/login');
+    const page = await agent.request('POST', '/portal/login', {
+      csrf: form.csrf!,
+      login: 'std',
+      password: 'x'.repeat(64 * 1024),
+    });
+    expect(page.status).toBe(413);
   });
 
   it('serves the form with no-store, a strict CSP and no framing, and the stylesheet', async () => {
@@ -297,5 +313,46 @@ describe('a session', () => {
     const page = await whoami(agent);
     expect(page.who).toBeNull();
     expect(agent.jar.has('ecpds_portal')).toBe(false);
+  });
+});
+
+describe('sessions on two servers', () => {
+  it('hold across servers sharing the database and the secret key: opened on one, ended from the other', async () => {
+    // On Postgres the second server has a connection pool of its own, as another process would.
+    const url = (h.handle as { url?: string }).url;
+    const own = url ? openPostgres(url, { max: 2 }) : null;
+    try {
+      const other = createPorts({
+        db: own?.db ?? h.db,
+        state: createProcessState(),
+        secrets: h.ports.secrets,
+        logger: { info: () => {}, warn: () => {}, error: () => {} },
+        events: { write: () => {} },
+        sources: h.ports.sources,
+        waitUntil: () => {},
+        clock: () => now,
+      });
+      const options = {
+        portsFor: () => other,
+        cookieSecret: other.secrets.derive('portal-cookie'),
+        clientAddress: () => 'server-b',
+      };
+      const app = new Hono();
+      app.get('/portal/test/whoami', whoamiRoute(portalSessionIdentity(options)));
+      app.route('/portal', portalPages(options));
+
+      const onA = await loggedIn();
+      const onB = new Agent(app);
+      for (const [name, value] of onA.jar) onB.jar.set(name, value);
+      const { who } = await whoami(onB);
+      expect(who).toMatchObject({ login: 'std', csrf: (await whoami(onA)).who.csrf });
+      const out = await onB.request('POST', '/portal/logout', { csrf: who.csrf });
+      expect(out.status).toBe(303);
+      // The first server's browser still has the cookie; the session behind it is gone.
+      expect(onA.jar.has('ecpds_portal')).toBe(true);
+      expect((await whoami(onA)).who).toBeNull();
+    } finally {
+      await own?.close();
+    }
   });
 });
