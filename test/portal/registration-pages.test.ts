@@ -253,6 +253,21 @@ describe('a refused registration', () => {
     expect(linkIn(await smtp.nextMailTo('flaky@example.org'))).toBeTruthy();
   });
 
+  it('leaves a subscriber verified, for an operator, when the mail with its password cannot be sent', async () => {
+    const agent = new Agent(h.app);
+    expect((await register(agent, 'auto', { email: 'unlucky@example.org' })).status).toBe(200);
+    const verifyPath = pathOf(linkIn(await smtp.nextMailTo('unlucky@example.org')));
+    smtp.refuse = true;
+    const verified = await agent.get(verifyPath).finally(() => {
+      smtp.refuse = false;
+    });
+    expect([verified.status, heading(verified)]).toEqual([503, 'Waiting for approval']);
+    const [waiting] = await subscribersWith('unlucky@example.org');
+    expect(waiting).toMatchObject({ status: 'verified', passwordHash: null, tokenHash: null });
+    await approveSubscriber(h.ports, waiting!.id);
+    expect(passwordIn(await smtp.nextMailTo('unlucky@example.org'))).toMatch(/^[A-Za-z0-9]{24}$/);
+  });
+
   it('says registration is unavailable without SMTP configured', async () => {
     const agent = new Agent(h.app);
     const form = await agent.get('/portal/register?user=auto');

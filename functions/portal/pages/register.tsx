@@ -124,14 +124,17 @@ export function registrationPages(app: Hono, options: RegistrationOptions) {
     const token = c.req.query('token') ?? '';
     // Tokens are 43 characters: anything much longer is no token of ours, and is not hashed.
     if (token === '' || token.length > 256) return c.html(<InvalidLink />, 400);
+    const ports = await options.portsFor(c);
     try {
-      const outcome = await verify(await options.portsFor(c), token);
+      const outcome = await verify(ports, token);
       return c.html(outcome === 'activated' ? <Activated /> : <AwaitingApproval />);
     } catch (e) {
       if (!isServiceError(e)) throw e;
-      return e.kind === 'unavailable'
-        ? c.html(<Unavailable message={messageOf(e)} />, 503)
-        : c.html(<InvalidLink />, 400);
+      if (e.kind !== 'unavailable') return c.html(<InvalidLink />, 400);
+      // Without a mailer nothing changed: the link works once mail does. A password mail that
+      // failed left the subscriber verified, for an operator to approve.
+      if (ports.mailer === null) return c.html(<Unavailable message={NOT_CONFIGURED} />, 503);
+      return c.html(<AwaitingApproval problem={messageOf(e)} />, 503);
     }
   });
 }
@@ -154,8 +157,9 @@ const Activated = () => (
   </PortalPage>
 );
 
-const AwaitingApproval = () => (
+const AwaitingApproval = ({ problem }: { problem?: string }) => (
   <PortalPage title="Waiting for approval">
+    <ErrorNote message={problem} />
     <Notice>
       <p>Your e-mail address is confirmed. An operator will now approve your registration.</p>
       <p>Once approved, you get your password by e-mail.</p>
