@@ -124,6 +124,9 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_MOVER_POLL_MS: integer('ECPDS_MOVER_POLL_MS', 1000, 20, 60_000),
   ECPDS_MOVER_DRAIN_SECONDS: integer('ECPDS_MOVER_DRAIN_SECONDS', 30, 0, 3600),
   ECPDS_FILE_HOST_ROOTS: list(/[,:]/),
+  // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
+  ECPDS_SMTP_URL: text(),
+  ECPDS_MAIL_FROM: text(),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

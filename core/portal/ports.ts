@@ -94,6 +94,11 @@ export interface PortalRepo {
   session(tokenHash: string): Promise<PortalSession | null>;
   touchSession(tokenHash: string, at: Date): Promise<void>;
   deleteSession(tokenHash: string): Promise<void>;
+  /** Ends the user's sessions not seen since `before` (their cookies would be refused anyway). */
+  endIdleSessions(userId: string, before: Date): Promise<void>;
+
+  /** The countries a subscriber can say it is from, by name. */
+  countries(): Promise<Array<{ iso: string; name: string }>>;
 
   /**
    * Counts a transfer of the user, on any server, unless `max` (below 0: unlimited) are already

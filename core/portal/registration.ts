@@ -17,6 +17,8 @@ import type { Subscriber } from './ports.ts';
 export const TOKEN_LIFETIME_MS = 24 * 3600_000;
 const PASSWORD_LENGTH = 24;
 const NOT_OPEN = 'Registration is not open for this user';
+/** One plain address: no display name or list, which a mailer's address parser would read as other recipients. */
+const PLAIN_ADDRESS = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
 const LINK_INVALID = 'This verification link is not valid: it was used already, or it has expired';
 
 export interface Registration {
@@ -41,7 +43,7 @@ export async function register(ports: Ports, input: Registration, origin: Portal
   if (name === '' || name.length > 200 || /[\p{Cc}]/u.test(name)) {
     throw invalid('A name of 1 to 200 characters expected');
   }
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw invalid('An e-mail address expected');
+  if (!PLAIN_ADDRESS.test(email) || email.length > 254) throw invalid('An e-mail address expected');
   if (!(await ports.repos.countries.exists(input.iso))) throw invalid('A country from the list expected');
   const user = await ports.repos.incomingUsers.find(input.userId);
   // One answer whether the user is missing, inactive or of another mode: none tells which users exist.
@@ -49,17 +51,20 @@ export async function register(ports: Ports, input: Registration, origin: Portal
 
   const now = ports.clock();
   const token = generateSecret();
-  const id = await ports.repos.portal.addSubscriber(
-    {
-      userId: user.id,
-      name,
-      email,
-      iso: input.iso,
-      tokenHash: sha256Base64(token),
-      tokenExpiresAt: new Date(now.getTime() + TOKEN_LIFETIME_MS),
-    },
-    now,
-  );
+  const add = () =>
+    ports.repos.portal.addSubscriber(
+      {
+        userId: user.id,
+        name,
+        email,
+        iso: input.iso,
+        tokenHash: sha256Base64(token),
+        tokenExpiresAt: new Date(now.getTime() + TOKEN_LIFETIME_MS),
+      },
+      now,
+    );
+  let id = await add();
+  if (id === null && (await forgetLapsedRegistration(ports, user.id, email, now))) id = await add();
   if (id === null) throw conflict('This e-mail address is already registered');
   const link = `${origin}/portal/verify?token=${encodeURIComponent(token)}`;
   try {
@@ -76,6 +81,23 @@ export async function register(ports: Ports, input: Registration, origin: Portal
     ports.logger.warn('could not mail a portal verification link', { user: user.id, reason: messageOf(e) });
     throw unavailable('the verification e-mail could not be sent; try again later');
   }
+}
+
+/**
+ * Removes the registration of this address that was never verified and whose link has expired:
+ * otherwise an address whose link lapsed (or that someone else registered, and nobody confirmed)
+ * could never register again. True when there was one.
+ */
+async function forgetLapsedRegistration(ports: Ports, userId: string, email: string, now: Date) {
+  const lapsed = (await ports.repos.portal.subscribers(userId)).find(
+    (s) =>
+      s.email.toLowerCase() === email.toLowerCase() &&
+      s.status === 'unverified' &&
+      (s.tokenExpiresAt === null || s.tokenExpiresAt.getTime() <= now.getTime()),
+  );
+  if (lapsed === undefined) return false;
+  await ports.repos.portal.deleteSubscriber(lapsed.id);
+  return true;
 }
 
 /** Uses a verification token: the subscriber is activated (and mailed its password) or waits for approval. */

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, gte, inArray, lt, sql } from 'drizzle-orm';
 import type {
   PortalEntry,
   PortalFile,
@@ -11,6 +11,7 @@ import type {
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import {
+  countries,
   incomingUsers,
   portalConnections,
   portalOptions,
@@ -218,6 +219,15 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
   async deleteSession(tokenHash) {
     await db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash));
+  },
+  async endIdleSessions(userId, before) {
+    await db
+      .delete(portalSessions)
+      .where(and(eq(portalSessions.userId, userId), lt(portalSessions.lastSeenAt, before)));
+  },
+
+  async countries() {
+    return db.select({ iso: countries.iso, name: countries.name }).from(countries).orderBy(asc(countries.name));
   },
 
   async openConnection({ userId, server, protocol, max, now, leaseMs }) {

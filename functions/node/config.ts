@@ -27,6 +27,23 @@ export interface NodeConfig {
   /** The API's second mount besides the root (ECPDS_BASE_PATH); null serves the root only. */
   basePath: string | null;
   mover: MoverConfig;
+  /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
+  mail: MailConfig | null;
+}
+
+/** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, checked. The password is kept for the mailer only: never logged. */
+export interface MailConfig {
+  host: string;
+  /** Null: the scheme's usual port (587 for smtp, 465 for smtps). */
+  port: number | null;
+  /** `smtps`: TLS from the first byte; `smtp`: STARTTLS when the server offers it. */
+  secure: boolean;
+  user: string | null;
+  password: string | null;
+  /** Refuse to send without TLS: a password for a server beyond this host never goes in clear. */
+  requireTLS: boolean;
+  /** The From of every mail: `address` or `Name <address>`. */
+  from: string;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -74,6 +91,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     notesUrl: e.ECPDS_NOTES_URL,
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,
+    mail: parseMail(e.ECPDS_SMTP_URL, e.ECPDS_MAIL_FROM),
     mover: {
       enabled: e.ECPDS_MOVER,
       name: e.ECPDS_MOVER_NAME ?? `${os.hostname()}-${process.pid}`,
@@ -89,3 +107,55 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     },
   };
 }
+
+const SMTP_URL_SHAPE =
+  'ECPDS_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://[user:password@]host[:port]';
+
+/** Reads the mail settings; no message repeats the URL, which may hold a password. */
+export function parseMail(url: string | null, from: string | null): MailConfig | null {
+  if (url === null && from === null) return null;
+  if (url === null)
+    throw new ConfigError('ECPDS_MAIL_FROM is set without ECPDS_SMTP_URL: both are needed to send mail');
+  if (from === null)
+    throw new ConfigError("ECPDS_SMTP_URL needs ECPDS_MAIL_FROM, the address the portal's mail is from");
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`${SMTP_URL_SHAPE}; the value given is not a URL`);
+  }
+  if (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') {
+    throw new ConfigError(`${SMTP_URL_SHAPE}; got the scheme '${parsed.protocol.slice(0, 20)}'`);
+  }
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (host === '') throw new ConfigError(`${SMTP_URL_SHAPE}; it names no host`);
+  if ((parsed.pathname !== '' && parsed.pathname !== '/') || parsed.search !== '' || parsed.hash !== '') {
+    throw new ConfigError(`${SMTP_URL_SHAPE}; it takes no path, query or fragment`);
+  }
+  let user: string | null = null;
+  let password: string | null = null;
+  try {
+    user = parsed.username === '' ? null : decodeURIComponent(parsed.username);
+    password = parsed.password === '' ? null : decodeURIComponent(parsed.password);
+  } catch {
+    throw new ConfigError(`${SMTP_URL_SHAPE}; its user or password holds a malformed %-escape`);
+  }
+  if (user === null && password !== null) throw new ConfigError(`${SMTP_URL_SHAPE}; it has a password but no user`);
+  if (!/^(?:[^<>\p{Cc}]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/u.test(from.trim())) {
+    throw new ConfigError(
+      `ECPDS_MAIL_FROM must be an address or 'Name <address>', got '${from.replace(/\p{Cc}/gu, '?')}'`,
+    );
+  }
+  const secure = parsed.protocol === 'smtps:';
+  return {
+    host,
+    port: parsed.port === '' ? null : Number(parsed.port),
+    secure,
+    user,
+    password,
+    requireTLS: !secure && user !== null && !isLoopback(host),
+    from: from.trim(),
+  };
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);

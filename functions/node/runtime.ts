@@ -11,6 +11,7 @@ import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import type { NodeConfig } from './config.ts';
 import { eventSink } from './events.ts';
 import { acquire, assertNotHeld } from './lock.ts';
+import { smtpMailer } from './mail.ts';
 import { loadSecretBox } from './secrets.ts';
 import { nodeSourceProber } from './sources.ts';
 
@@ -93,6 +94,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
       notifyOthers();
     },
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
+    mailer: config.mail ? smtpMailer(config.mail) : null,
     clock: selfMeasuringClock(clock, remeasure),
   });
   try {

@@ -17,16 +17,19 @@ export function PortalPage({ title, session, children }: PortalPageProps) {
         <head>
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <meta name="referrer" content="no-referrer" />
           <title>{`${title} · Data Portal`}</title>
           <link rel="stylesheet" href="/portal/assets/portal.css" />
         </head>
         <body>
           <header>
-            <strong>Data Portal</strong>
+            <a class="brand" href={session ? '/portal/data/' : '/portal/login'}>
+              Data Portal
+            </a>
             {session && (
               <form class="inline" method="post" action="/portal/logout">
                 <input type="hidden" name="csrf" value={session.csrf} />
-                <span>{session.login} </span>
+                <span class="who">{session.login} </span>
                 <button class="secondary" type="submit">
                   Log out
                 </button>
@@ -42,3 +45,18 @@ export function PortalPage({ title, session, children }: PortalPageProps) {
     </>
   );
 }
+
+/** A failure the visitor can act on, read out by screen readers as it appears. */
+export const ErrorNote = ({ message }: { message?: string | null }) =>
+  message ? (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  ) : null;
+
+/** What happened, or what to do next. */
+export const Notice = ({ children }: { children?: Child }) => (
+  <div class="notice" role="status">
+    {children}
+  </div>
+);

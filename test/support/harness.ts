@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { Context } from 'hono';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
-import type { Logger } from '../../core/ports.ts';
+import type { Logger, Mailer } from '../../core/ports.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeSourceProber } from '../../functions/node/sources.ts';
+import { type PortalPagesOptions, portalPages } from '../../functions/portal/pages/index.ts';
 import type { ProcessStateOptions } from '../../functions/ports.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
@@ -37,6 +39,10 @@ export interface HarnessOptions {
   basePath?: string | null;
   /** Failed-authentication rules and the delay of wrong answers (the production ones when left out). */
   failedAuth?: ProcessStateOptions;
+  /** Sends the portal's mail (ECPDS_SMTP_URL); none when left out. */
+  mailer?: Mailer | null;
+  /** Mounts the portal's pages under /portal (until the app mounts them itself); `origin` for their links. */
+  portalPages?: boolean | Pick<PortalPagesOptions, 'origin'>;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -57,7 +63,9 @@ export async function createHarness(options: HarnessOptions = {}) {
     events: { write: (entry) => void events.push(entry) },
     sources: nodeSourceProber({ roots: options.sourceRoots ?? [], hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
     waitUntil: background.waitUntil,
+    mailer: options.mailer ?? null,
   });
+  const clientAddress = (c: Context) => c.req.header('x-test-address') ?? 'test';
   const app = createApp({
     logger,
     trustProxy: options.trustProxy ?? false,
@@ -65,9 +73,14 @@ export async function createHarness(options: HarnessOptions = {}) {
     portsFor: () => ports,
     metricsPublic: options.metricsPublic,
     basePath: options.basePath === undefined ? '/ecpds' : options.basePath,
-    clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
+    clientAddress,
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
   });
+  if (options.portalPages) {
+    const given = options.portalPages === true ? {} : options.portalPages;
+    const cookieSecret = ports.secrets.derive('portal-cookie');
+    app.route('/portal', portalPages({ portsFor: () => ports, cookieSecret, clientAddress, ...given }));
+  }
 
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
     const headers: Record<string, string> = { ...opts.headers };

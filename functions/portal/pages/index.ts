@@ -1,0 +1,36 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { PORTAL_CSS } from '../assets.ts';
+import { pageHeaders, portalSessionIdentity } from '../session.ts';
+import { loginPages } from './login.tsx';
+import { type RegistrationOptions, registrationPages } from './register.tsx';
+
+export type PortalPagesOptions = RegistrationOptions;
+
+/** The paths these pages answer, below /portal: their middlewares stay off the file routes mounted beside them. */
+const PAGE_PATHS = ['/login', '/logout', '/register', '/verify'];
+/** The forms post a few short fields. */
+const MAX_FORM_BYTES = 16 * 1024;
+
+/**
+ * The portal's browser pages, to mount under /portal next to the file routes: log in and out, the
+ * self-service registration and its verification link, and the portal's stylesheet. `identify` is
+ * the hook of the browser session (the file routes take the same one: portalSessionIdentity).
+ */
+export function portalPages(options: PortalPagesOptions, identify = portalSessionIdentity(options)) {
+  const app = new Hono();
+  app.get(
+    '/assets/portal.css',
+    () =>
+      new Response(PORTAL_CSS, {
+        headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
+      }),
+  );
+  for (const path of PAGE_PATHS) {
+    app.use(path, pageHeaders);
+    app.post(path, bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('The form is too large', 413) }));
+  }
+  loginPages(app, options, identify);
+  registrationPages(app, options);
+  return app;
+}

@@ -1,0 +1,312 @@
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveSubscriber } from '../../core/portal/registration.ts';
+import type { Mailer } from '../../core/ports.ts';
+import { portalSubscribers } from '../../db/schema.ts';
+import { parseMail } from '../../functions/node/config.ts';
+import { smtpMailer } from '../../functions/node/mail.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
+import { linkIn, passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
+import { Agent, incomingUser } from './agent.ts';
+
+/**
+ * Self-service registration through the portal's pages, on the suite's database, with a real SMTP
+ * server receiving the mail: register → link → verify → password by mail → log in with it.
+ */
+let h: Harness;
+let smtp: SmtpReceiver;
+let mailer: Mailer;
+let admin: string;
+const FROM = 'Data Portal <portal@example.org>';
+
+beforeAll(async () => {
+  smtp = await startSmtpReceiver();
+  mailer = smtpMailer(parseMail(smtp.url, FROM)!);
+  h = await createHarness({ mailer, portalPages: true });
+  admin = await h.client('admin', ['.*']);
+  await h.addDestination('REG');
+  for (const id of ['auto', 'manual', 'asleep', 'fixed', 'flaky']) {
+    await incomingUser(h, admin, {
+      id,
+      mode: id === 'fixed' ? 'standard-login' : 'self-service',
+      password: `${id}-Own-Pass-1`,
+      active: id !== 'asleep',
+      destination: 'REG',
+    });
+  }
+  await h.ports.repos.portal.setOption('auto', 'portal.registrationAutoApprove', 'true');
+});
+afterAll(async () => {
+  await h?.close();
+  await smtp?.stop();
+});
+
+const register = (agent: Agent, user: string, fields: { name?: string; email: string; iso?: string }) =>
+  agent.submit(`/portal/register?user=${encodeURIComponent(user)}`, '/portal/register', {
+    user,
+    name: fields.name ?? 'Ada Lovelace',
+    email: fields.email,
+    iso: fields.iso ?? 'gb',
+  });
+/** The path and query of the mailed link, for the in-process app. */
+const pathOf = (link: string | null) => {
+  expect(link).toMatch(/^https:\/\/localhost\/portal\/verify\?token=[\w-]{43}$/);
+  const url = new URL(link!);
+  return `${url.pathname}${url.search}`;
+};
+const subscribersWith = (email: string) =>
+  h.db.select().from(portalSubscribers).where(eq(portalSubscribers.email, email));
+const withClock = async <T>(at: Date, work: () => Promise<T>) => {
+  const clock = h.ports.clock;
+  h.ports.clock = () => at;
+  try {
+    return await work();
+  } finally {
+    h.ports.clock = clock;
+  }
+};
+const heading = (page: { text: string }) => /<h1>([^<]*)<\/h1>/.exec(page.text)?.[1];
+const alert = (page: { text: string }) => /role="alert">([^<]*)</.exec(page.text)?.[1];
+
+describe('the registration page', () => {
+  it('asks for a name, an e-mail and a country from the countries table, with a form token', async () => {
+    const page = await new Agent(h.app).get('/portal/register?user=auto');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('name="name"');
+    expect(page.text).toContain('type="email"');
+    expect(page.text).toContain('<option value="gb">United Kingdom</option>');
+    expect(page.text).toContain('<option value="fr">France</option>');
+    expect(page.csrf).toMatch(/^[\w-]{43}$/);
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.setCookies.join()).toMatch(/ecpds_portal_form=.*HttpOnly; Secure; SameSite=Strict/);
+  });
+
+  it('shows the same form for any id, telling no one which users exist', async () => {
+    const agent = new Agent(h.app);
+    const forms = await Promise.all(['auto', 'nobody', 'fixed'].map((u) => agent.get(`/portal/register?user=${u}`)));
+    expect(forms.map((f) => f.status)).toEqual([200, 200, 200]);
+    expect((await agent.get('/portal/register')).status).toBe(400);
+  });
+});
+
+describe('registration with auto-approval', () => {
+  let password = '';
+  it('mails a single-use link, which activates the subscriber and mails its password', async () => {
+    const agent = new Agent(h.app);
+    const registered = await register(agent, 'auto', { email: 'ada@example.org', name: 'Ada Lovelace' });
+    expect([registered.status, heading(registered)]).toEqual([200, 'Check your mail']);
+    expect(registered.text).toContain('ada@example.org');
+
+    const linkMail = await smtp.nextMailTo('ada@example.org');
+    expect(linkMail.user).toBe('mailer');
+    expect(linkMail.from).toBe('portal@example.org');
+    expect(linkMail.parsed.from?.text).toBe(FROM.replace('Data Portal', '"Data Portal"'));
+    expect(linkMail.subject).toBe('Confirm your registration to auto');
+    expect(linkMail.text).toContain('Hello Ada Lovelace');
+    const verifyPath = pathOf(linkIn(linkMail));
+    const [stored] = await subscribersWith('ada@example.org');
+    expect(stored).toMatchObject({ status: 'unverified', passwordHash: null });
+    // Only the token's hash is stored, never the token.
+    expect(stored!.tokenHash).not.toContain(verifyPath.split('token=')[1]);
+
+    const verified = await agent.get(verifyPath);
+    expect([verified.status, heading(verified)]).toEqual([200, 'Registration complete']);
+    expect(verified.text).toContain('Your password was mailed to you');
+    const passwordMail = await smtp.nextMailTo('ada@example.org');
+    expect(passwordMail.subject).toBe('Your access to the data portal of auto');
+    password = passwordIn(passwordMail)!;
+    expect(password).toMatch(/^[A-Za-z0-9]{24}$/);
+    expect(passwordMail.text).toContain('login:    auto');
+
+    const reused = await agent.get(verifyPath);
+    expect([reused.status, heading(reused)]).toEqual([400, 'This link is not valid']);
+  });
+
+  it('lets the subscriber log in with the user id and the mailed password', async () => {
+    const agent = new Agent(h.app);
+    const login = await agent.login('auto', password);
+    expect([login.status, login.location]).toEqual([303, '/portal/data/']);
+    expect(agent.sessionKey()).not.toBeNull();
+    const session = await h.ports.repos.portal.session(agent.sessionKey()!);
+    const [subscriber] = await subscribersWith('ada@example.org');
+    expect(session).toMatchObject({ userId: 'auto', subscriberId: subscriber!.id });
+  });
+
+  it("never takes the self-service user's own password", async () => {
+    const agent = new Agent(h.app);
+    const refused = await agent.login('auto', 'auto-Own-Pass-1');
+    expect([refused.status, alert(refused)]).toEqual([401, 'Login failed']);
+    expect(agent.sessionKey()).toBeNull();
+    expect(h.events.at(-1)).toMatch(/^DEA;.*Subscriber password authentication failed/);
+  });
+});
+
+describe('registration waiting for approval', () => {
+  it('verifies the address, and an approval mails the password', async () => {
+    const agent = new Agent(h.app);
+    expect((await register(agent, 'manual', { email: 'grace@example.org', name: 'Grace Hopper' })).status).toBe(200);
+    const verified = await agent.get(pathOf(linkIn(await smtp.nextMailTo('grace@example.org'))));
+    expect([verified.status, heading(verified)]).toEqual([200, 'Waiting for approval']);
+    const [waiting] = await subscribersWith('grace@example.org');
+    expect(waiting).toMatchObject({ status: 'verified', tokenHash: null });
+    const mailsBefore = smtp.received.length;
+    expect((await agent.login('manual', 'anything')).status).toBe(401);
+    expect(smtp.received.length).toBe(mailsBefore);
+
+    await approveSubscriber(h.ports, waiting!.id);
+    const password = passwordIn(await smtp.nextMailTo('grace@example.org'))!;
+    const login = await agent.login('manual', password);
+    expect([login.status, login.location]).toEqual([303, '/portal/data/']);
+  });
+});
+
+describe('a refused registration', () => {
+  it('gives one message for an unknown, inactive or not self-service user, and mails nothing', async () => {
+    const before = smtp.received.length;
+    for (const user of ['nobody', 'asleep', 'fixed']) {
+      const page = await register(new Agent(h.app), user, { email: `someone-${user}@example.org` });
+      expect([page.status, alert(page)], user).toEqual([400, 'Registration is not open for this user']);
+      expect(await subscribersWith(`someone-${user}@example.org`)).toEqual([]);
+    }
+    expect(smtp.received.length).toBe(before);
+  });
+
+  it('says an e-mail is registered already, whatever its case, and keeps what was typed', async () => {
+    const agent = new Agent(h.app);
+    expect((await register(agent, 'auto', { email: 'twice@example.org' })).status).toBe(200);
+    await smtp.nextMailTo('twice@example.org');
+    const again = await register(agent, 'auto', { email: 'Twice@Example.org', name: 'Second Try' });
+    expect([again.status, alert(again)]).toEqual([409, 'This e-mail address is already registered']);
+    expect(again.text).toContain('value="Second Try"');
+    expect(again.text).toContain('<option value="gb" selected="">');
+    // The same address may register to another self-service user.
+    expect((await register(agent, 'manual', { email: 'twice@example.org' })).status).toBe(200);
+    await smtp.nextMailTo('twice@example.org');
+  });
+
+  it('refuses a name with a line break or other control character', async () => {
+    const page = await register(new Agent(h.app), 'auto', {
+      email: 'crlf@example.org',
+      name: 'Eve\r\nBcc: x@example.org',
+    });
+    expect([page.status, alert(page)]).toEqual([400, 'A name of 1 to 200 characters expected']);
+    expect(await subscribersWith('crlf@example.org')).toEqual([]);
+  });
+
+  it('refuses an address that an address parser could read as several recipients', async () => {
+    for (const email of ['victim<attacker@example.org>', 'a,b@example.org', 'a b@example.org']) {
+      const page = await register(new Agent(h.app), 'auto', { email });
+      expect([page.status, alert(page)], email).toEqual([400, 'An e-mail address expected']);
+    }
+  });
+
+  it('refuses a link once it has expired, after 24 hours, and lets the address register again', async () => {
+    const agent = new Agent(h.app);
+    const start = new Date();
+    await withClock(start, () => register(agent, 'auto', { email: 'late@example.org' }));
+    const verifyPath = pathOf(linkIn(await smtp.nextMailTo('late@example.org')));
+    const late = await withClock(new Date(start.getTime() + 24 * 3600_000 + 1000), () => agent.get(verifyPath));
+    expect([late.status, heading(late)]).toEqual([400, 'This link is not valid']);
+    expect((await subscribersWith('late@example.org'))[0]).toMatchObject({ status: 'unverified' });
+    // Until the link lapsed the address is taken; then it may register again, with a new link.
+    const taken = await withClock(new Date(start.getTime() + 3600_000), () =>
+      register(agent, 'auto', { email: 'late@example.org' }),
+    );
+    expect(taken.status).toBe(409);
+    const again = await withClock(new Date(start.getTime() + 25 * 3600_000), () =>
+      register(agent, 'auto', { email: 'late@example.org' }),
+    );
+    expect(again.status).toBe(200);
+    const renewed = pathOf(linkIn(await smtp.nextMailTo('late@example.org')));
+    expect(renewed).not.toBe(verifyPath);
+    expect((await agent.get(verifyPath)).status).toBe(400);
+    expect(heading(await agent.get(renewed))).toBe('Registration complete');
+    await smtp.nextMailTo('late@example.org');
+    expect((await agent.get('/portal/verify?token=not-a-token')).status).toBe(400);
+    expect((await agent.get('/portal/verify')).status).toBe(400);
+  });
+
+  it('leaves nothing behind when the SMTP server refuses or is down, and the address can register again', async () => {
+    const agent = new Agent(h.app);
+    smtp.refuse = true;
+    const refused = await register(agent, 'flaky', { email: 'flaky@example.org' }).finally(() => {
+      smtp.refuse = false;
+    });
+    expect([refused.status, alert(refused)]).toEqual([
+      503,
+      'The verification e-mail could not be sent; try again later',
+    ]);
+    expect(await subscribersWith('flaky@example.org')).toEqual([]);
+
+    const down = smtpMailer(parseMail(`smtp://mailer:x@127.0.0.1:${await closedPort()}`, FROM)!);
+    h.ports.mailer = down;
+    const unreachable = await register(agent, 'flaky', { email: 'flaky@example.org' }).finally(() => {
+      h.ports.mailer = mailer;
+    });
+    expect(unreachable.status).toBe(503);
+    expect(await subscribersWith('flaky@example.org')).toEqual([]);
+    expect(h.logLines.join('\n')).not.toContain('p@ss');
+
+    expect((await register(agent, 'flaky', { email: 'flaky@example.org' })).status).toBe(200);
+    expect(linkIn(await smtp.nextMailTo('flaky@example.org'))).toBeTruthy();
+  });
+
+  it('leaves a subscriber verified, for an operator, when the mail with its password cannot be sent', async () => {
+    const agent = new Agent(h.app);
+    expect((await register(agent, 'auto', { email: 'unlucky@example.org' })).status).toBe(200);
+    const verifyPath = pathOf(linkIn(await smtp.nextMailTo('unlucky@example.org')));
+    smtp.refuse = true;
+    const verified = await agent.get(verifyPath).finally(() => {
+      smtp.refuse = false;
+    });
+    expect([verified.status, heading(verified)]).toEqual([503, 'Waiting for approval']);
+    const [waiting] = await subscribersWith('unlucky@example.org');
+    expect(waiting).toMatchObject({ status: 'verified', passwordHash: null, tokenHash: null });
+    await approveSubscriber(h.ports, waiting!.id);
+    expect(passwordIn(await smtp.nextMailTo('unlucky@example.org'))).toMatch(/^[A-Za-z0-9]{24}$/);
+  });
+
+  it('says registration is unavailable without SMTP configured', async () => {
+    const agent = new Agent(h.app);
+    const form = await agent.get('/portal/register?user=auto');
+    h.ports.mailer = null;
+    try {
+      const page = await agent.get('/portal/register?user=auto');
+      expect([page.status, heading(page)]).toEqual([503, 'Registration is unavailable']);
+      const posted = await agent.request('POST', '/portal/register', {
+        csrf: form.csrf!,
+        user: 'auto',
+        name: 'N',
+        email: 'nosmtp@example.org',
+        iso: 'gb',
+      });
+      expect([posted.status, heading(posted)]).toEqual([503, 'Registration is unavailable']);
+      expect(await subscribersWith('nosmtp@example.org')).toEqual([]);
+    } finally {
+      h.ports.mailer = mailer;
+    }
+  });
+
+  it('refuses a post without the form token of its own browser', async () => {
+    const agent = new Agent(h.app);
+    const fields = { user: 'auto', name: 'N', email: 'forged@example.org', iso: 'gb' };
+    expect((await agent.request('POST', '/portal/register', fields)).status).toBe(403);
+    // A token from another browser's page does not match this browser's cookie.
+    const other = await new Agent(h.app).get('/portal/register?user=auto');
+    await agent.get('/portal/register?user=auto');
+    expect((await agent.request('POST', '/portal/register', { ...fields, csrf: other.csrf! })).status).toBe(403);
+    expect(await subscribersWith('forged@example.org')).toEqual([]);
+  });
+});
+
+async function closedPort() {
+  const net = await import('node:net');
+  return new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as import('node:net').AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
