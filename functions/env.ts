@@ -124,6 +124,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_MOVER_POLL_MS: integer('ECPDS_MOVER_POLL_MS', 1000, 20, 60_000),
   ECPDS_MOVER_DRAIN_SECONDS: integer('ECPDS_MOVER_DRAIN_SECONDS', 30, 0, 3600),
   ECPDS_FILE_HOST_ROOTS: list(/[,:]/),
+  ECPDS_PORTAL_UPLOAD_DIR: text(),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

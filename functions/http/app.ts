@@ -8,6 +8,7 @@ import { handlers } from '../../core/handlers.ts';
 import type { Caller, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import { type ConsoleOptions, consoleApp } from '../console/index.ts';
+import { type PortalOptions, portalApp } from '../portal/index.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { type DocsMounts, docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
@@ -25,6 +26,8 @@ export interface AppOptions {
   portsFor(c: Context): Promise<Ports> | Ports;
   /** The administration console under /console; left out, the app serves the API only. */
   console?: Omit<ConsoleOptions, 'portsFor' | 'clientAddress'>;
+  /** The data portal under /portal (incoming users' files); left out, the app serves none. */
+  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'>;
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
   /**
@@ -56,6 +59,10 @@ export function createApp(options: AppOptions) {
   if (options.console) {
     const { portsFor, clientAddress } = options;
     app.route('/console', consoleApp({ ...options.console, portsFor, clientAddress }));
+  }
+  if (options.portal) {
+    const { portsFor, clientAddress } = options;
+    app.route('/portal', portalApp({ ...options.portal, portsFor, clientAddress }));
   }
 
   app.notFound(() => plain(404, 'Not found'));

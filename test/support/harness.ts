@@ -4,7 +4,9 @@ import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger } from '../../core/ports.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
-import { nodeSourceProber } from '../../functions/node/sources.ts';
+import { nodeUploadStore } from '../../functions/node/portal-uploads.ts';
+import { nodeSourceProber, nodeSourceReader } from '../../functions/node/sources.ts';
+import type { PortalOptions } from '../../functions/portal/index.ts';
 import type { ProcessStateOptions } from '../../functions/ports.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
@@ -37,6 +39,10 @@ export interface HarnessOptions {
   basePath?: string | null;
   /** Failed-authentication rules and the delay of wrong answers (the production ones when left out). */
   failedAuth?: ProcessStateOptions;
+  /** Where the portal keeps uploads (a source root too); left out, the portal takes none. */
+  portalUploadDir?: string;
+  /** Who a portal request's browser session is (functions/portal/options.ts). */
+  portalSession?: PortalOptions['sessionIdentity'];
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -49,13 +55,14 @@ export async function createHarness(options: HarnessOptions = {}) {
   const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
   const background = backgroundWork(logger);
   const events: string[] = [];
+  const sourceRoots = [...(options.sourceRoots ?? []), ...(options.portalUploadDir ? [options.portalUploadDir] : [])];
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(options.failedAuth),
     secrets: new SecretBox(new Uint8Array(randomBytes(32))),
     logger,
     events: { write: (entry) => void events.push(entry) },
-    sources: nodeSourceProber({ roots: options.sourceRoots ?? [], hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
+    sources: nodeSourceProber({ roots: sourceRoots, hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
     waitUntil: background.waitUntil,
   });
   const app = createApp({
@@ -67,6 +74,12 @@ export async function createHarness(options: HarnessOptions = {}) {
     basePath: options.basePath === undefined ? '/ecpds' : options.basePath,
     clientAddress: (c) => c.req.header('x-test-address') ?? 'test',
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
+    portal: {
+      serverName: 'test',
+      sources: nodeSourceReader({ roots: sourceRoots, hosts: options.sourceHosts ?? [] }),
+      uploads: options.portalUploadDir ? nodeUploadStore(options.portalUploadDir) : null,
+      sessionIdentity: options.portalSession,
+    },
   });
 
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
