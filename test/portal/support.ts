@@ -11,7 +11,7 @@ import { expect } from 'vitest';
 import type { PortalOperation } from '../../core/portal/ports.ts';
 import type { NodeConfig } from '../../functions/node/config.ts';
 import { loadTls } from '../../functions/node/tls.ts';
-import type { Harness } from '../support/harness.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
 
 /** The portal's tests: a scene of users, destinations and files, served over real HTTPS. */
 
@@ -127,3 +127,33 @@ export function eventFields(line: string): Record<string, string> {
       .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
   );
 }
+
+/**
+ * A harness whose app also listens on real HTTPS, with a directory of sources (a source root) and
+ * one of uploads, for the portal's tests.
+ */
+export async function portalScene(options: Parameters<typeof createHarness>[0] = {}) {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-')));
+  const sources = path.join(dir, 'sources');
+  const uploads = path.join(dir, 'uploads');
+  const work = path.join(dir, 'work');
+  for (const d of [sources, uploads, work]) fs.mkdirSync(d);
+  const h = await createHarness({ sourceRoots: [sources], portalUploadDir: uploads, ...options });
+  const admin = await h.client('admin', ['.*']);
+  const server = await serveHttps(h.app);
+  return {
+    h,
+    admin,
+    dir,
+    sources,
+    uploads,
+    work,
+    url: server.url,
+    async close() {
+      await server.close();
+      await h.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+export type PortalScene = Awaited<ReturnType<typeof portalScene>>;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger } from '../../core/ports.ts';
+import type { DbHandle } from '../../db/client.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
 import { nodeUploadStore } from '../../functions/node/portal-uploads.ts';
@@ -43,10 +44,14 @@ export interface HarnessOptions {
   portalUploadDir?: string;
   /** Who a portal request's browser session is (functions/portal/options.ts). */
   portalSession?: PortalOptions['sessionIdentity'];
+  /** A database of the test's own (closed by `close`), such as the one server processes will use. */
+  database?: DbHandle;
+  /** The secret key, when processes started on the same database must read what the harness sealed. */
+  secretKey?: Uint8Array;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
-  const handle = await freshDatabase();
+  const handle = options.database ?? (await freshDatabase());
   const logLines: string[] = [];
   const log =
     (level: string) =>
@@ -59,7 +64,7 @@ export async function createHarness(options: HarnessOptions = {}) {
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(options.failedAuth),
-    secrets: new SecretBox(new Uint8Array(randomBytes(32))),
+    secrets: new SecretBox(options.secretKey ?? new Uint8Array(randomBytes(32))),
     logger,
     events: { write: (entry) => void events.push(entry) },
     sources: nodeSourceProber({ roots: sourceRoots, hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
