@@ -57,7 +57,10 @@ beforeAll(async () => {
   for (let i = 0; i < 5; i++) await putFile(h, admin, s.sources, 'DEST', `many/f${i}`, bytesOf(10, 100 + i));
   await putFile(h, admin, s.sources, 'DEST', 'many/dir/x', bytesOf(10, 200));
   // A delivery measured a.txt: its MD5 is the entity tag.
-  await h.db.update(dataFiles).set({ checksum: md5(a.bytes) }).where(eq(dataFiles.id, a.id));
+  await h.db
+    .update(dataFiles)
+    .set({ checksum: md5(a.bytes) })
+    .where(eq(dataFiles.id, a.id));
   curlBase = ['-sSk', ...AUTH];
 }, 60_000);
 afterAll(() => s?.close());
@@ -125,7 +128,9 @@ describe('curl', () => {
   it('If-None-Match and If-Modified-Since answer 304, with no INH line; an older date gets the file', async () => {
     const before = inh().length;
     const code = async (...args: string[]) =>
-      (await tool('curl', [...curlBase, '-o', '/dev/null', '-w', '%{http_code}', ...args, url('a.txt')])).stdout.toString();
+      (
+        await tool('curl', [...curlBase, '-o', '/dev/null', '-w', '%{http_code}', ...args, url('a.txt')])
+      ).stdout.toString();
     expect(await code('-H', `If-None-Match: "${md5(a.bytes)}"`)).toBe('304');
     expect(await code('-H', `If-None-Match: "other", W/"${md5(a.bytes)}"`)).toBe('304');
     expect(await code('-H', 'If-None-Match: *')).toBe('304');
@@ -140,7 +145,14 @@ describe('curl', () => {
     const r = await tool('curl', [...curlBase, '-D', '-', '-o', '/dev/null', url('empty.bin')]);
     expect(headersOf(r.stdout.toString())['content-length']).toBe('0');
     expect(headersOf(r.stdout.toString())['content-disposition']).toBeUndefined();
-    const named = await tool('curl', [...curlBase, '-D', '-', '-o', '/dev/null', url('sub/name%20with%20spaces%20%26%20%C3%BC.bin?download=1')]);
+    const named = await tool('curl', [
+      ...curlBase,
+      '-D',
+      '-',
+      '-o',
+      '/dev/null',
+      url('sub/name%20with%20spaces%20%26%20%C3%BC.bin?download=1'),
+    ]);
     expect(headersOf(named.stdout.toString())['content-disposition']).toBe(
       `attachment; filename="name with spaces & _.bin"; filename*=UTF-8''name%20with%20spaces%20%26%20%C3%BC.bin`,
     );
@@ -189,7 +201,8 @@ describe('wget', () => {
     const got = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
     const names = got.map((e) => path.relative(dir, path.join(e.parentPath, e.name))).sort();
     expect(names).toEqual(['b.bin', 'deep/c.bin', 'name with spaces & ü.bin']);
-    for (const name of names) expect(md5(fs.readFileSync(path.join(dir, name))), name).toBe(md5(files.get(`sub/${name}`)!));
+    for (const name of names)
+      expect(md5(fs.readFileSync(path.join(dir, name))), name).toBe(md5(files.get(`sub/${name}`)!));
   });
 });
 
@@ -228,7 +241,8 @@ describe('rclone (http remote)', () => {
 });
 
 describe('listings', () => {
-  const list = (p: string, accept: string, who = auth) => s.h.call('GET', `/portal/data/${p}`, { auth: who, headers: { accept } });
+  const list = (p: string, accept: string, who = auth) =>
+    s.h.call('GET', `/portal/data/${p}`, { auth: who, headers: { accept } });
 
   it('lists one directory per destination, then files and directories by path', async () => {
     expect((await list('', 'application/json')).json).toEqual([
@@ -237,7 +251,12 @@ describe('listings', () => {
     ]);
     const sub = await list('DEST/sub/', 'application/json');
     expect(sub.json).toEqual([
-      { name: 'b.bin', type: 'file', size: 5000, lastModified: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) },
+      {
+        name: 'b.bin',
+        type: 'file',
+        size: 5000,
+        lastModified: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      },
       { name: 'deep', type: 'directory', size: null, lastModified: null },
       { name: 'name with spaces & ü.bin', type: 'file', size: 10, lastModified: expect.any(String) },
     ]);
@@ -267,7 +286,9 @@ describe('listings', () => {
     expect(r.text).toContain('<a href="deep/">deep/</a>');
     expect(r.text).toContain('<a href="name%20with%20spaces%20%26%20%C3%BC.bin">name with spaces &amp; ü.bin</a>');
     expect(r.text).toContain('<a href="../">../</a>');
-    expect(r.text).toMatch(/<a href="\/portal\/data\/">Data<\/a> \/ <a href="\/portal\/data\/DEST\/">DEST<\/a> \/ <a href="\/portal\/data\/DEST\/sub\/">sub<\/a>/);
+    expect(r.text).toMatch(
+      /<a href="\/portal\/data\/">Data<\/a> \/ <a href="\/portal\/data\/DEST\/">DEST<\/a> \/ <a href="\/portal\/data\/DEST\/sub\/">sub<\/a>/,
+    );
     expect(r.text).toMatch(/<td class="size">5000<\/td><td><time datetime="[^"]+Z">/);
   });
 
@@ -287,7 +308,10 @@ describe('listings', () => {
     expect(csv.headers.get('link')).toBe('</portal/data/DEST/many/?after=dir%2F&limit=1>; rel="next"');
     const html = await s.h.call('GET', '/portal/data/DEST/many/?limit=3&after=f0', { auth });
     expect(html.text).toContain('<a rel="next" href="/portal/data/DEST/many/?after=f3&amp;limit=3">Next page</a>');
-    const last = await s.h.call('GET', '/portal/data/DEST/many/?after=f3', { auth, headers: { accept: 'application/json' } });
+    const last = await s.h.call('GET', '/portal/data/DEST/many/?after=f3', {
+      auth,
+      headers: { accept: 'application/json' },
+    });
     expect(last.json.map((e: { name: string }) => e.name)).toEqual(['f4']);
     expect(last.headers.get('link')).toBeNull();
     for (const limit of ['0', '10001', 'x']) {
@@ -333,7 +357,9 @@ describe('accounting and limits', () => {
     expect(line).toMatchObject({ FileName: 'big.bin', FileSize: String(8 * 1024 * 1024) });
     expect(Number(line.BytesSent)).toBeGreaterThan(0);
     expect(Number(line.BytesSent)).toBeLessThan(8 * 1024 * 1024);
-    await eventually(async () => ((await s.h.ports.repos.portal.connections('alice', new Date())) === 0 ? true : undefined));
+    await eventually(async () =>
+      (await s.h.ports.repos.portal.connections('alice', new Date())) === 0 ? true : undefined,
+    );
   });
 
   it('refuses with 429 once the download quota is spent', async () => {

@@ -16,15 +16,29 @@ describe("the portal tree's paths", () => {
   it('reads segments once decoded, and where they lead', () => {
     expect(parseTreePath('')).toEqual({ segments: [], slash: true });
     expect(treeTarget(parseTreePath('')!)).toEqual({ kind: 'root' });
-    expect(treeTarget(parseTreePath('DEST')!)).toEqual({ kind: 'directory', destination: 'DEST', prefix: '', slash: false });
-    expect(treeTarget(parseTreePath('DEST/')!)).toEqual({ kind: 'directory', destination: 'DEST', prefix: '', slash: true });
+    expect(treeTarget(parseTreePath('DEST')!)).toEqual({
+      kind: 'directory',
+      destination: 'DEST',
+      prefix: '',
+      slash: false,
+    });
+    expect(treeTarget(parseTreePath('DEST/')!)).toEqual({
+      kind: 'directory',
+      destination: 'DEST',
+      prefix: '',
+      slash: true,
+    });
     expect(treeTarget(parseTreePath('DEST/a%20b/c/')!)).toEqual({
       kind: 'directory',
       destination: 'DEST',
       prefix: 'a b/c/',
       slash: true,
     });
-    expect(treeTarget(parseTreePath('DEST/a%20b/c.txt')!)).toEqual({ kind: 'file', destination: 'DEST', path: 'a b/c.txt' });
+    expect(treeTarget(parseTreePath('DEST/a%20b/c.txt')!)).toEqual({
+      kind: 'file',
+      destination: 'DEST',
+      path: 'a b/c.txt',
+    });
     // A percent sign in a name is one once decoded, not decoded again.
     expect(parseTreePath('DEST/100%2525')?.segments).toEqual(['DEST', '100%25']);
   });
@@ -63,12 +77,23 @@ describe("the portal's listings", () => {
       { name: 'sub', type: 'directory', size: null, lastModified: null },
       { name: 'a', type: 'file', size: 7, lastModified: modifiedAt },
     ]);
-    expect(listingRows(entries, { permissions: ['dir'] })[1]).toEqual({ name: 'a', type: 'file', size: null, lastModified: null });
+    expect(listingRows(entries, { permissions: ['dir'] })[1]).toEqual({
+      name: 'a',
+      type: 'file',
+      size: null,
+      lastModified: null,
+    });
   });
 
   it('pages the destinations in byte order, and reads limit and after', () => {
     const names = ['b', 'Z', 'a', 'é', 'a_b'];
-    expect(destinationEntries(names, { after: null, limit: 10 }).map((e) => e.name)).toEqual(['Z', 'a', 'a_b', 'b', 'é']);
+    expect(destinationEntries(names, { after: null, limit: 10 }).map((e) => e.name)).toEqual([
+      'Z',
+      'a',
+      'a_b',
+      'b',
+      'é',
+    ]);
     expect(destinationEntries(names, { after: 'a_b/', limit: 2 }).map((e) => e.name)).toEqual(['b', 'é']);
     expect(byteOrder('\u{1F600}', '\uFFFD')).toBeGreaterThan(0);
     expect(readPage({})).toEqual({ limit: 1000, after: null });
@@ -104,7 +129,9 @@ describe("a destination's incoming options", () => {
       'scheduler.standby = "no"',
     ].join('\n');
     expect(incomingOptions(data)).toEqual({ standby: true, priority: 5, lifetime: '3d', at: '+10m' });
-    expect(incomingOptions('incoming.priority = "100"\nincoming.lifetime = "soon"\nincoming.standby = "no"')).toEqual({});
+    expect(incomingOptions('incoming.priority = "100"\nincoming.lifetime = "soon"\nincoming.standby = "no"')).toEqual(
+      {},
+    );
     expect(incomingOptions('')).toEqual({});
   });
 });
