@@ -40,6 +40,11 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
     requestId: (c.get('requestId') as string | undefined) ?? 'unknown',
   };
   const method = c.req.method;
+  // A browser session's changes carry its token (a form field, or X-CSRF-Token for scripts): its
+  // cookie alone, which a page of another site can make the browser send, changes nothing.
+  if ((method === 'PUT' || method === 'DELETE') && visitor.session !== null && !headerToken(c, visitor)) {
+    return csrfRefused();
+  }
   switch (target.kind) {
     case 'root':
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, HEAD');
@@ -134,7 +139,8 @@ async function listDirectory(
 
 /**
  * The upload form of a directory's page (multipart/form-data with the session's `csrf` first, then
- * one or more `file` parts): only for a browser session whose token it carries. Each file is one
+ * one or more `file` parts; or the token in X-CSRF-Token): only for a browser session whose token
+ * it carries. Each file is one
  * upload, as a PUT of its name in that directory would be; the browser goes back to the page.
  */
 async function formUpload(
@@ -143,15 +149,15 @@ async function formUpload(
   visitor: Visitor,
   target: Extract<TreeTarget, { kind: 'directory' }>,
 ) {
-  const refused = () => plain(403, 'Permission denied: the form has no valid token of your session');
+  const refused = csrfRefused;
   const boundary = formBoundary(c.req.header('content-type'));
   if (visitor.session === null) return refused();
   if (boundary === null || c.req.raw.body === null) return plain(400, 'A multipart/form-data body is expected');
-  let tokenOk = false;
+  let tokenOk = headerToken(c, visitor);
   let uploads = 0;
   for await (const part of formParts(c.req.raw.body, boundary)) {
     if (part.name === 'csrf') {
-      tokenOk = constantTimeEqualText(await smallText(part.body), visitor.session.csrf);
+      tokenOk ||= constantTimeEqualText(await smallText(part.body), visitor.session.csrf);
     } else if (part.name === 'file' && part.filename !== null && part.filename !== '') {
       if (!tokenOk) return refused();
       if (!isSafeSegment(part.filename)) return plain(400, 'Invalid file name');
@@ -175,6 +181,14 @@ function requirePermission(visitor: Visitor, op: PortalOperation, ruled: string 
   if (ruled === null ? !permissions.includes(op) : !allowed(permissions, settings, op, ruled)) {
     throw new PortalAnswer(permissionDenied());
   }
+}
+
+const csrfRefused = () => plain(403, 'Permission denied: the request has no valid token of your session');
+
+/** The session's token in the X-CSRF-Token header. */
+function headerToken(c: Context, visitor: Visitor) {
+  const token = c.req.header('x-csrf-token');
+  return visitor.session !== null && token !== undefined && constantTimeEqualText(token, visitor.session.csrf);
 }
 
 const notAllowed = (allow: string) => plain(405, 'Method not allowed', { allow });

@@ -3,7 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
 import { dataTransfers } from '../../db/schema.ts';
 import { basic, type Harness } from '../support/harness.ts';
-import { bytesOf, eventFields, eventLines, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from './support.ts';
+import {
+  bytesOf,
+  eventFields,
+  eventLines,
+  incomingUser,
+  md5,
+  type PortalScene,
+  portalScene,
+  putFile,
+  tool,
+} from './support.ts';
 
 /**
  * Who gets what from the portal: nothing outside the tree, nothing of another user's destination,
@@ -70,7 +80,15 @@ describe('the tree and nothing outside it', () => {
       '/portal/home/opener/DEST/%2e%2e/OTHER/secret.bin',
     ];
     for (const p of paths) {
-      const r = await tool('curl', ['-sSk', '--path-as-is', '-u', 'alice:Secret-1', '-w', '\n%{http_code}', `${s.url}${p}`]);
+      const r = await tool('curl', [
+        '-sSk',
+        '--path-as-is',
+        '-u',
+        'alice:Secret-1',
+        '-w',
+        '\n%{http_code}',
+        `${s.url}${p}`,
+      ]);
       const text = r.stdout.toString();
       const status = text.slice(text.lastIndexOf('\n') + 1);
       // 401: a path that the URL's reading leads into the tree of a user who is not open access.

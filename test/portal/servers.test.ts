@@ -128,7 +128,10 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     // A download whose client reads one chunk and then nothing: its transfer stays open.
     const held = (url: string) =>
       new Promise<{ close(): void }>((resolve, reject) => {
-        const req = https.get(`${url}/portal/data/DEST/big.bin`, { rejectUnauthorized: false, headers: { authorization: auth } });
+        const req = https.get(`${url}/portal/data/DEST/big.bin`, {
+          rejectUnauthorized: false,
+          headers: { authorization: auth },
+        });
         req.on('response', (res) => {
           if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
           res.once('data', () => {
@@ -142,7 +145,14 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     const downloads = [await held(a.url), await held(b.url)];
     expect(await h.ports.repos.portal.connections('busy', new Date())).toBe(2);
     for (const { url } of [a, b]) {
-      const refused = await tool('curl', ['-sSk', '-u', 'busy:Secret-1', '-D', '-', `${url}/portal/data/DEST/small.bin`]);
+      const refused = await tool('curl', [
+        '-sSk',
+        '-u',
+        'busy:Secret-1',
+        '-D',
+        '-',
+        `${url}/portal/data/DEST/small.bin`,
+      ]);
       const text = refused.stdout.toString();
       expect(text).toMatch(/^HTTP\/1\.1 429/);
       expect(text).toMatch(/\r\nretry-after: \d+\r\n/i);
@@ -154,7 +164,9 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     });
 
     for (const d of downloads) d.close();
-    await eventually(async () => ((await h.ports.repos.portal.connections('busy', new Date())) === 0 ? true : undefined));
+    await eventually(async () =>
+      (await h.ports.repos.portal.connections('busy', new Date())) === 0 ? true : undefined,
+    );
     const after = await tool('curl', ['-sSk', '-u', 'busy:Secret-1', `${b.url}/portal/data/DEST/small.bin`]);
     expect(md5(after.stdout)).toBe(md5(bytesOf(10, 4)));
     // Each server wrote its own INH line for the download cut short, with the bytes it sent.
@@ -172,14 +184,28 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     const local = path.join(tempDir('ecpds-portal-up-'), 'shared.bin');
     const bytes = bytesOf(5000, 5);
     fs.writeFileSync(local, bytes);
-    const put = await tool('curl', ['-sSk', '-u', 'busy:Secret-1', '-T', local, `${a.url}/portal/data/DEST/shared.bin`]);
+    const put = await tool('curl', [
+      '-sSk',
+      '-u',
+      'busy:Secret-1',
+      '-T',
+      local,
+      `${a.url}/portal/data/DEST/shared.bin`,
+    ]);
     const { dataFileId } = JSON.parse(put.stdout.toString());
     const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, dataFileId));
     expect(file).toMatchObject({ registeredBy: 'portal:busy', size: 5000 });
     const [transfer] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, dataFileId));
     const [first] = await h.db.select().from(transferHistory).where(eq(transferHistory.transferId, transfer!.id));
     expect(first?.comment).toBe('Via Data Portal');
-    const listed = await tool('curl', ['-sSk', '-u', 'busy:Secret-1', '-H', 'Accept: application/json', `${b.url}/portal/data/DEST/`]);
+    const listed = await tool('curl', [
+      '-sSk',
+      '-u',
+      'busy:Secret-1',
+      '-H',
+      'Accept: application/json',
+      `${b.url}/portal/data/DEST/`,
+    ]);
     expect(JSON.parse(listed.stdout.toString()).map((e: { name: string }) => e.name)).toContain('shared.bin');
   });
 });

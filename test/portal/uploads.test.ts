@@ -326,6 +326,37 @@ describe('the upload form of a browser session', () => {
     expect((await historyOf(transfer.id))[0]?.comment).toBe('Via Data Portal');
   });
 
+  it('takes a PUT or DELETE of the session only with its token in X-CSRF-Token', async () => {
+    const put = (headers: Record<string, string>) =>
+      h.call('PUT', '/portal/data/DEST/in/scripted.bin', { body: 'scripted', headers: { cookie, ...headers } });
+    const refused = await put({});
+    expect([refused.status, refused.text]).toEqual([
+      403,
+      'Permission denied: the request has no valid token of your session',
+    ]);
+    expect((await put({ 'x-csrf-token': 'wrong' })).status).toBe(403);
+    expect((await put({ 'x-csrf-token': SESSION.csrf })).status).toBe(201);
+    const del = (headers: Record<string, string>) =>
+      h.call('DELETE', '/portal/data/DEST/in/scripted.bin', { headers: { cookie, ...headers } });
+    expect((await del({})).status).toBe(403);
+    expect((await del({ 'x-csrf-token': SESSION.csrf })).status).toBe(204);
+    // A form whose token comes in the header instead.
+    const file = local('headed.bin', bytesOf(20, 22));
+    const r = await tool('curl', [
+      '-sSk',
+      '-b',
+      cookie,
+      '-H',
+      `X-CSRF-Token: ${SESSION.csrf}`,
+      '-F',
+      `file=@${file}`,
+      '-w',
+      '%{http_code}',
+      url('DEST/in/'),
+    ]);
+    expect(r.stdout.toString()).toBe('303');
+  });
+
   it('refuses a form without the token of the session: 403, nothing stored', async () => {
     const file = local('forged.bin', bytesOf(10, 21));
     const attempts = [
@@ -335,7 +366,9 @@ describe('the upload form of a browser session', () => {
     ];
     for (const args of attempts) {
       const r = await tool('curl', ['-sSk', ...args, '-w', '%{http_code}', url('DEST/in/')]);
-      expect(r.stdout.toString(), args.join(' ')).toMatch(/^Permission denied.*403$/);
+      expect(r.stdout.toString(), args.join(' ')).toMatch(
+        /^Permission denied: the request has no valid token of your session403$/,
+      );
     }
     expect(fs.existsSync(path.join(s.uploads, 'DEST', 'in', 'forged.bin'))).toBe(false);
   });
