@@ -341,6 +341,12 @@ describe('accounting and limits', () => {
     expect(rows.every((r) => r.protocol === 'https')).toBe(true);
   });
 
+  it("labels the portal's requests `portal` in /metrics, never by their paths", async () => {
+    const metrics = (await s.h.call('GET', '/metrics', { auth: s.admin })).text;
+    expect(metrics).toMatch(/^ecpds_http_requests_total\{service="portal",status="200"\} \d+$/m);
+    expect(metrics).not.toContain('a.txt');
+  });
+
   it('counts the bytes sent so far when the client goes away, and frees its connection', async () => {
     const before = inh().length;
     await new Promise<void>((resolve, reject) => {
