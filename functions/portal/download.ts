@@ -36,7 +36,9 @@ export const contentTypeOf = (path: string) =>
  * bytes of the range asked for, from the data file's source through the movers' reader (its
  * containment, its size check). A GET of bytes is one transfer of the user: counted against its
  * connection limit while it runs, and ending with its traffic and INH line for the bytes sent, also
- * when the client goes away. A source that is gone or changed answers 502 before any byte.
+ * when the client goes away. A source that is gone or changed answers 502 before any byte. A HEAD
+ * is answered from the registration alone: listing tools (rclone) send one per file, and no source
+ * is opened for them.
  */
 export async function downloadAnswer(
   deps: DownloadDeps,
