@@ -127,6 +127,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
   ECPDS_SMTP_URL: text(),
   ECPDS_MAIL_FROM: text(),
+  ECPDS_PORTAL_UPLOAD_DIR: text(),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

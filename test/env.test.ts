@@ -20,8 +20,10 @@ describe('the Node configuration', () => {
       databaseUrl: null,
       trustProxy: false,
       demo: true,
-      // Inside the data directory, so that a fresh install can put a file and see it delivered.
-      sourceRoots: [path.resolve('./data/outgoing')],
+      // Inside the data directory, so that a fresh install can put a file and see it delivered; the
+      // portal's uploads are sources too.
+      sourceRoots: [path.resolve('./data/outgoing'), path.resolve('./data/portal-uploads')],
+      portal: { uploadDir: path.resolve('./data/portal-uploads') },
       sourceHosts: [],
       sourceTimeoutMs: 10_000,
       sweepSeconds: 60,
@@ -70,8 +72,15 @@ describe('the Node configuration', () => {
       ECPDS_SWEEP_SECONDS: '0',
     });
     expect(config).toMatchObject({ trustProxy: true, demo: false, port: 9000, sweepSeconds: 0 });
-    expect(config.sourceRoots).toEqual(['/srv/a', '/srv/b', '/srv/c']);
+    expect(config.sourceRoots).toEqual(['/srv/a', '/srv/b', '/srv/c', path.resolve('./data/portal-uploads')]);
     expect(config.sourceHosts).toEqual(['data.example.org', 'mirror:8080']);
+  });
+
+  it("keeps the portal's uploads where ECPDS_PORTAL_UPLOAD_DIR says, one of the source roots", () => {
+    const config = parseConfig({ ECPDS_SOURCE_ROOTS: '/srv/a', ECPDS_PORTAL_UPLOAD_DIR: '/srv/a' });
+    expect(config.portal.uploadDir).toBe('/srv/a');
+    expect(config.sourceRoots).toEqual(['/srv/a']);
+    expect(parseConfig({ ECPDS_DATA_DIR: '/var/lib/ecpds' }).portal.uploadDir).toBe('/var/lib/ecpds/portal-uploads');
   });
 
   it('names every wrong variable in one error', () => {

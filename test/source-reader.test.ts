@@ -1,7 +1,10 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { httpSourceReader } from '../core/data-files/sources.ts';
 import { nodeSourceReader, openLocalSource } from '../functions/node/sources.ts';
 
 const temp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-source-reader-')));
@@ -74,5 +77,58 @@ describe('opening a local source to send it', () => {
     const partial = await reader.open(big, new AbortController().signal);
     for await (const _ of partial.stream) break;
     expect(await closed(partial.stream)).toBe(true);
+  });
+});
+
+const collect = async (stream: AsyncIterable<Uint8Array>) => {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks);
+};
+
+describe("reading a range of a source (the portal's downloads)", () => {
+  const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251));
+
+  it("reads the bytes of the range of a local file; its size is still the whole file's", async () => {
+    const file = path.join(root, 'ranged.bin');
+    fs.writeFileSync(file, bytes);
+    const reader = nodeSourceReader({ roots: [root], hosts: [] });
+    const opened = await reader.open(file, new AbortController().signal, { start: 1000, end: 270_000 });
+    expect(opened.size).toBe(bytes.length);
+    expect((await collect(opened.stream)).equals(bytes.subarray(1000, 270_001))).toBe(true);
+  });
+
+  it('asks an http source for the range, and cuts the whole answer of one that ignores it', async () => {
+    const server = http.createServer((req, res) => {
+      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      if (req.url === '/ranged' && range) {
+        const [start, end] = [Number(range[1]), Number(range[2])];
+        if (start >= bytes.length) return void res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
+        const part = bytes.subarray(start, end + 1);
+        res.writeHead(206, {
+          'content-range': `bytes ${start}-${start + part.length - 1}/${bytes.length}`,
+          'content-length': part.length,
+        });
+        return void res.end(part);
+      }
+      res.writeHead(200, { 'content-length': bytes.length }).end(bytes);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const reader = httpSourceReader([host]);
+      const signal = new AbortController().signal;
+      for (const name of ['ranged', 'whole']) {
+        const opened = await reader.open(`http://${host}/${name}`, signal, { start: 70_000, end: 200_000 });
+        expect(opened.size, name).toBe(bytes.length);
+        expect((await collect(opened.stream)).equals(bytes.subarray(70_000, 200_001)), name).toBe(true);
+      }
+      const past = await reader.open(`http://${host}/ranged`, signal, { start: bytes.length, end: bytes.length + 9 });
+      expect(past.size).toBe(bytes.length);
+      expect((await collect(past.stream)).length).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -2,9 +2,9 @@ import { badRequest, conflict, invalid, notFound } from '../common/errors.ts';
 import { errEvent } from '../common/events.ts';
 import type { Args, Handlers } from '../common/operation.ts';
 import { requireDestination } from '../destinations/lookups.ts';
-import type { Ports } from '../ports.ts';
+import type { Ctx, Ports } from '../ports.ts';
 import type { dataFileOperations } from './operations.ts';
-import type { NewTransfer } from './ports.ts';
+import type { NewTransfer, RegisteredFile } from './ports.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
 import { isRemoteSource } from './sources.ts';
 
@@ -46,16 +46,33 @@ function decodeURIComponentSafe(text: string) {
  * the file (one round trip), or, if something else fails first, before that failure is told.
  */
 export async function put({ ctx, input }: Args<'datafilePut'>) {
+  const { id } = await registerDataFile(ctx, input);
+  return { id };
+}
+
+export type PutInput = Args<'datafilePut'>['input'];
+
+/**
+ * Registers a data file and its transfer as datafile/put does, for whoever registers it: the API's
+ * caller, or the data portal's uploads (registeredBy `portal:<user>`, their own history comment).
+ * `replaced` says a forced put gave an existing live transfer the new file.
+ */
+export async function registerDataFile(
+  ctx: Ctx,
+  input: PutInput,
+  options: { comment?: string } = {},
+): Promise<{ id: number; replaced: boolean }> {
   // Probing a remote source sends that host a request.
   const remote = isRemoteSource(input.source);
   if (remote) await requireDestination(ctx, input.destination);
   let transfer: NewTransfer;
-  let file: { source: string; size: number; registeredBy: string };
+  let file: RegisteredFile;
   try {
     transfer = newTransfer(ctx.ports.clock(), input);
     // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
     const { size } = await ctx.ports.sources.probe(input.source);
-    file = { source: input.source, size, registeredBy: ctx.caller?.username ?? 'unknown' };
+    const registeredBy = ctx.caller?.username ?? 'unknown';
+    file = { source: input.source, size, registeredBy, comment: options.comment ?? `Registered by ${registeredBy}` };
   } catch (e) {
     if (!remote) await requireDestination(ctx, input.destination);
     throw e;
@@ -66,19 +83,23 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
     if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
     if (outcome !== 'taken') {
       ctx.ports.wakeMovers();
-      return { id: outcome };
+      return { id: outcome, replaced: false };
     }
     const live = await ctx.ports.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
     if (!live) continue; // the holder was deleted meanwhile: try again
     if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
-    await ctx.ports.repos.dataFiles.requeue(live.transferId, file, transfer);
+    await ctx.ports.repos.dataFiles.requeue(
+      live.transferId,
+      { ...file, comment: options.comment ?? 'Requeued by a forced put' },
+      transfer,
+    );
     ctx.ports.wakeMovers();
-    return { id: live.dataFileId };
+    return { id: live.dataFileId, replaced: true };
   }
   throw conflict('DataFile could not be registered: the unique key kept changing, try again');
 }
 
-function newTransfer(now: Date, input: Args<'datafilePut'>['input']): NewTransfer {
+function newTransfer(now: Date, input: PutInput): NewTransfer {
   // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.
   const scheduledAt = input.at === undefined ? now : parseStart(input.at, now);
   if (scheduledAt === null || !storable(scheduledAt))

@@ -14,6 +14,14 @@ export interface NewTransfer {
   metadata: Array<[string, string]>;
 }
 
+export interface RegisteredFile {
+  source: string;
+  size: number;
+  registeredBy: string;
+  /** The transfer's first history comment (`Registered by <registeredBy>`, `Via Data Portal`). */
+  comment: string;
+}
+
 export interface ExpiredTransfer {
   transferId: number;
   destination: string;
@@ -31,17 +39,19 @@ export interface DataFileRepo {
    * Inserts file and transfer and gives the file's id; 'taken' when a live transfer already
    * holds the unique key, 'no destination' when the destination does not exist.
    */
-  register(
-    file: { source: string; size: number; registeredBy: string },
-    transfer: NewTransfer,
-  ): Promise<number | 'taken' | 'no destination'>;
+  register(file: RegisteredFile, transfer: NewTransfer): Promise<number | 'taken' | 'no destination'>;
   /** The live transfer holding the key, if any. */
   findLive(
     destination: string,
     target: string,
     uniqueName: string,
   ): Promise<{ transferId: number; dataFileId: number } | null>;
-  requeue(transferId: number, file: { source: string; size: number }, transfer: NewTransfer): Promise<void>;
+  /** Gives the live transfer the new source and schedule (a forced put), with `comment` in its history. */
+  requeue(
+    transferId: number,
+    file: { source: string; size: number; comment: string },
+    transfer: NewTransfer,
+  ): Promise<void>;
   find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;
   /** Marks the file deleted and its transfers STOP. */
   markDeleted(id: number, at: Date): Promise<void>;

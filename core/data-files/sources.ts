@@ -101,30 +101,63 @@ export function remoteOnlyProber(http: SourceProber): SourceProber {
  * redirect followed (where it leads was not what was checked), and a Content-Length, so that the
  * size can be compared with the registered one before a byte is sent. The body is asked for as
  * is (`identity`): a runtime that decodes a compressed answer would not give the bytes counted.
+ * A range is asked for with a Range header; its answer must say the whole source's size
+ * (Content-Range), and a server that sends the whole source instead has it cut to the range.
  */
 export function httpSourceReader(allowList: readonly string[], fetchImpl: typeof fetch = fetch): SourceReader {
   return {
-    async open(raw, signal) {
+    async open(raw, signal, range) {
       const shown = shownSource(raw);
       const url = new URL(raw);
       if (!hostAllowed(allowList, url)) throw invalid(`Source ${shown} not allowed: ${url.host} is not allowed`);
-      const response = await fetchImpl(url, { signal, redirect: 'manual', headers: { 'accept-encoding': 'identity' } });
+      const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+      if (range) headers.range = `bytes=${range.start}-${range.end}`;
+      const response = await fetchImpl(url, { signal, redirect: 'manual', headers });
       const length = lengthOf(response.headers.get('content-length'));
-      if (response.status !== 200 || !response.body || length === null) {
+      const failed = async (why: string) => {
         await response.body?.cancel();
-        const why = response.status === 200 ? 'no Content-Length' : `HTTP ${response.status}`;
-        throw invalid(`Source ${shown} could not be read: ${why}`);
+        return invalid(`Source ${shown} could not be read: ${why}`);
+      };
+      if (range && response.status === 206 && response.body) {
+        const total = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(response.headers.get('content-range')?.trim() ?? '');
+        if (!total || Number(total[1]) !== range.start) throw await failed('a range other than the one asked for');
+        return { size: Number(total[3]), stream: response.body as unknown as AsyncIterable<Uint8Array> };
       }
-      return { size: length, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+      if (range && response.status === 416) {
+        const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('content-range')?.trim() ?? '');
+        if (total) {
+          await response.body?.cancel();
+          return { size: Number(total[1]), stream: emptyStream() };
+        }
+      }
+      if (response.status !== 200 || !response.body || length === null) {
+        throw await failed(response.status === 200 ? 'no Content-Length' : `HTTP ${response.status}`);
+      }
+      const stream = response.body as unknown as AsyncIterable<Uint8Array>;
+      return { size: length, stream: range ? sliceOf(stream, range) : stream };
     },
   };
+}
+
+async function* emptyStream(): AsyncIterable<Uint8Array> {}
+
+/** Bytes `start` to `end` of a stream, which is left as soon as they are read. */
+export async function* sliceOf(stream: AsyncIterable<Uint8Array>, range: { start: number; end: number }) {
+  let at = 0;
+  for await (const chunk of stream) {
+    const from = Math.max(0, range.start - at);
+    const to = Math.min(chunk.byteLength, range.end + 1 - at);
+    at += chunk.byteLength;
+    if (to > from) yield chunk.subarray(from, to);
+    if (at > range.end) return;
+  }
 }
 
 /** Sources when they are sent, on a runtime without a file system (Workers): http(s) only. */
 export function remoteOnlyReader(http: SourceReader): SourceReader {
   return {
-    open(source, signal) {
-      if (isRemoteSource(source)) return http.open(source, signal);
+    open(source, signal, range) {
+      if (isRemoteSource(source)) return http.open(source, signal, range);
       throw invalid(`Source ${shownSource(source)} not allowed: only http(s) sources are read here`);
     },
   };

@@ -33,8 +33,8 @@ export interface Delivery {
 
 export interface Delivered {
   sent: number;
-  /** MD5 of the bytes sent, in hex. */
-  md5: string;
+  /** MD5 of the bytes sent, in hex; null when the method read none (portal). */
+  md5: string | null;
 }
 
 export const joinRemote = (directory: string, name: string) =>

@@ -5,7 +5,7 @@ import { readOptions } from '../hosts/options.ts';
  * defaults (its transfer module documentation). Unknown names are ignored; a value that does not
  * read as its kind falls back to the default, as the reference's setup does.
  */
-export type MethodName = 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'file' | 'test';
+export type MethodName = 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'file' | 'test' | 'portal';
 
 export interface TemporaryName {
   /** Upload under a temporary name, then rename into place (S3, HTTP and R2 never need one). */
@@ -48,6 +48,7 @@ const DEFAULT_PORTS: Record<MethodName, number | null> = {
   r2: null,
   file: null,
   test: null,
+  portal: null,
 };
 
 /** `true`/`yes`/`1` and `false`/`no`/`0`, in any case; anything else is the default. */

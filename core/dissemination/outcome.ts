@@ -17,7 +17,7 @@ export interface Attempt {
  * stopping, the attempt taken away): the transfer is requeued at once and the ring stays.
  */
 export type SendResult =
-  | { kind: 'delivered'; sent: number; md5: string }
+  | { kind: 'delivered'; sent: number; md5: string | null }
   | { kind: 'failed'; message: string; sent: number; counts: boolean };
 
 /** Everything an ended attempt writes, decided before anything is: recorded in one transaction. */

@@ -89,7 +89,7 @@ export interface ClaimedTransfer {
  * reference does; `requeueComment` says why it is requeued.
  */
 export type AttemptOutcome =
-  | { status: 'DONE'; sent: number; md5: string; comment: string }
+  | { status: 'DONE'; sent: number; md5: string | null; comment: string }
   | {
       status: 'RETR';
       sent: number;

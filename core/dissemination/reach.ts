@@ -4,7 +4,7 @@ import type { DisseminationHost } from './ports.ts';
 /**
  * Which dissemination hosts a Worker can deliver to. A Worker has no sockets of its own (only
  * fetch, which reaches public Internet addresses) and no file system, so it takes `s3`, `http`
- * over https and R2 buckets bound to it; every other host is left to the Node movers, which
+ * over https, R2 buckets bound to it and `portal` hosts (which move nothing); every other host is left to the Node movers, which
  * share the same database and claims.
  */
 export interface EdgeReachOptions {
@@ -17,14 +17,14 @@ export interface EdgeReachOptions {
 
 const INTERNET = new Set(['i', 'internet']);
 
-/** Why the edge cannot deliver to `host`, or null when it can. */
 /** The transfer methods an edge can ever send with: destinations with no such host are not even read. */
-export const EDGE_MODULES = ['s3', 'http', 'r2'] as const;
+export const EDGE_MODULES = ['s3', 'http', 'r2', 'portal'] as const;
 
+/** Why the edge cannot deliver to `host`, or null when it can. */
 export function whyEdgeCannotReach(host: DisseminationHost, options: EdgeReachOptions): string | null {
   const module = host.module ?? 'none';
-  // A bound bucket is reached through the binding: no network, no address.
-  if (module === 'r2') return null;
+  // A bound bucket is reached through the binding, and a portal host is not reached at all.
+  if (module === 'r2' || module === 'portal') return null;
   if (module !== 's3' && module !== 'http') return `the ${module} method needs a Node mover`;
   if (!INTERNET.has((host.network ?? '').trim().toLowerCase())) {
     return `network ${host.network ?? '(none)'} is not the Internet`;

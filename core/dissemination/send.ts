@@ -14,9 +14,23 @@ import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports
 import { progressWatch } from './progress-watch.ts';
 import type { EngineStats } from './stats.ts';
 
-/** Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL). */
+/** Bytes `start` to `end` of a source, both included. */
+export interface SourceRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * Reads a data file's source at send time (a local path under the allowed roots, or an allowed URL).
+ * `size` is always the whole source's, to compare with the registered size; with a `range` (the
+ * portal's downloads) the stream gives only those bytes. Aborting `signal` closes the source.
+ */
 export interface SourceReader {
-  open(source: string, signal: AbortSignal): Promise<{ size: number; stream: AsyncIterable<Uint8Array> }>;
+  open(
+    source: string,
+    signal: AbortSignal,
+    range?: SourceRange,
+  ): Promise<{ size: number; stream: AsyncIterable<Uint8Array> }>;
 }
 
 /** What sending a claimed transfer needs, wherever the claim was made (a Node mover, a Worker). */
@@ -47,6 +61,9 @@ export async function sendClaimed(
   const protocol = host.module ?? 'none';
   const attempt: Attempt = { mover, transfer, destination, host, protocol };
   let secrets: string[] = [];
+  // Closes the source however the send ends: a method that failed before reading it, or one that
+  // reads none (portal), must not leave its file or connection open.
+  const release = new AbortController();
   try {
     const method = deps.methods[protocol as MethodName];
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
@@ -55,7 +72,8 @@ export async function sendClaimed(
     secrets = opened.secrets;
     const watch = attemptWatch(signal, connection.options);
     const attemptSignal = watch.signal;
-    const source = await deps.sources.open(transfer.source, attemptSignal);
+    attemptSignal.addEventListener('abort', () => release.abort(attemptSignal.reason), { once: true });
+    const source = await deps.sources.open(transfer.source, release.signal);
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
     }
@@ -94,6 +112,8 @@ export async function sendClaimed(
       ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(e) }),
     );
     return 'failed';
+  } finally {
+    release.abort();
   }
 }
 

@@ -136,4 +136,6 @@ export interface PortalRepo {
   ): Promise<PortalEntry[]>;
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
+  /** A data file's live transfer to this destination, available or not (an upload's INH line). */
+  registered(destination: string, dataFileId: number): Promise<PortalFile | null>;
 }

@@ -46,7 +46,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         returning id, data_file_id, destination, status
       ), history as (
         insert into transfer_history (transfer_id, destination, status, at, comment)
-        select id, destination, status, now(), ${`Registered by ${file.registeredBy}`} from transfer
+        select id, destination, status, now(), ${file.comment} from transfer
       ), file as (
         insert into data_files (id, source, size, registered_by)
         select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
@@ -90,7 +90,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         .returning({ dataFileId: dataTransfers.dataFileId });
       if (!row) return;
       const entry = { transferId, destination: transfer.destination, at };
-      const comment = 'Requeued by a forced put';
+      const { comment } = file;
       await tx
         .insert(transferHistory)
         .values([...interruption(before.status, entry, comment), { ...entry, status: transfer.status, comment }]);

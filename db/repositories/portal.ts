@@ -353,6 +353,19 @@ export const portalRepo = (db: Database): PortalRepo => ({
     );
     return rows[0] ? toFile(rows[0]) : null;
   },
+  async registered(destination, dataFileId) {
+    const rows = rowsOf<FileRow>(
+      await db.execute(sql`
+        select t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at,
+          t.expires_at, (select dt.label from destinations d join destination_types dt on dt.id = d.type
+            where d.name = t.destination) as destination_type
+        from data_transfers t join data_files f on f.id = t.data_file_id
+        where t.destination = ${destination} and t.data_file_id = ${dataFileId} and t.status not in ('STOP', 'FAIL')
+        order by t.id desc
+        limit 1`),
+    );
+    return rows[0] ? toFile(rows[0]) : null;
+  },
 });
 
 const numbers = (row: Record<keyof Traffic, string | number> | undefined): Traffic => ({

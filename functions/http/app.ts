@@ -8,6 +8,9 @@ import { handlers } from '../../core/handlers.ts';
 import type { Caller, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import { type ConsoleOptions, consoleApp } from '../console/index.ts';
+import { type PortalOptions, portalApp } from '../portal/index.ts';
+import { type PortalPagesOptions, portalPages } from '../portal/pages/index.ts';
+import { portalSessionIdentity } from '../portal/session.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { type DocsMounts, docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
@@ -25,6 +28,11 @@ export interface AppOptions {
   portsFor(c: Context): Promise<Ports> | Ports;
   /** The administration console under /console; left out, the app serves the API only. */
   console?: Omit<ConsoleOptions, 'portsFor' | 'clientAddress'>;
+  /**
+   * The data portal under /portal: its file routes (incoming users' files) and its pages (log in,
+   * registration), with one browser session for both; left out, the app serves none.
+   */
+  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'> & Pick<PortalPagesOptions, 'cookieSecret' | 'origin'>;
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
   /**
@@ -56,6 +64,14 @@ export function createApp(options: AppOptions) {
   if (options.console) {
     const { portsFor, clientAddress } = options;
     app.route('/console', consoleApp({ ...options.console, portsFor, clientAddress }));
+  }
+  if (options.portal) {
+    const { portsFor, clientAddress } = options;
+    const { cookieSecret, origin, ...files } = options.portal;
+    const pages = { portsFor, clientAddress, cookieSecret, origin };
+    const sessionIdentity = files.sessionIdentity ?? portalSessionIdentity(pages);
+    app.route('/portal', portalPages(pages, sessionIdentity));
+    app.route('/portal', portalApp({ ...files, portsFor, clientAddress, sessionIdentity }));
   }
 
   app.notFound(() => plain(404, 'Not found'));

@@ -82,7 +82,12 @@ export function createMetrics(): Metrics {
 }
 
 /** The service label of a request that no catalogue route labelled. */
-export const otherLabel = (path: string) => (path === '/console' || path.startsWith('/console/') ? 'console' : 'other');
+export const otherLabel = (path: string) =>
+  path === '/console' || path.startsWith('/console/')
+    ? 'console'
+    : path === '/portal' || path.startsWith('/portal/')
+      ? 'portal'
+      : 'other';
 
 /**
  * The engine's part of /metrics: live transfers per destination and status (from the database,

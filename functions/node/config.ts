@@ -17,6 +17,7 @@ export interface NodeConfig {
   maxBodyBytes: number;
   notesUrl: string | null;
   notesToken: string | null;
+  /** Where local data-file sources may come from; the portal's upload directory is one of them. */
   sourceRoots: string[];
   sourceHosts: string[];
   sourceTimeoutMs: number;
@@ -29,6 +30,7 @@ export interface NodeConfig {
   mover: MoverConfig;
   /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
   mail: MailConfig | null;
+  portal: PortalConfig;
 }
 
 /** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, checked. The password is kept for the mailer only: never logged. */
@@ -44,6 +46,12 @@ export interface MailConfig {
   requireTLS: boolean;
   /** The From of every mail: `address` or `Name <address>`. */
   from: string;
+}
+
+/** The data portal's settings on Node. */
+export interface PortalConfig {
+  /** Where uploaded files are stored (a source root, so that they can be read and sent). */
+  uploadDir: string;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -66,6 +74,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
   if ((e.TLS_CERT_FILE === null) !== (e.TLS_KEY_FILE === null)) {
     throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
   }
+  const uploadDir = path.resolve(e.ECPDS_PORTAL_UPLOAD_DIR ?? path.join(e.ECPDS_DATA_DIR, 'portal-uploads'));
   return {
     host: e.HOST,
     port: e.PORT,
@@ -78,10 +87,15 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     propertiesFile: overrides.propertiesFile ?? e.ECPDS_PROPERTIES,
     demo: e.ECPDS_DEMO,
     // Unset: the data directory's `outgoing`, so that a fresh install can put (and deliver) a file.
-    sourceRoots: (e.ECPDS_SOURCE_ROOTS.length > 0
-      ? e.ECPDS_SOURCE_ROOTS
-      : [path.join(e.ECPDS_DATA_DIR, 'outgoing')]
-    ).map((p) => path.resolve(p)),
+    // The portal's uploads are sources too, wherever they are kept.
+    sourceRoots: [
+      ...new Set(
+        [
+          ...(e.ECPDS_SOURCE_ROOTS.length > 0 ? e.ECPDS_SOURCE_ROOTS : [path.join(e.ECPDS_DATA_DIR, 'outgoing')]),
+          uploadDir,
+        ].map((p) => path.resolve(p)),
+      ),
+    ],
     sourceHosts: e.ECPDS_SOURCE_HOSTS,
     sourceTimeoutMs: e.ECPDS_SOURCE_TIMEOUT_MS,
     eventLog: e.ECPDS_EVENT_LOG,
@@ -105,6 +119,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         : [path.join(e.ECPDS_DATA_DIR, 'delivered')]
       ).map((p) => path.resolve(p)),
     },
+    portal: { uploadDir },
   };
 }
 

@@ -14,9 +14,10 @@ import { createApp } from '../http/app.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { refusePlainHttp } from './plain-http.ts';
+import { nodeUploadStore } from './portal-uploads.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
-import { isWithin } from './sources.ts';
+import { isWithin, nodeSourceReader } from './sources.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
@@ -30,6 +31,12 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
     basePath: config.basePath,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
+    portal: {
+      serverName: config.mover.name,
+      sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
+      uploads: nodeUploadStore(config.portal.uploadDir),
+      cookieSecret: ports.secrets.derive('portal-cookie'),
+    },
   });
 }
 

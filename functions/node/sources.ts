@@ -112,18 +112,28 @@ function safeFileUrl(source: string) {
 /**
  * Reads a data file's source when it is sent: a local file under the roots, checked and opened as
  * `openLocalSource` does, or an http(s) URL on an allowed host, streamed. The size is what the
- * source says now; the mover compares it, and the bytes read, with the registered size.
+ * source says now; the mover compares it, and the bytes read, with the registered size. A range
+ * (the portal's downloads) reads only those bytes; one past the end reads none.
  */
 export function nodeSourceReader(options: { roots: readonly string[]; hosts: readonly string[] }): SourceReader {
   const http = httpSourceReader(options.hosts);
   return {
-    async open(raw, signal) {
-      if (isRemoteSource(raw)) return http.open(raw, signal);
+    async open(raw, signal, range) {
+      if (isRemoteSource(raw)) return http.open(raw, signal, range);
       const { size, file } = await openLocalSource(options.roots, raw);
       // A stream on the descriptor rather than the FileHandle's own: its promise-based reads
       // cost the mover about 0.3 s more of its main thread per GiB. The handle keeps the
-      // descriptor and closes it once the stream is done, whichever way.
-      const stream = fs.createReadStream('', { fd: file.fd, autoClose: false, highWaterMark: 256 * 1024, signal });
+      // descriptor and closes it once the stream is done, whichever way; the stream never does,
+      // not even when destroyed (a stop, a send cut short): `autoClose: false` only spares the
+      // end. Closed twice, the number could by then be another file's, or a spawn's pipe.
+      const stream = fs.createReadStream('', {
+        fd: file.fd,
+        fs: { read: fs.read, close: (_fd: number, done: (error: null) => void) => done(null) },
+        autoClose: false,
+        highWaterMark: 256 * 1024,
+        signal,
+        ...(range && { start: range.start, end: range.end }),
+      });
       finished(stream, () => void file.close().catch(() => undefined));
       return { size, stream };
     },

@@ -3,6 +3,7 @@ import { closingFetch } from './closing-fetch.ts';
 import { fileMethod } from './file.ts';
 import { ftpMethod } from './ftp.ts';
 import { httpMethod } from './http.ts';
+import { portalMethod } from './portal.ts';
 import { s3Method } from './s3.ts';
 import { sftpMethod } from './sftp.ts';
 import { testMethod } from './test.ts';
@@ -17,5 +18,6 @@ export function nodeTransferMethods(options: { fileRoots: readonly string[] }): 
     s3: s3Method({ fetch: closingFetch }),
     http: httpMethod({ fetch: closingFetch }),
     test: testMethod(),
+    portal: portalMethod(),
   };
 }

@@ -5,6 +5,7 @@ import type { DisseminationHost } from '../../core/dissemination/ports.ts';
 import { edgeCanReach } from '../../core/dissemination/reach.ts';
 import type { Ports } from '../../core/ports.ts';
 import { httpMethod } from '../transfer-methods/http.ts';
+import { portalMethod } from '../transfer-methods/portal.ts';
 import { type R2BucketLike, r2Method } from '../transfer-methods/r2.ts';
 import { s3Method } from '../transfer-methods/s3.ts';
 import type { DeliveryMessage, DeliveryQueue, WorkerConfig, WorkerEnv } from './runtime.ts';
@@ -51,7 +52,12 @@ export async function consumeDeliveries(
 ): Promise<Map<string, DeliverDueResult>> {
   const names = [...new Set(batch.messages.map((m) => destinationOf(m.body)).filter((n) => n !== null))];
   const mover = `${config.ECPDS_EDGE_MOVER_NAME}-${crypto.randomUUID().slice(0, 8)}`;
-  const methods = { s3: s3Method(), http: httpMethod(), r2: r2Method((name) => bucketOf(env, name)) };
+  const methods = {
+    s3: s3Method(),
+    http: httpMethod(),
+    r2: r2Method((name) => bucketOf(env, name)),
+    portal: portalMethod(),
+  };
   const sources = remoteOnlyReader(httpSourceReader(config.ECPDS_SOURCE_HOSTS));
   const until = Date.now() + config.ECPDS_EDGE_BUDGET_SECONDS * 1000;
   const results = new Map<string, DeliverDueResult>();

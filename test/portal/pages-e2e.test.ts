@@ -20,9 +20,9 @@ import { incomingUser } from './agent.ts';
 
 /**
  * The portal's pages in headless Chromium, served over HTTPS from the harness's app, with a real
- * SMTP server: register → the link from the mail → log in with the mailed password → log out. The
- * file routes are stood in for by a page that shows the session. The login page's screenshot (for
- * the README) goes to test/portal/portal-login.png.
+ * SMTP server: register → the link from the mail → log in with the mailed password → browse and
+ * download → log out. The login and listing pages' screenshots (for the README) go to
+ * test/portal/portal-login.png and portal-listing.png.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -57,28 +57,26 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     smtp = await startSmtpReceiver();
-    h = await createHarness({ portalPages: true, mailer: smtpMailer(parseMail(smtp.url, 'portal@example.org')!) });
-    const identify = portalSessionIdentity({
-      portsFor: () => h.ports,
-      cookieSecret: h.ports.secrets.derive('portal-cookie'),
-      clientAddress: () => 'browser',
-    });
-    // Stand-ins for the file routes' pages, in the pages' shell.
-    h.app.get('/portal/data/', async (c) => {
-      const session = await identify(c);
-      if (!session) return c.redirect('/portal/login?next=/portal/data/', 303);
-      const destinations = jsx('p', { id: 'destinations' }, session.identity.destinations.join(', '));
-      return c.html(jsx(PortalPage, { title: 'Your destinations', session }, destinations).toString());
-    });
-    h.app.get('/portal/home/:user/', (c) => {
-      const userId = c.req.param('user');
-      return c.html(jsx(PortalPage, { title: `Files of ${userId}` }, jsx(OpenAccessNotice, { userId })).toString());
+    const sources = tempDir('ecpds-portal-e2e-src-');
+    h = await createHarness({
+      sourceRoots: [sources],
+      mailer: smtpMailer(parseMail(smtp.url, 'portal@example.org')!),
     });
     const admin = await h.client('admin', ['.*']);
     await h.addDestination('BROWSE');
     await incomingUser(h, admin, { id: 'team', mode: 'self-service', password: 'Team-Own-1', destination: 'BROWSE' });
     await incomingUser(h, admin, { id: 'public', mode: 'open-access', destination: 'BROWSE' });
     await h.ports.repos.portal.setOption('team', 'portal.registrationAutoApprove', 'true');
+    for (const [target, text] of [
+      ['forecasts/2026-11-27/t2m_00.grib', 'GRIB 2 metre temperature, 00 UTC'],
+      ['forecasts/2026-11-27/t2m_12.grib', 'GRIB 2 metre temperature, 12 UTC'],
+      ['README.txt', 'Forecast products of the BROWSE destination.'],
+    ] as const) {
+      const file = path.join(sources, target.replaceAll('/', '_'));
+      fs.writeFileSync(file, `${text}\n`);
+      const query = new URLSearchParams({ destination: 'BROWSE', source: file, target });
+      expect((await h.call('GET', `/v1/datafile/put?${query}`, { auth: admin })).status).toBe(200);
+    }
 
     const tls = await loadTls({ dataDir: tempDir('ecpds-portal-e2e-tls-') } as NodeConfig);
     server = await new Promise((resolve) => {
@@ -140,9 +138,15 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     await page.fill('#password', password);
     await submit(() => button('Log in').click());
     expect(new URL(page.url()).pathname).toBe('/portal/data/');
-    expect(await heading()).toBe('Your destinations');
-    expect(await page.locator('#destinations').innerText()).toBe('BROWSE');
+    expect(await heading()).toBe('Data');
     await shot('05-logged-in');
+    await submit(() => page.getByRole('link', { name: 'BROWSE/' }).click());
+    await submit(() => page.getByRole('link', { name: 'forecasts/' }).click());
+    await submit(() => page.getByRole('link', { name: '2026-11-27/' }).click());
+    expect(await heading()).toBe('BROWSE/forecasts/2026-11-27/');
+    expect(await page.getByRole('link', { name: 't2m_12.grib' }).getAttribute('href')).toBe('t2m_12.grib');
+    const download = await page.request.get(`${base}/portal/data/BROWSE/forecasts/2026-11-27/t2m_12.grib`);
+    expect(await download.text()).toBe('GRIB 2 metre temperature, 12 UTC\n');
     expect(await fitsWidth()).toBe(true);
     const cookie = (await context.cookies(`${base}/portal/data/`)).find((c) => c.name === 'ecpds_portal')!;
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax', path: '/portal' });
@@ -159,7 +163,7 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/portal/login');
     expect((await context.cookies(`${base}/portal/data/`)).some((c) => c.name === 'ecpds_portal')).toBe(false);
     await page.goto(`${base}/portal/data/`);
-    expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe('/portal/login?next=/portal/data/');
+    expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe('/portal/login?next=%2Fportal%2Fdata%2F');
   });
 
   it('sends an open-access user to its public files, and shows the login page for the README', async () => {
@@ -174,6 +178,9 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     await page.setViewportSize({ width: 900, height: 560 });
     await page.goto(`${base}/portal/login`);
     await page.screenshot({ path: path.join(import.meta.dirname, 'portal-login.png') });
+    await page.goto(`${base}/portal/home/public/BROWSE/forecasts/2026-11-27/`);
+    expect(await page.getByRole('link', { name: 't2m_00.grib' }).count()).toBe(1);
+    await page.screenshot({ path: path.join(import.meta.dirname, 'portal-listing.png') });
     expect(problems).toEqual([]);
   });
 });

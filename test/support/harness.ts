@@ -3,10 +3,12 @@ import type { Context } from 'hono';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
 import type { Logger, Mailer } from '../../core/ports.ts';
+import type { DbHandle } from '../../db/client.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
-import { nodeSourceProber } from '../../functions/node/sources.ts';
-import { type PortalPagesOptions, portalPages } from '../../functions/portal/pages/index.ts';
+import { nodeUploadStore } from '../../functions/node/portal-uploads.ts';
+import { nodeSourceProber, nodeSourceReader } from '../../functions/node/sources.ts';
+import type { PortalOptions } from '../../functions/portal/index.ts';
 import type { ProcessStateOptions } from '../../functions/ports.ts';
 import { backgroundWork, createPorts, createProcessState } from '../../functions/ports.ts';
 import { freshDatabase } from './database.ts';
@@ -41,12 +43,20 @@ export interface HarnessOptions {
   failedAuth?: ProcessStateOptions;
   /** Sends the portal's mail (ECPDS_SMTP_URL); none when left out. */
   mailer?: Mailer | null;
-  /** Mounts the portal's pages under /portal (until the app mounts them itself); `origin` for their links. */
-  portalPages?: boolean | Pick<PortalPagesOptions, 'origin'>;
+  /** The portal's pages: `origin` for the links they mail (the request's host when left out). */
+  portalPages?: boolean | { origin?: string | null };
+  /** Where the portal keeps uploads (a source root too); left out, the portal takes none. */
+  portalUploadDir?: string;
+  /** Who a portal request's browser session is (functions/portal/options.ts). */
+  portalSession?: PortalOptions['sessionIdentity'];
+  /** A database of the test's own (closed by `close`), such as the one server processes will use. */
+  database?: DbHandle;
+  /** The secret key, when processes started on the same database must read what the harness sealed. */
+  secretKey?: Uint8Array;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
-  const handle = await freshDatabase();
+  const handle = options.database ?? (await freshDatabase());
   const logLines: string[] = [];
   const log =
     (level: string) =>
@@ -55,13 +65,14 @@ export async function createHarness(options: HarnessOptions = {}) {
   const logger: Logger = { info: log('info'), warn: log('warn'), error: log('error') };
   const background = backgroundWork(logger);
   const events: string[] = [];
+  const sourceRoots = [...(options.sourceRoots ?? []), ...(options.portalUploadDir ? [options.portalUploadDir] : [])];
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(options.failedAuth),
-    secrets: new SecretBox(new Uint8Array(randomBytes(32))),
+    secrets: new SecretBox(options.secretKey ?? new Uint8Array(randomBytes(32))),
     logger,
     events: { write: (entry) => void events.push(entry) },
-    sources: nodeSourceProber({ roots: options.sourceRoots ?? [], hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
+    sources: nodeSourceProber({ roots: sourceRoots, hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
     waitUntil: background.waitUntil,
     mailer: options.mailer ?? null,
   });
@@ -75,12 +86,15 @@ export async function createHarness(options: HarnessOptions = {}) {
     basePath: options.basePath === undefined ? '/ecpds' : options.basePath,
     clientAddress,
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
+    portal: {
+      serverName: 'test',
+      sources: nodeSourceReader({ roots: sourceRoots, hosts: options.sourceHosts ?? [] }),
+      uploads: options.portalUploadDir ? nodeUploadStore(options.portalUploadDir) : null,
+      sessionIdentity: options.portalSession,
+      cookieSecret: ports.secrets.derive('portal-cookie'),
+      origin: typeof options.portalPages === 'object' ? options.portalPages.origin : null,
+    },
   });
-  if (options.portalPages) {
-    const given = options.portalPages === true ? {} : options.portalPages;
-    const cookieSecret = ports.secrets.derive('portal-cookie');
-    app.route('/portal', portalPages({ portsFor: () => ports, cookieSecret, clientAddress, ...given }));
-  }
 
   async function call(method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
     const headers: Record<string, string> = { ...opts.headers };

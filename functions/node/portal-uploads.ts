@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { inTheWay, PARTIAL_DIRECTORY, type UploadStore } from '../portal/upload.ts';
+import { isWithin } from './sources.ts';
+
+/**
+ * The portal's uploads on this machine, in `dir` (ECPDS_PORTAL_UPLOAD_DIR, one of the source roots):
+ * each body is written to `<dir>/.partial/<random>`, then renamed to `<dir>/<destination>/<path>`,
+ * on the same file system, so the final name only ever holds a whole file. A download reading the
+ * file it replaces keeps reading the old one.
+ */
+export function nodeUploadStore(dir: string): UploadStore {
+  const root = path.resolve(dir);
+  const partial = path.join(root, PARTIAL_DIRECTORY);
+  return {
+    async receive(body) {
+      await fs.promises.mkdir(partial, { recursive: true });
+      const temporary = path.join(partial, `${randomUUID()}.part`);
+      const out = fs.createWriteStream(temporary, { flags: 'wx' });
+      try {
+        await pipeline(Readable.from(body, { objectMode: false }), out);
+      } catch (e) {
+        await fs.promises.rm(temporary, { force: true });
+        throw e;
+      }
+      return {
+        bytes: out.bytesWritten,
+        async place(destination, target) {
+          const final = path.resolve(root, destination, ...target.split('/'));
+          // The tree's paths are checked before; this is the last word on where a file may go.
+          if (!isWithin(root, final) || isWithin(partial, final)) throw inTheWay(target);
+          try {
+            await fs.promises.mkdir(path.dirname(final), { recursive: true });
+            await fs.promises.rename(temporary, final);
+          } catch (e) {
+            const code = (e as NodeJS.ErrnoException).code;
+            if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') throw inTheWay(target);
+            throw e;
+          }
+          return final;
+        },
+        discard: () => fs.promises.rm(temporary, { force: true }),
+      };
+    },
+  };
+}

@@ -1,0 +1,168 @@
+import { shownSource } from '../../core/data-files/sources.ts';
+import type { SourceReader } from '../../core/dissemination/send.ts';
+import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
+import type { PortalFile } from '../../core/portal/ports.ts';
+import { startPortalTransfer } from '../../core/portal/transfers.ts';
+import type { Ports } from '../../core/ports.ts';
+import { plain } from '../http/errors.ts';
+import { HTTPS, type Visitor } from './who.ts';
+
+export interface DownloadDeps {
+  ports: Ports;
+  sources: SourceReader;
+  serverName: string;
+  address: string;
+  requestId: string;
+}
+
+const MD5 = /^[0-9a-f]{32}$/i;
+
+/** Types a browser may show in place; anything else is downloaded (HTML above all: it is never served as such). */
+const SHOWN_TYPES: Record<string, string> = {
+  txt: 'text/plain; charset=utf-8',
+  csv: 'text/csv; charset=utf-8',
+  json: 'application/json',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+};
+
+export const contentTypeOf = (path: string) =>
+  SHOWN_TYPES[/\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
+
+/**
+ * A GET or HEAD of a file of the tree, as download tools expect it (core/portal/download.ts): the
+ * bytes of the range asked for, from the data file's source through the movers' reader (its
+ * containment, its size check). A GET of bytes is one transfer of the user: counted against its
+ * connection limit while it runs, and ending with its traffic and INH line for the bytes sent, also
+ * when the client goes away. A source that is gone or changed answers 502 before any byte. A HEAD
+ * is answered from the registration alone: listing tools (rclone) send one per file, and no source
+ * is opened for them.
+ */
+export async function downloadAnswer(
+  deps: DownloadDeps,
+  visitor: Visitor,
+  request: DownloadRequest & { download: boolean },
+  destination: string,
+  file: PortalFile,
+): Promise<Response> {
+  const { ports } = deps;
+  const served = {
+    size: file.size,
+    md5: MD5.test(file.checksum ?? '') ? file.checksum : null,
+    lastModified: file.modifiedAt,
+  };
+  const answer = answerDownload(served, request, ports.clock());
+  if (answer.status !== 200 && answer.status !== 206) {
+    return new Response(null, { status: answer.status, headers: answer.headers });
+  }
+  const headers: Record<string, string> = {
+    ...answer.headers,
+    'content-type': contentTypeOf(file.path),
+    'cache-control': 'private, no-cache',
+    // Whatever the bytes are, they never run as a page of the portal's origin.
+    'content-security-policy': "default-src 'none'; sandbox",
+    ...(request.download && { 'content-disposition': attachment(file.path) }),
+  };
+  if (request.method === 'HEAD') return new Response(null, { status: answer.status, headers });
+
+  const transfer = await startPortalTransfer(ports, visitor.identity, {
+    protocol: HTTPS,
+    server: deps.serverName,
+    address: deps.address,
+    action: 'download',
+  });
+  const closeSource = new AbortController();
+  const unreadable = async (why: string, fields: Record<string, unknown>) => {
+    closeSource.abort();
+    await transfer.finish({ bytes: 0, file: null });
+    ports.logger.warn('portal download refused: its source cannot be read', {
+      requestId: deps.requestId,
+      destination,
+      path: file.path,
+      source: shownSource(file.source),
+      ...fields,
+    });
+    return plain(502, `${file.path} cannot be downloaded now: ${why}`);
+  };
+  let source: Awaited<ReturnType<SourceReader['open']>>;
+  try {
+    source = await deps.sources.open(file.source, closeSource.signal, answer.range ?? undefined);
+  } catch (e) {
+    return unreadable('its data is not available', { reason: e instanceof Error ? e.message : String(e) });
+  }
+  if (source.size !== file.size) {
+    return unreadable('its data changed since it was registered', { size: source.size, registered: file.size });
+  }
+  const body = countedBody(source.stream, answer.range ? answer.range.end - answer.range.start + 1 : 0, {
+    end: async (bytes, error) => {
+      closeSource.abort();
+      if (error !== null) {
+        ports.logger.warn('portal download cut short', { requestId: deps.requestId, path: file.path, bytes, error });
+      }
+      await transfer
+        .finish({ bytes, file: { ...file, destination } })
+        .catch((e: unknown) => ports.logger.error('could not record a portal download', { reason: String(e) }));
+    },
+  });
+  return new Response(body, { status: answer.status, headers });
+}
+
+/**
+ * The bytes of a source as a response body, read as the client takes them: `end` is told once how
+ * many went out, as the last ones go (so the INH line is written by the time a client has them),
+ * when the client went away, or when the source failed or ran short (the body then fails rather
+ * than end: the client sees an incomplete answer, never a whole one).
+ */
+function countedBody(
+  stream: AsyncIterable<Uint8Array>,
+  expected: number,
+  hooks: { end(bytes: number, error: string | null): Promise<void> },
+) {
+  const chunks = stream[Symbol.asyncIterator]();
+  let sent = 0;
+  let ended = false;
+  const end = async (error: string | null) => {
+    if (ended) return;
+    ended = true;
+    await hooks.end(sent, error);
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          if (sent === expected) {
+            await end(null);
+            controller.close();
+            return;
+          }
+          const next = await chunks.next();
+          if (next.done) throw new Error(`the source ended after ${sent} of ${expected} bytes`);
+          // A source that grew meanwhile gives no more than was promised.
+          const chunk = next.value.subarray(0, expected - sent);
+          sent += chunk.byteLength;
+          // Accounted before the last bytes go: a client that has them all finds its INH line written.
+          if (sent === expected) await end(null);
+          controller.enqueue(chunk);
+          if (sent === expected) controller.close();
+        } catch (e) {
+          await end(e instanceof Error ? e.message : String(e));
+          controller.error(e);
+        }
+      },
+      async cancel() {
+        await end(null);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** `attachment` with the file's name: ASCII for every client, UTF-8 (RFC 6266) for those that read it. */
+function attachment(path: string) {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}

@@ -1,0 +1,60 @@
+import { Hono } from 'hono';
+import { PORTAL_CSS } from './assets.ts';
+import { portalError } from './errors.ts';
+import type { PortalOptions } from './options.ts';
+import { serveTree } from './tree-routes.ts';
+import { DATA_BASE, dataVisitor, openAccessVisitor } from './who.ts';
+
+export type { PortalOptions } from './options.ts';
+export type { ReceivedUpload, UploadStore } from './upload.ts';
+export type { SessionIdentity } from './who.ts';
+
+const HOME_BASE = '/portal/home/';
+
+/**
+ * The data portal over HTTPS, served by the same app under /portal: incoming users' files as a tree
+ * (`/portal/data/`, Basic or a browser session; `/portal/home/<user>/` for open access), listed,
+ * downloaded, uploaded and deleted.
+ */
+export function portalApp(options: PortalOptions) {
+  const app = new Hono();
+  app.get(
+    '/assets/portal.css',
+    () =>
+      new Response(PORTAL_CSS, {
+        headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
+      }),
+  );
+
+  app.all('/data', () => redirect(DATA_BASE));
+  app.all('/data/*', async (c) => {
+    const ports = await options.portsFor(c);
+    const visitor = await dataVisitor(c, ports, options);
+    return serveTree(c, options, ports, visitor, rawPath(c.req.url).slice(DATA_BASE.length));
+  });
+  app.all('/home/:user', (c) => redirect(`${rawPath(c.req.url)}/`));
+  app.all('/home/:user/*', async (c) => {
+    const path = rawPath(c.req.url).slice(HOME_BASE.length);
+    const slash = path.indexOf('/');
+    let user: string;
+    try {
+      user = decodeURIComponent(path.slice(0, slash));
+    } catch {
+      return new Response('Invalid path', { status: 400 });
+    }
+    const ports = await options.portsFor(c);
+    const visitor = await openAccessVisitor(c, ports, options, user);
+    return serveTree(c, options, ports, visitor, path.slice(slash + 1));
+  });
+
+  app.onError(async (error, c) => {
+    const ports = await options.portsFor(c);
+    return portalError(error, (c.get('requestId' as never) as string | undefined) ?? 'unknown', ports.logger);
+  });
+  return app;
+}
+
+/** The path as the client sent it, still percent-encoded: each segment is decoded once, by the tree. */
+const rawPath = (url: string) => new URL(url).pathname;
+
+const redirect = (location: string) => new Response(null, { status: 301, headers: { location } });

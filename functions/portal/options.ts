@@ -1,0 +1,21 @@
+import type { Context } from 'hono';
+import type { SourceReader } from '../../core/dissemination/send.ts';
+import type { Ports } from '../../core/ports.ts';
+import type { UploadStore } from './upload.ts';
+import type { SessionIdentity } from './who.ts';
+
+/** What the data portal's routes need from the shell that serves them. */
+export interface PortalOptions {
+  /** The ports of a request (see AppOptions.portsFor). */
+  portsFor(c: Context): Promise<Ports> | Ports;
+  /** The caller's address: the login's failed-authentication limits, DEA and INH lines. */
+  clientAddress(c: Context): string;
+  /** This server's name (the mover's): INH lines, and the connections counted across servers. */
+  serverName: string;
+  /** The files' bytes: the movers' source reader, with byte ranges. */
+  sources: SourceReader;
+  /** Where uploads are stored; null: this server takes none (501). */
+  uploads: UploadStore | null;
+  /** Who a browser session (the login form's cookie) is; left out, only Basic logins and open access. */
+  sessionIdentity?(c: Context): Promise<SessionIdentity | null>;
+}

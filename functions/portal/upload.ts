@@ -1,0 +1,124 @@
+import { conflict, ServiceError } from '../../core/common/errors.ts';
+import { startPortalTransfer } from '../../core/portal/transfers.ts';
+import { isSafeSegment } from '../../core/portal/tree.ts';
+import { registerUpload } from '../../core/portal/uploads.ts';
+import type { Ports } from '../../core/ports.ts';
+import { plain } from '../http/errors.ts';
+import { PortalAnswer } from './errors.ts';
+import { HTTPS, type Visitor } from './who.ts';
+
+/**
+ * Where the portal's uploads are kept (Node: a directory inside the source roots). A body is
+ * written whole under a temporary name first: nothing is ever half-written under its final name.
+ */
+export interface UploadStore {
+  receive(body: AsyncIterable<Uint8Array>): Promise<ReceivedUpload>;
+}
+
+export interface ReceivedUpload {
+  bytes: number;
+  /**
+   * Renames it into place, as the file of `path` below the destination's directory, replacing what
+   * was there; answers where it is now (the data file's source). A conflict when a file is in the way
+   * of a directory, or a directory where the file should go.
+   */
+  place(destination: string, path: string): Promise<string>;
+  discard(): Promise<void>;
+}
+
+/** The directory of temporary files in the store: no destination of that name takes uploads. */
+export const PARTIAL_DIRECTORY = '.partial';
+
+export interface UploadDeps {
+  ports: Ports;
+  store: UploadStore | null;
+  serverName: string;
+  address: string;
+  requestId: string;
+}
+
+export interface Uploaded {
+  dataFileId: number;
+  transferId: number | null;
+  destination: string;
+  path: string;
+  size: number;
+  replaced: boolean;
+}
+
+/**
+ * One upload into the tree: counted as a transfer of the user (its connection limit, its upload
+ * quota, which it may not go over), stored, then registered as datafile/put registers a file. The
+ * INH line and traffic carry the bytes received, whatever happens to them.
+ */
+export async function receiveUpload(
+  deps: UploadDeps,
+  visitor: Visitor,
+  target: { destination: string; path: string },
+  body: AsyncIterable<Uint8Array>,
+  declaredLength: number | null,
+): Promise<Uploaded> {
+  const { ports, store } = deps;
+  if (store === null) throw new PortalAnswer(plain(501, 'Uploads are not available on this server'));
+  if (!isSafeSegment(target.destination) || target.destination === PARTIAL_DIRECTORY) {
+    throw new PortalAnswer(plain(400, 'Uploads are not possible to this destination'));
+  }
+  const who = visitor.identity;
+  const allowance = await uploadAllowance(ports, visitor);
+  if (declaredLength !== null && declaredLength > allowance) throw quotaExceeded();
+  const transfer = await startPortalTransfer(ports, who, {
+    protocol: HTTPS,
+    server: deps.serverName,
+    address: deps.address,
+    action: 'upload',
+  });
+  let bytes = 0;
+  async function* counted() {
+    for await (const chunk of body) {
+      bytes += chunk.byteLength;
+      if (bytes > allowance) throw quotaExceeded();
+      yield chunk;
+    }
+  }
+  let registered: Awaited<ReturnType<typeof registerUpload>>;
+  try {
+    const received = await store.receive(counted());
+    if (declaredLength !== null && received.bytes !== declaredLength) {
+      await received.discard();
+      throw new PortalAnswer(plain(400, `Upload incomplete: ${received.bytes} of ${declaredLength} bytes received`));
+    }
+    const source = await received.place(target.destination, target.path).catch(async (e: unknown) => {
+      await received.discard();
+      throw e;
+    });
+    registered = await registerUpload(ports, who, { ...target, source, requestId: deps.requestId });
+  } catch (e) {
+    await transfer.finish({ bytes, file: null });
+    throw e;
+  }
+  const file = registered.file === null ? null : { ...registered.file, destination: target.destination };
+  await transfer.finish({ bytes, file });
+  return {
+    dataFileId: registered.dataFileId,
+    transferId: registered.file?.transferId ?? null,
+    destination: target.destination,
+    path: target.path,
+    size: bytes,
+    replaced: registered.replaced,
+  };
+}
+
+const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
+
+/** Bytes the user may still upload now: what its rolling quota leaves, or no limit. */
+async function uploadAllowance(ports: Ports, visitor: Visitor) {
+  const { userId, settings } = visitor.identity;
+  if (settings.upload === null) return Number.POSITIVE_INFINITY;
+  const since = new Date(ports.clock().getTime() - settings.upload.periodMs);
+  const left = settings.upload.maxBytes - (await ports.repos.portal.trafficSince(userId, since)).uploadBytes;
+  if (left <= 0) throw quotaExceeded();
+  return left;
+}
+
+/** A file or directory in the way of an upload's path. */
+export const inTheWay = (path: string) => conflict(`Cannot upload ${path}: another file or directory is in the way`);
