@@ -1,10 +1,15 @@
 import { restore } from '../backups/handlers.ts';
 import type { Backup } from '../backups/schema.ts';
+import { generatePassword } from '../common/crypto.ts';
 import { importFields } from '../metadata/fields.ts';
 import { put as putMetadata } from '../metadata/handlers.ts';
 import type { Ports } from '../ports.ts';
 
 /** A small, realistic data set so a fresh embedded install answers with something real. */
+
+/** The demo's pull-only destination, and the incoming user who fetches its files from the portal. */
+export const DEMO_PORTAL_DESTINATION = 'PORTAL_DEMO';
+export const DEMO_PORTAL_USER = 'demo_reader';
 const SITES: Array<[name: string, iso: string, type: number, comment: string]> = [
   ['ARPA_BOLOGNA', 'it', 1, 'Regional weather service, Emilia-Romagna'],
   ['BOM_MELBOURNE', 'au', 1, 'Bureau of Meteorology'],
@@ -87,6 +92,16 @@ function demoBackup(deliveredDir: string): Backup {
         ectransModule: { name: 'sftp', classe: 'ecmwf.ecpds.sftp.SftpModule', archive: null, active: true },
       },
       {
+        name: 'portal',
+        ectransModuleName: 'portal',
+        value: null,
+        restrict: false,
+        resolve: false,
+        comment: 'Left for the data portal: incoming users fetch the files',
+        active: true,
+        ectransModule: { name: 'portal', classe: null, archive: null, active: true },
+      },
+      {
         name: 'ftp',
         ectransModuleName: 'ftp',
         value: null,
@@ -159,10 +174,52 @@ function demoBackup(deliveredDir: string): Backup {
   };
 }
 
+/** A pull-only destination: its files are left for the portal's users (a `portal` host). */
+function portalDestination(): Backup['destinations'][number] {
+  return {
+    destination: {
+      name: DEMO_PORTAL_DESTINATION,
+      countryIso: 'gb',
+      type: 1,
+      comment: 'Products fetched by their users from the data portal',
+      ecuserName: 'ecpds',
+      active: true,
+      monitor: false,
+      backup: false,
+      acquisition: false,
+      maxConnections: 5,
+      retryCount: 3,
+      retryFrequency: 60000,
+      userMail: 'ops@portal.example.org',
+      data: '',
+    },
+    associations: [
+      {
+        priority: 0,
+        host: {
+          hostid: 200,
+          nickname: 'data-portal',
+          host: 'localhost',
+          login: '',
+          dir: '',
+          transferMethodName: 'portal',
+          type: 'Dissemination',
+          ecuserName: 'ecpds',
+          active: true,
+          networkName: 'Internet',
+          networkCode: 'I',
+          data: '',
+        },
+      },
+    ],
+  };
+}
+
 /** Loads the demo and starts its active destinations: they send what is put for them. */
 export async function loadDemoData(ports: Ports, options: { deliveredDir?: string } = {}) {
   await importFields(ports, 'demo', FIELDS);
   const backup = demoBackup(options.deliveredDir ?? 'data/delivered');
+  backup.destinations.push(portalDestination());
   await ports.repos.transaction(async (repos) => {
     await restore({ ports, requestId: 'demo', caller: null }, repos, backup, false);
     for (const { destination } of backup.destinations) {
@@ -202,6 +259,33 @@ export async function loadDemoData(ports: Ports, options: { deliveredDir?: strin
       },
     });
   }
+}
+
+/**
+ * The demo's portal user: standard login with a generated password (sealed, as the API stores it),
+ * associated with the pull-only destination and MO_EXETER. Answers the password, to show once.
+ */
+export async function addDemoPortalUser(ports: Ports): Promise<string> {
+  const password = generatePassword();
+  const now = ports.clock();
+  await ports.repos.transaction(async (repos) => {
+    await repos.incomingUsers.insert(
+      {
+        id: DEMO_PORTAL_USER,
+        email: 'reader@example.org',
+        iso: 'gb',
+        portalService: 'standard-login',
+        active: true,
+        passwordSealed: await ports.secrets.encrypt(password),
+        lastLoginDate: null,
+      },
+      now,
+    );
+    for (const destination of [DEMO_PORTAL_DESTINATION, 'MO_EXETER']) {
+      await repos.incomingUsers.addAssociation(DEMO_PORTAL_USER, destination);
+    }
+  });
+  return password;
 }
 
 /** Demo data goes only into a database that holds nothing yet. */

@@ -1,14 +1,21 @@
 import fs from 'node:fs';
 import type { Server } from 'node:http';
 import https from 'node:https';
+import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
-import { sweepExpired } from '../../core/data-files/handlers.ts';
+import { registerDataFile, sweepExpired } from '../../core/data-files/handlers.ts';
 import type { EngineStats } from '../../core/dissemination/stats.ts';
 import type { Ports } from '../../core/ports.ts';
-import { isEmptyDatabase, loadDemoData } from '../../core/system/demo.ts';
+import {
+  addDemoPortalUser,
+  DEMO_PORTAL_DESTINATION,
+  DEMO_PORTAL_USER,
+  isEmptyDatabase,
+  loadDemoData,
+} from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
@@ -51,6 +58,25 @@ function clientAddress(c: Context, trustProxy: boolean): string {
   }
 }
 
+const DEMO_FILE = 'welcome.txt';
+
+/** The demo's portal user, and a file for it in the pull-only destination (in the first source root). */
+async function addDemoPortalFiles(ports: Ports, config: NodeConfig): Promise<string> {
+  const password = await addDemoPortalUser(ports);
+  const root = config.sourceRoots[0];
+  if (root === undefined) return password;
+  const source = path.join(root, 'demo', DEMO_FILE);
+  fs.mkdirSync(path.dirname(source), { recursive: true });
+  fs.writeFileSync(
+    source,
+    'Welcome to the data portal.\nThis file was registered for PORTAL_DEMO, a destination whose files stay here ' +
+      'for their users to fetch.\n',
+  );
+  const ctx = { ports, requestId: 'demo', caller: { username: 'demo', showSensitiveInfo: false } };
+  await registerDataFile(ctx, { destination: DEMO_PORTAL_DESTINATION, source, target: DEMO_FILE });
+  return password;
+}
+
 /** `ecpds-edge serve`: HTTPS (or plain HTTP behind a trusted proxy) until SIGTERM/SIGINT. */
 export async function runServer(config: NodeConfig) {
   const stdout = batchedStdout();
@@ -62,8 +88,10 @@ export async function runServer(config: NodeConfig) {
   }
   const { ports } = runtime;
   if (config.propertiesFile) await provisionProperties(ports, config.propertiesFile);
+  let demoPortalPassword: string | null = null;
   if (config.demo && !config.databaseUrl && (await isEmptyDatabase(ports))) {
     await loadDemoData(ports, { deliveredDir: config.mover.fileRoots[0] });
+    demoPortalPassword = await addDemoPortalFiles(ports, config);
     logger.info('demo data loaded (set ECPDS_DEMO=0 to start empty)', {});
   }
 
@@ -107,6 +135,14 @@ export async function runServer(config: NodeConfig) {
     stdout.write(
       `Console administrator 'admin' created. Its password is shown this once:\n\n    ${webAdminPassword}\n\n` +
         `Log in at ${url}/console/login\n\n`,
+    );
+  }
+
+  if (demoPortalPassword) {
+    stdout.write(
+      `Data portal user '${DEMO_PORTAL_USER}' created. Its password is shown this once:\n\n    ${demoPortalPassword}\n\n` +
+        `Log in at ${url}/portal/login, or:\n    curl -k -u ${DEMO_PORTAL_USER}:${demoPortalPassword} ` +
+        `${url}/portal/data/${DEMO_PORTAL_DESTINATION}/${DEMO_FILE}\n\n`,
     );
   }
 
