@@ -13,6 +13,8 @@ export interface DownloadDeps {
   serverName: string;
   address: string;
   requestId: string;
+  /** See PortalOptions.abandonAfterMs; null: never. */
+  abandonAfterMs: number | null;
 }
 
 const MD5 = /^[0-9a-f]{32}$/i;
@@ -95,7 +97,11 @@ export async function downloadAnswer(
   if (source.size !== file.size) {
     return unreadable('its data changed since it was registered', { size: source.size, registered: file.size });
   }
-  const body = countedBody(source.stream, answer.range ? answer.range.end - answer.range.start + 1 : 0, {
+  let recorded: () => void = () => {};
+  // The end is recorded after the response (Workers: the isolate and its database client stay for it).
+  ports.waitUntil(new Promise<void>((resolve) => (recorded = resolve)));
+  const expected = answer.range ? answer.range.end - answer.range.start + 1 : 0;
+  const body = countedBody(source.stream, expected, deps.abandonAfterMs, {
     end: async (bytes, error) => {
       closeSource.abort();
       if (error !== null) {
@@ -103,7 +109,8 @@ export async function downloadAnswer(
       }
       await transfer
         .finish({ bytes, file: { ...file, destination } })
-        .catch((e: unknown) => ports.logger.error('could not record a portal download', { reason: String(e) }));
+        .catch((e: unknown) => ports.logger.error('could not record a portal download', { reason: String(e) }))
+        .finally(recorded);
     },
   });
   return new Response(body, { status: answer.status, headers });
@@ -112,51 +119,69 @@ export async function downloadAnswer(
 /**
  * The bytes of a source as a response body, read as the client takes them: `end` is told once how
  * many went out, as the last ones go (so the INH line is written by the time a client has them),
- * when the client went away, or when the source failed or ran short (the body then fails rather
- * than end: the client sees an incomplete answer, never a whole one).
+ * when the client went away (or nothing read for `abandonAfterMs`), or when the source failed or ran
+ * short (the body then fails rather than end: the client sees an incomplete answer, never a whole one).
  */
 function countedBody(
   stream: AsyncIterable<Uint8Array>,
   expected: number,
+  abandonAfterMs: number | null,
   hooks: { end(bytes: number, error: string | null): Promise<void> },
 ) {
   const chunks = stream[Symbol.asyncIterator]();
   let sent = 0;
   let ended = false;
+  let reading = false;
+  let lastRead = Date.now();
+  const watch =
+    abandonAfterMs === null
+      ? undefined
+      : setInterval(
+          () => {
+            // A read of the source may take its time; a body nobody asks for more of is abandoned.
+            if (!reading && Date.now() - lastRead >= abandonAfterMs) void end(null);
+          },
+          Math.max(100, abandonAfterMs / 4),
+        );
   const end = async (error: string | null) => {
     if (ended) return;
     ended = true;
+    clearInterval(watch);
     await hooks.end(sent, error);
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          if (sent === expected) {
-            await end(null);
-            controller.close();
-            return;
-          }
-          const next = await chunks.next();
-          if (next.done) throw new Error(`the source ended after ${sent} of ${expected} bytes`);
-          // A source that grew meanwhile gives no more than was promised.
-          const chunk = next.value.subarray(0, expected - sent);
-          sent += chunk.byteLength;
-          // Accounted before the last bytes go: a client that has them all finds its INH line written.
-          if (sent === expected) await end(null);
-          controller.enqueue(chunk);
-          if (sent === expected) controller.close();
-        } catch (e) {
-          await end(e instanceof Error ? e.message : String(e));
-          controller.error(e);
+  const source = {
+    // workerd's own: sends a Content-Length for a stream made here (elsewhere it is left aside).
+    expectedLength: expected,
+    async pull(controller: ReadableStreamDefaultController<Uint8Array>) {
+      try {
+        if (sent === expected) {
+          await end(null);
+          controller.close();
+          return;
         }
-      },
-      async cancel() {
-        await end(null);
-      },
+        reading = true;
+        const next = await chunks.next().finally(() => {
+          reading = false;
+          lastRead = Date.now();
+        });
+        if (next.done) throw new Error(`the source ended after ${sent} of ${expected} bytes`);
+        // A source that grew meanwhile gives no more than was promised.
+        const chunk = next.value.subarray(0, expected - sent);
+        sent += chunk.byteLength;
+        // Accounted before the last bytes go: a client that has them all finds its INH line written.
+        if (sent === expected) await end(null);
+        controller.enqueue(chunk);
+        if (sent === expected) controller.close();
+      } catch (e) {
+        await end(e instanceof Error ? e.message : String(e));
+        controller.error(e);
+      }
     },
-    { highWaterMark: 0 },
-  );
+    async cancel() {
+      await end(null);
+    },
+  };
+  return new ReadableStream<Uint8Array>(source, { highWaterMark: 0 });
 }
 
 /** `attachment` with the file's name: ASCII for every client, UTF-8 (RFC 6266) for those that read it. */

@@ -16,6 +16,13 @@ export interface PortalOptions {
   sources: SourceReader;
   /** Where uploads are stored; null: this server takes none (501). */
   uploads: UploadStore | null;
+  /**
+   * A download's body that nothing reads for this long is taken as abandoned: its transfer ends
+   * there (connection freed, INH line for the bytes sent). For Workers, where the runtime may drop
+   * the body of a client that went away without cancelling it. Left out: a body waits for its
+   * reader as long as the connection lasts (Node cancels it when the client goes away).
+   */
+  abandonAfterMs?: number;
   /** Who a browser session (the login form's cookie) is; left out, only Basic logins and open access. */
   sessionIdentity?(c: Context): Promise<SessionIdentity | null>;
 }

@@ -21,7 +21,7 @@ import { notFoundAnswer, PortalAnswer, permissionDenied } from './errors.ts';
 import { listingResponse } from './listing.tsx';
 import { formBoundary, formParts } from './multipart.ts';
 import type { PortalOptions } from './options.ts';
-import { receiveUpload, type UploadDeps } from './upload.ts';
+import { receiveUpload, type UploadDeps, uploadsUnavailable } from './upload.ts';
 import type { Visitor } from './who.ts';
 
 /** One request of the tree below `visitor.base`; `rest` is the path after it, still percent-encoded. */
@@ -96,7 +96,8 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
         ifUnmodifiedSince: header('if-unmodified-since'),
         download: c.req.query('download') === '1',
       };
-      return downloadAnswer({ ...deps, sources: options.sources }, visitor, request, target.destination, file);
+      const download = { ...deps, sources: options.sources, abandonAfterMs: options.abandonAfterMs ?? null };
+      return downloadAnswer(download, visitor, request, target.destination, file);
     }
   }
 }
@@ -150,6 +151,7 @@ async function formUpload(
   target: Extract<TreeTarget, { kind: 'directory' }>,
 ) {
   const refused = csrfRefused;
+  if (deps.store === null) return uploadsUnavailable();
   const boundary = formBoundary(c.req.header('content-type'));
   if (visitor.session === null) return refused();
   if (boundary === null || c.req.raw.body === null) return plain(400, 'A multipart/form-data body is expected');

@@ -59,7 +59,7 @@ export async function receiveUpload(
   declaredLength: number | null,
 ): Promise<Uploaded> {
   const { ports, store } = deps;
-  if (store === null) throw new PortalAnswer(plain(501, 'Uploads are not available on this server'));
+  if (store === null) throw new PortalAnswer(uploadsUnavailable());
   if (!isSafeSegment(target.destination) || target.destination === PARTIAL_DIRECTORY) {
     throw new PortalAnswer(plain(400, 'Uploads are not possible to this destination'));
   }
@@ -107,6 +107,9 @@ export async function receiveUpload(
     replaced: registered.replaced,
   };
 }
+
+/** A server that keeps no uploads (a Worker: no place every mover reads back from). */
+export const uploadsUnavailable = () => plain(501, 'Uploads are not available on this server');
 
 const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
 

@@ -1,4 +1,3 @@
-import { httpSourceReader, remoteOnlyReader } from '../../core/data-files/sources.ts';
 import { reclaimLapsedAttempts } from '../../core/dissemination/claims.ts';
 import { type DeliverDueResult, deliverDue, reachableDue } from '../../core/dissemination/deliver-due.ts';
 import type { DisseminationHost } from '../../core/dissemination/ports.ts';
@@ -8,7 +7,13 @@ import { httpMethod } from '../transfer-methods/http.ts';
 import { portalMethod } from '../transfer-methods/portal.ts';
 import { type R2BucketLike, r2Method } from '../transfer-methods/r2.ts';
 import { s3Method } from '../transfer-methods/s3.ts';
-import type { DeliveryMessage, DeliveryQueue, WorkerConfig, WorkerEnv } from './runtime.ts';
+import {
+  type DeliveryMessage,
+  type DeliveryQueue,
+  type WorkerConfig,
+  type WorkerEnv,
+  workerSourceReader,
+} from './runtime.ts';
 
 /** Destinations looked at per cron run: the longest waiting, reachable here or not. */
 const DISPATCH_LIMIT = 500;
@@ -58,7 +63,7 @@ export async function consumeDeliveries(
     r2: r2Method((name) => bucketOf(env, name)),
     portal: portalMethod(),
   };
-  const sources = remoteOnlyReader(httpSourceReader(config.ECPDS_SOURCE_HOSTS));
+  const sources = workerSourceReader(config);
   const until = Date.now() + config.ECPDS_EDGE_BUDGET_SECONDS * 1000;
   const results = new Map<string, DeliverDueResult>();
   for (const destination of names) {

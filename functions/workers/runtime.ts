@@ -1,7 +1,13 @@
 import { SecretBox } from '../../core/common/crypto.ts';
 import { createDatabaseClock, type DatabaseClock, selfMeasuringClock } from '../../core/common/database-clock.ts';
 import { messageOf } from '../../core/common/errors.ts';
-import { httpSourceProber, remoteOnlyProber } from '../../core/data-files/sources.ts';
+import {
+  httpSourceProber,
+  httpSourceReader,
+  remoteOnlyProber,
+  remoteOnlyReader,
+} from '../../core/data-files/sources.ts';
+import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { readDatabaseClock } from '../../db/clock.ts';
@@ -80,6 +86,16 @@ export function workerConfig(env: WorkerEnv): WorkerConfig {
   return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
 }
 
+/**
+ * A download nobody reads from for this long is ended (see PortalOptions.abandonAfterMs): within the
+ * 30 s the platform leaves the work after a response whose client went away.
+ */
+const ABANDONED_DOWNLOAD_MS = 20_000;
+
+/** The bytes of data files as a Worker reads them: http(s) sources on ECPDS_SOURCE_HOSTS (no file system here). */
+export const workerSourceReader = (config: WorkerConfig): SourceReader =>
+  remoteOnlyReader(httpSourceReader(config.ECPDS_SOURCE_HOSTS));
+
 export function createIsolate(env: WorkerEnv): Isolate {
   const config = workerConfig(env);
   const secrets = SecretBox.fromBase64(config.ECPDS_SECRET_KEY);
@@ -92,6 +108,15 @@ export function createIsolate(env: WorkerEnv): Isolate {
     basePath: config.ECPDS_BASE_PATH,
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? 'unknown',
     console: { cookieSecret: secrets.derive('console-cookie') },
+    // The data portal's files whose source the Worker reads. No uploads: a Worker has nowhere to
+    // keep their bytes that every mover could read back as a source.
+    portal: {
+      serverName: config.ECPDS_EDGE_MOVER_NAME,
+      sources: workerSourceReader(config),
+      uploads: null,
+      abandonAfterMs: ABANDONED_DOWNLOAD_MS,
+      cookieSecret: secrets.derive('portal-cookie'),
+    },
   });
   return { config, app, state: createProcessState(), secrets, clock: createDatabaseClock() };
 }

@@ -4,7 +4,10 @@ import { openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { startS3 } from '../support/servers/s3.ts';
 
-/** `/blob/<seed>/<size>`: `size` bytes, byte i being (31 i + seed) mod 256 (the tests compute the same). */
+/**
+ * `/blob/<seed>/<size>`: `size` bytes, byte i being (31 i + seed) mod 256 (the tests compute the same);
+ * `/ranged/blob/<seed>/<size>` the same bytes, with Range honoured.
+ */
 function blob(url: string): Buffer | null {
   const match = /^\/blob\/(\d+)\/(\d+)$/.exec(url);
   if (!match) return null;
@@ -27,8 +30,18 @@ export default async function setup() {
   await handle.close();
 
   const source = http.createServer((req, res) => {
-    const bytes = blob(req.url ?? '');
-    if (bytes) {
+    const url = req.url ?? '';
+    const bytes = blob(url.replace(/^\/ranged\//, '/'));
+    const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (bytes && url.startsWith('/ranged/') && range) {
+      // A source that honours Range (the plain /blob/ answers the whole file to any request).
+      const [start, end] = [Number(range[1]), Math.min(Number(range[2]), bytes.length - 1)];
+      res.writeHead(206, {
+        'content-length': String(end - start + 1),
+        'content-range': `bytes ${start}-${end}/${bytes.length}`,
+      });
+      res.end(bytes.subarray(start, end + 1));
+    } else if (bytes) {
       res.writeHead(200, { 'content-length': String(bytes.length) });
       res.end(req.method === 'HEAD' ? undefined : bytes);
     } else if (req.url === '/data/fc.grib') {

@@ -1,0 +1,352 @@
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { exports } from 'cloudflare:workers';
+import { createHash } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
+import { openPostgres } from '../../db/client.ts';
+import { dataFiles } from '../../db/schema.ts';
+import { destinationBackup } from '../support/backups.ts';
+import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
+
+/**
+ * The data portal on the Worker, inside workerd: an incoming user logs in with Basic, lists its
+ * destinations and downloads files whose source is an http URL (the suite's source server on the
+ * loopback interface), as download tools expect; the INH and DEA lines go to the console.
+ */
+const stamp = Date.now().toString(36).toUpperCase();
+const DEST = `P${stamp}`;
+const OTHER = `P${stamp}B`;
+const USER = `wportal_${stamp.toLowerCase()}`;
+const PASSWORD = `${USER}-Pass-1`;
+const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${password}`)}`;
+const AUTH = basic(USER, PASSWORD);
+let admin: string;
+let hostids = 80_000 + Math.floor(Math.random() * 9000);
+let addresses = 0;
+/** The Worker's entry as the runtime calls it (`wrangler types` would type it; this suite has no generated types). */
+const entry = (exports as unknown as { default: Fetcher }).default;
+
+/** The bytes of the source server's blob `seed` of `size` bytes (see global-setup.ts). */
+const blobBytes = (seed: number, size: number) => new Uint8Array(size).map((_, i) => (31 * i + seed) & 255);
+const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
+
+/** Files of DEST: one whose source honours Range, one whose source answers the whole file to any request. */
+const RANGED = { target: 'fc/ranged.bin', seed: 41, size: 300_000, ranged: true };
+const WHOLE = { target: 'whole.bin', seed: 42, size: 100_000, ranged: false };
+/** Big enough that one read of the answer never holds all of it. */
+const LONG = { target: 'long.bin', seed: 43, size: 16_000_000, ranged: true };
+
+async function destination(name: string) {
+  const body = destinationBackup(name, [{ method: 'portal' }], { nextHostId: () => ++hostids });
+  const r = await call('PUT', '/v1/destination/backup', { auth: admin, body });
+  expect(r.status, r.text).toBe(200);
+}
+
+async function incomingUser(id: string, password: string, destinations: string[]) {
+  const query = new URLSearchParams({ id, email: `${id}@example.org`, iso: 'gb', pass: password, active: 'true' });
+  const add = await call('POST', `/v1/incoming/user/add?${query}`, { auth: admin });
+  expect(add.status, add.text).toBe(200);
+  for (const name of destinations) {
+    const r = await call('POST', `/v1/incoming/association/add?id=${id}&destination=${name}`, { auth: admin });
+    expect(r.status, r.text).toBe(200);
+  }
+}
+
+/** Registers a file through the Worker's datafile/put, its source a blob of the source server. */
+async function putFile(name: string, file: typeof RANGED) {
+  const source = `http://${sourcePort()}/${file.ranged ? 'ranged/' : ''}blob/${file.seed}/${file.size}`;
+  const q = new URLSearchParams({ destination: name, source, target: file.target });
+  const r = await call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+  expect(r.status, r.text).toBe(200);
+  return r.json.id as number;
+}
+
+beforeAll(async () => {
+  admin = await client(`wportal_admin_${stamp.toLowerCase()}`, ['.*']);
+  await destination(DEST);
+  await destination(OTHER);
+  await incomingUser(USER, PASSWORD, [DEST, OTHER]);
+  const ranged = await putFile(DEST, RANGED);
+  await putFile(DEST, WHOLE);
+  // The MD5 a delivery records; the ETag of the file it belongs to.
+  const handle = openPostgres(workerEnv.HYPERDRIVE.connectionString, { perRequest: true });
+  try {
+    await handle.db
+      .update(dataFiles)
+      .set({ checksum: md5(blobBytes(RANGED.seed, RANGED.size)) })
+      .where(eq(dataFiles.id, ranged));
+  } finally {
+    await handle.close();
+  }
+});
+
+let consoleLog: MockInstance<typeof console.log>;
+// The Worker's event lines are console lines: watched as they are written, still written.
+beforeEach(() => {
+  consoleLog = vi.spyOn(console, 'log');
+});
+afterEach(() => consoleLog.mockRestore());
+
+/** The event lines of a kind (INH, DEA) the Worker wrote during this test, as their fields. */
+function eventLines(kind: string): Record<string, string>[] {
+  return consoleLog.mock.calls
+    .map(([line]) => String(line))
+    .filter((line) => line.startsWith(`${kind};`))
+    .map((line) =>
+      Object.fromEntries(
+        line
+          .split(';')
+          .slice(1)
+          .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      ),
+    );
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  bytes: Uint8Array;
+  text: string;
+}
+
+/** One request of the portal through the Worker's fetch handler, its body read, its waitUntil work done. */
+async function portal(
+  method: string,
+  path: string,
+  options: { auth?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { 'cf-connecting-ip': `10.9.0.${++addresses % 250}`, ...options.headers };
+  if (options.auth) headers.authorization = options.auth;
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`https://edge.test${path}`, { method, headers, body: options.body }),
+    workerEnv,
+    ctx,
+  );
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, headers: res.headers, bytes, text: new TextDecoder().decode(bytes) };
+}
+
+describe('the data portal on the Worker', () => {
+  it('lets a user in with Basic and lists its destinations as HTML links and as JSON', async () => {
+    const html = await portal('GET', '/portal/data/', { auth: AUTH });
+    expect(html.status, html.text).toBe(200);
+    expect(html.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(html.text).toContain(`<a href="${DEST}/">`);
+    expect(html.text).toContain(`<a href="${OTHER}/">`);
+
+    const json = await portal('GET', '/portal/data/', { auth: AUTH, headers: { accept: 'application/json' } });
+    expect(json.status).toBe(200);
+    expect(JSON.parse(json.text).map((e: { name: string; type: string }) => [e.name, e.type])).toEqual([
+      [DEST, 'directory'],
+      [OTHER, 'directory'],
+    ]);
+    // The login is recorded (lastLoginDate, shown by the API).
+    const users = await call('GET', '/v1/incoming/user/list', { auth: admin });
+    expect(users.json.userList.find((u: { id: string }) => u.id === USER).lastLoginDate).toBeTruthy();
+  });
+
+  it("lists a destination's files in JSON: directories by their targets' '/', sizes and times", async () => {
+    const top = await portal('GET', `/portal/data/${DEST}/`, { auth: AUTH, headers: { accept: 'application/json' } });
+    expect(top.status, top.text).toBe(200);
+    const entries = JSON.parse(top.text);
+    expect(entries.map((e: { name: string; type: string }) => [e.name, e.type])).toEqual([
+      ['fc', 'directory'],
+      ['whole.bin', 'file'],
+    ]);
+    expect(entries[1].size).toBe(WHOLE.size);
+    expect(Date.parse(entries[1].lastModified)).not.toBeNaN();
+    const below = await portal('GET', `/portal/data/${DEST}/fc/`, {
+      auth: AUTH,
+      headers: { accept: 'application/json' },
+    });
+    expect(JSON.parse(below.text)).toMatchObject([{ name: 'ranged.bin', type: 'file', size: RANGED.size }]);
+    const empty = await portal('GET', `/portal/data/${OTHER}/`, {
+      auth: AUTH,
+      headers: { accept: 'application/json' },
+    });
+    expect(JSON.parse(empty.text)).toEqual([]);
+  });
+
+  it('downloads a whole file from its http source: length, validators, the bytes, and the INH line', async () => {
+    const r = await portal('GET', `/portal/data/${DEST}/fc/ranged.bin`, { auth: AUTH });
+    expect(r.status, r.text).toBe(200);
+    const bytes = blobBytes(RANGED.seed, RANGED.size);
+    expect(r.headers.get('content-length')).toBe(String(RANGED.size));
+    expect(r.headers.get('etag')).toBe(`"${md5(bytes)}"`);
+    expect(r.headers.get('accept-ranges')).toBe('bytes');
+    expect(r.headers.get('content-range')).toBeNull();
+    expect(md5(r.bytes)).toBe(md5(bytes));
+    expect(eventLines('INH')).toMatchObject([
+      {
+        DestinationName: DEST,
+        FileName: RANGED.target,
+        FileSize: String(RANGED.size),
+        BytesSent: String(RANGED.size),
+        UserId: USER,
+        CountryCode: 'gb',
+        TransferProtocol: 'https',
+        TransferServer: 'edge',
+        Action: 'download',
+      },
+    ]);
+    const traffic = await withPorts((ports) => ports.repos.portal.trafficSince(USER, new Date(Date.now() - 600_000)));
+    expect(traffic.downloadBytes).toBeGreaterThanOrEqual(RANGED.size);
+  });
+
+  it('answers a Range with 206 and its Content-Range, from a source that honours Range or not', async () => {
+    for (const file of [RANGED, WHOLE]) {
+      const r = await portal('GET', `/portal/data/${DEST}/${file.target}`, {
+        auth: AUTH,
+        headers: { range: 'bytes=1000-1999' },
+      });
+      expect(r.status, r.text).toBe(206);
+      expect(r.headers.get('content-range')).toBe(`bytes 1000-1999/${file.size}`);
+      expect(r.headers.get('content-length')).toBe('1000');
+      expect(r.bytes).toEqual(blobBytes(file.seed, file.size).subarray(1000, 2000));
+    }
+    expect(eventLines('INH').map((l) => [l.FileName, l.BytesSent])).toEqual([
+      [RANGED.target, '1000'],
+      [WHOLE.target, '1000'],
+    ]);
+    const past = await portal('GET', `/portal/data/${DEST}/${WHOLE.target}`, {
+      auth: AUTH,
+      headers: { range: `bytes=${WHOLE.size}-` },
+    });
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe(`bytes */${WHOLE.size}`);
+  });
+
+  it('answers HEAD with the headers of a GET and no body, and writes no INH line', async () => {
+    const r = await portal('HEAD', `/portal/data/${DEST}/fc/ranged.bin`, { auth: AUTH });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-length')).toBe(String(RANGED.size));
+    expect(r.headers.get('etag')).toMatch(/^"[0-9a-f]{32}"$/);
+    expect(Date.parse(r.headers.get('last-modified')!)).not.toBeNaN();
+    expect(r.bytes).toHaveLength(0);
+    expect(eventLines('INH')).toEqual([]);
+  });
+
+  it('answers 304 to If-None-Match with the ETag and to If-Modified-Since, and sends the file otherwise', async () => {
+    const head = await portal('HEAD', `/portal/data/${DEST}/fc/ranged.bin`, { auth: AUTH });
+    const etag = head.headers.get('etag')!;
+    const same = await portal('GET', `/portal/data/${DEST}/fc/ranged.bin`, {
+      auth: AUTH,
+      headers: { 'if-none-match': `"other", ${etag}` },
+    });
+    expect(same.status).toBe(304);
+    expect(same.headers.get('etag')).toBe(etag);
+    expect(same.bytes).toHaveLength(0);
+    const unmodified = await portal('GET', `/portal/data/${DEST}/${WHOLE.target}`, {
+      auth: AUTH,
+      headers: { 'if-modified-since': new Date(Date.now() + 60_000).toUTCString() },
+    });
+    expect(unmodified.status).toBe(304);
+    expect(eventLines('INH')).toEqual([]);
+    const changed = await portal('GET', `/portal/data/${DEST}/fc/ranged.bin`, {
+      auth: AUTH,
+      headers: { 'if-none-match': '"0123456789abcdef0123456789abcdef"' },
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.bytes).toHaveLength(RANGED.size);
+  });
+
+  it('refuses a wrong password with 401 Login failed and the realm, and writes the DEA line', async () => {
+    const r = await portal('GET', `/portal/data/${DEST}/`, { auth: basic(USER, 'not-the-password') });
+    expect(r.status).toBe(401);
+    expect(r.text).toBe('Login failed');
+    expect(r.headers.get('www-authenticate')).toBe('Basic realm="Data Portal"');
+    expect(eventLines('DEA')).toMatchObject([{ UserId: USER, Context: expect.stringMatching(/^https:10\.9\.0\./) }]);
+    const nobody = await portal('GET', '/portal/data/', { headers: { accept: 'application/json' } });
+    expect([nobody.status, nobody.text]).toEqual([401, 'Login failed']);
+  });
+
+  it('keeps a user out of a destination not its own, and answers uploads that this server keeps none', async () => {
+    const name = `P${stamp}X`;
+    await destination(name);
+    expect((await portal('GET', `/portal/data/${name}/`, { auth: AUTH })).status).toBe(404);
+    await withPorts((ports) => ports.repos.portal.grant(USER, ['put']));
+    const put = await portal('PUT', `/portal/data/${DEST}/new.bin`, { auth: AUTH, body: 'some bytes' });
+    expect([put.status, put.text]).toEqual([501, 'Uploads are not available on this server']);
+    const list = await portal('GET', `/portal/data/${DEST}/`, { auth: AUTH, headers: { accept: 'application/json' } });
+    expect(JSON.parse(list.text).map((e: { name: string }) => e.name)).not.toContain('new.bin');
+  });
+  it('answers 502 for a file whose source is a local path, which only a Node server reads', async () => {
+    // Registered by a Node instance (the Worker refuses local sources): written directly.
+    await withPorts(async (ports) => {
+      const now = ports.clock();
+      const file = { source: '/data/local/fc.grib', size: 10, registeredBy: 'node', comment: 'Registered by node' };
+      await ports.repos.dataFiles.register(file, {
+        destination: DEST,
+        target: 'local.bin',
+        uniqueName: '',
+        priority: 99,
+        status: 'WAIT',
+        standby: false,
+        scheduledAt: now,
+        expiresAt: new Date(now.getTime() + 3_600_000),
+        metadata: [],
+      });
+    });
+    const r = await portal('GET', `/portal/data/${DEST}/local.bin`, { auth: AUTH });
+    expect([r.status, r.text]).toEqual([502, 'local.bin cannot be downloaded now: its data is not available']);
+    expect(eventLines('INH')).toEqual([]);
+    expect(await withPorts((ports) => ports.repos.portal.connections(USER, new Date()))).toBe(0);
+  });
+});
+
+describe('downloads through the runtime', () => {
+  const get = (path: string, headers: Record<string, string>) =>
+    entry.fetch(new Request(`https://edge.test/portal/data/${DEST}/${path}`, { headers }));
+
+  it('sends a whole file with its length, as a client receives it', async () => {
+    const res = await get(RANGED.target, { authorization: AUTH, 'cf-connecting-ip': '10.9.1.2' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-length')).toBe(String(RANGED.size));
+    expect(md5(new Uint8Array(await res.arrayBuffer()))).toBe(md5(blobBytes(RANGED.seed, RANGED.size)));
+    expect(eventLines('INH')).toMatchObject([{ FileName: RANGED.target, BytesSent: String(RANGED.size) }]);
+  });
+
+  it('holds the connection while it is read (its lease renewed), and ends it when nothing reads any more', async () => {
+    const user = `wportal_long_${stamp.toLowerCase()}`;
+    const password = `${user}-Pass-1`;
+    await incomingUser(user, password, [DEST]);
+    await withPorts((ports) => ports.repos.portal.setOption(user, 'portal.maxConnections', '1'));
+    await putFile(DEST, LONG);
+    const connections = (at: Date) => withPorts((ports) => ports.repos.portal.connections(user, at));
+    const headers = { authorization: basic(user, password), 'cf-connecting-ip': '10.9.1.1' };
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    const startedAt = new Date();
+    const res = await get(LONG.target, headers);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let received = (await reader.read()).value!.byteLength;
+    expect(received).toBeLessThan(LONG.size);
+    expect(await connections(new Date())).toBe(1);
+    // A second download is over the user's limit while this one runs.
+    const second = await get(LONG.target, headers);
+    expect([second.status, await second.text()]).toEqual([429, 'Login failed']);
+
+    // The connection's lease (60 s from the start) is renewed while the body is read, a little at a
+    // time: a moment past the first lease still counts it once the renewal (a third of the lease in) is done.
+    const pastFirstLease = new Date(startedAt.getTime() + 65_000);
+    expect(await connections(pastFirstLease)).toBe(0);
+    for (let waited = 0; waited < 40 && (await connections(pastFirstLease)) === 0; waited++) {
+      await sleep(1000);
+      received += (await reader.read()).value!.byteLength;
+    }
+    expect(await connections(pastFirstLease)).toBe(1);
+
+    // Nothing reads any more, and nothing cancels (as when workerd drops a gone client's body): the
+    // download ends once it is taken as abandoned, with the bytes that went out.
+    for (let waited = 0; waited < 60 && (await connections(new Date())) > 0; waited++) await sleep(1000);
+    expect(await connections(new Date())).toBe(0);
+    const [line] = eventLines('INH');
+    expect(line).toMatchObject({ FileName: LONG.target, UserId: user });
+    expect(Number(line!.BytesSent)).toBeGreaterThanOrEqual(received);
+    expect(Number(line!.BytesSent)).toBeLessThan(LONG.size);
+    await reader.cancel().catch(() => undefined);
+  }, 150_000);
+});
