@@ -4,8 +4,8 @@ import type { DisseminationHost } from './ports.ts';
 /**
  * Which dissemination hosts a Worker can deliver to. A Worker has no sockets of its own (only
  * fetch, which reaches public Internet addresses) and no file system, so it takes `s3`, `http`
- * over https, R2 buckets bound to it and `portal` hosts (which move nothing); every other host is left to the Node movers, which
- * share the same database and claims.
+ * over https, R2 buckets bound to it and `portal` hosts (which move nothing); every other host is
+ * left to the Node movers, which share the same database and claims.
  */
 export interface EdgeReachOptions {
   /**

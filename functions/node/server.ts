@@ -140,7 +140,8 @@ export async function runServer(config: NodeConfig) {
 
   if (demoPortalPassword) {
     stdout.write(
-      `Data portal user '${DEMO_PORTAL_USER}' created. Its password is shown this once:\n\n    ${demoPortalPassword}\n\n` +
+      `Data portal user '${DEMO_PORTAL_USER}' created. Its password is shown this once:\n\n` +
+        `    ${demoPortalPassword}\n\n` +
         `Log in at ${url}/portal/login, or:\n    curl -k -u ${DEMO_PORTAL_USER}:${demoPortalPassword} ` +
         `${url}/portal/data/${DEMO_PORTAL_DESTINATION}/${DEMO_FILE}\n\n`,
     );

@@ -45,7 +45,7 @@ export function listingResponse(listing: Listing, accept: string | undefined): R
   const nextHref =
     listing.next === null
       ? null
-      : `${directory}?after=${encodeURIComponent(listing.next)}${listing.limit === null ? '' : `&limit=${listing.limit}`}`;
+      : `${directory}?after=${encodeURIComponent(listing.next)}${limitParameter(listing.limit)}`;
   const link: Record<string, string> = nextHref === null ? {} : { link: `<${nextHref}>; rel="next"` };
   if (type === 'json') {
     const body = listing.rows.map((r) => ({ ...r, lastModified: r.lastModified && isoSeconds(r.lastModified) }));
@@ -65,6 +65,8 @@ export function listingResponse(listing: Listing, accept: string | undefined): R
   const html = <ListingPage listing={listing} directory={directory} nextHref={nextHref} />;
   return new Response(`${html}`, { headers: { 'content-type': 'text/html; charset=UTF-8', ...HEADERS } });
 }
+
+const limitParameter = (limit: number | null) => (limit === null ? '' : `&limit=${limit}`);
 
 /** A time as ISO 8601 in UTC, to the second (as Last-Modified has it). */
 const isoSeconds = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z');

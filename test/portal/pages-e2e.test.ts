@@ -163,7 +163,9 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/portal/login');
     expect((await context.cookies(`${base}/portal/data/`)).some((c) => c.name === 'ecpds_portal')).toBe(false);
     await page.goto(`${base}/portal/data/`);
-    expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe('/portal/login?next=%2Fportal%2Fdata%2F');
+    expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe(
+      '/portal/login?next=%2Fportal%2Fdata%2F',
+    );
   });
 
   it('sends an open-access user to its public files, and shows the login page for the README', async () => {
