@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from './support/processes.ts';
 
-// The API examples of the README, run in the order shown against a fresh `npm start` (demo data),
+// The API and data portal examples of the README, run in the order shown against a fresh `npm start` (demo data),
 // each answering what the README shows: a newcomer who copies them gets the same answers.
 
 interface Example {
@@ -64,7 +64,8 @@ beforeAll(async () => {
   npm = spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   npm.stdout!.setEncoding('utf8').on('data', (c: string) => void (output += c));
   npm.stderr!.setEncoding('utf8').on('data', (c: string) => void (output += c));
-  for (let waited = 0; !/"msg":"listening"/.test(output) || !/shown this once:\s+\S+\s/.test(output); waited++) {
+  const started = () => /"msg":"listening"/.test(output) && /Data portal user[^\n]*\n\s+\S+\s/.test(output);
+  for (let waited = 0; !started(); waited++) {
     if (npm.exitCode !== null || waited > 1000) throw new Error(`npm start did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -92,7 +93,16 @@ describe('the README examples on a fresh npm start', () => {
   it('answer what the README shows, in order', () => {
     const examples = readmeExamples();
     expect(examples.length).toBeGreaterThan(40);
-    const env = { ...process.env, A: `-sk -u admin:${secret}`, U: `${url}/v1` };
+    const portalPassword = /Data portal user '[^']+' created\. Its password is shown this once:\s+(\S+)/.exec(
+      output,
+    )![1]!;
+    const env = {
+      ...process.env,
+      A: `-sk -u admin:${secret}`,
+      U: `${url}/v1`,
+      P: `${url}/portal/data`,
+      PW: portalPassword,
+    };
     for (const { command, answer } of examples) {
       const r = spawnSync('bash', ['-o', 'pipefail', '-c', command], { cwd: dir, env, encoding: 'utf8' });
       expect(r.stderr, command).toBe('');
