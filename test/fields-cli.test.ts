@@ -247,6 +247,7 @@ describe('notes export', () => {
         'METEOFRANCE_TOULOUSE',
         'MO_EXETER',
         'OBS_ARCHIVE_IN',
+        'PORTAL_DEMO',
       ]);
       for (const n of notes) {
         expect(n.note).toMatch(/^<h3>/);

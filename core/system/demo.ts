@@ -259,6 +259,21 @@ export async function loadDemoData(ports: Ports, options: { deliveredDir?: strin
       },
     });
   }
+  await putMetadata({
+    ctx,
+    input: {
+      name: DEMO_PORTAL_DESTINATION,
+      body: {
+        metadata: {
+          General: {
+            summary: '## Data portal\n\nProducts left for their users to fetch from the **data portal**.',
+            service_level: 'standard',
+          },
+        },
+        includeInNotes: { General: { summary: true, policy: true } },
+      },
+    },
+  });
 }
 
 /**
