@@ -2,13 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { dayOfTraffic } from '../../core/portal/admin.ts';
+import { parseMail } from '../../functions/node/config.ts';
+import { smtpMailer } from '../../functions/node/mail.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
-import { startSmtpReceiver, unreachableMailer } from './console-smtp.ts';
+import { freePort } from '../support/processes.ts';
+import { passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
 
 /** The console's incoming-user pages through `app.request()`, on the suite's database, with a real SMTP server. */
 let h: Harness;
 let api: string;
-let smtp: Awaited<ReturnType<typeof startSmtpReceiver>>;
+let smtp: SmtpReceiver;
+/** The portal's own mailer, to this SMTP URL. */
+const mailerTo = (url: string) => smtpMailer(parseMail(url, 'portal@example.org')!);
 
 type Form = Record<string, string | string[]>;
 interface Page {
@@ -133,7 +138,7 @@ beforeAll(async () => {
   await h.ports.repos.portal.recordLogin('consumer', new Date('2026-11-20T08:30:00Z'), '192.0.2.7');
 });
 afterAll(async () => {
-  await smtp?.close();
+  await smtp?.stop();
   await h?.close();
 });
 
@@ -321,14 +326,14 @@ describe('subscribers', () => {
     expect(page.text).toContain('Vera &lt;b&gt;V&lt;/b&gt;');
     expect(page.text).toContain(`aria-label="Approve subscriber ${id} (vera@example.org)"`);
 
-    h.ports.mailer = smtp.mailer;
+    h.ports.mailer = mailerTo(smtp.url);
     const before = (await trail()).length;
     const r = await admin.submit(PAGE, `${PAGE}/subscribers/${id}/approve`);
     expect([r.status, r.location]).toEqual([303, `${PAGE}?done=approved#subscribers`]);
     expect(await statusOf(id)).toBe('active');
-    const mail = smtp.received.at(-1)!;
-    expect([mail.to, mail.subject]).toEqual(['vera@example.org', 'Your access to the data portal of consumer']);
-    const password = /password: +(\S+)/.exec(mail.text)![1]!;
+    const mail = await smtp.nextMailTo('vera@example.org');
+    expect(mail.subject).toBe('Your access to the data portal of consumer');
+    const password = passwordIn(mail)!;
     expect(await h.ports.repos.portal.activeSubscriberByPassword('consumer', sha256Base64(password))).toMatchObject({
       id,
     });
@@ -344,7 +349,7 @@ describe('subscribers', () => {
 
   it('keeps a subscriber verified when its mail cannot go, and says so', async () => {
     const id = await subscriber('consumer', 'wanda@example.org');
-    h.ports.mailer = await unreachableMailer();
+    h.ports.mailer = mailerTo(`smtp://127.0.0.1:${await freePort()}`);
     const before = (await trail()).length;
     const r = await admin.submit(PAGE, `${PAGE}/subscribers/${id}/approve`);
     expect(r.status).toBe(400);

@@ -1,6 +1,5 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { PORTAL_CSS } from '../assets.ts';
 import { pageHeaders, portalSessionIdentity } from '../session.ts';
 import { loginPages } from './login.tsx';
 import { type RegistrationOptions, registrationPages } from './register.tsx';
@@ -14,18 +13,11 @@ const MAX_FORM_BYTES = 16 * 1024;
 
 /**
  * The portal's browser pages, to mount under /portal next to the file routes: log in and out, the
- * self-service registration and its verification link, and the portal's stylesheet. `identify` is
+ * self-service registration and its verification link (the stylesheet is the file routes'). `identify` is
  * the hook of the browser session (the file routes take the same one: portalSessionIdentity).
  */
 export function portalPages(options: PortalPagesOptions, identify = portalSessionIdentity(options)) {
   const app = new Hono();
-  app.get(
-    '/assets/portal.css',
-    () =>
-      new Response(PORTAL_CSS, {
-        headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
-      }),
-  );
   for (const path of PAGE_PATHS) {
     app.use(path, pageHeaders);
     app.post(path, bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('The form is too large', 413) }));
