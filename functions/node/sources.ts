@@ -123,9 +123,12 @@ export function nodeSourceReader(options: { roots: readonly string[]; hosts: rea
       const { size, file } = await openLocalSource(options.roots, raw);
       // A stream on the descriptor rather than the FileHandle's own: its promise-based reads
       // cost the mover about 0.3 s more of its main thread per GiB. The handle keeps the
-      // descriptor and closes it once the stream is done, whichever way.
+      // descriptor and closes it once the stream is done, whichever way; the stream never does,
+      // not even when destroyed (a stop, a send cut short): `autoClose: false` only spares the
+      // end. Closed twice, the number could by then be another file's, or a spawn's pipe.
       const stream = fs.createReadStream('', {
         fd: file.fd,
+        fs: { read: fs.read, close: (_fd: number, done: (error: null) => void) => done(null) },
         autoClose: false,
         highWaterMark: 256 * 1024,
         signal,

@@ -109,7 +109,7 @@ export async function downloadAnswer(
 
 /**
  * The bytes of a source as a response body, read as the client takes them: `end` is told once how
- * many went out, when the last one did (before the body ends, so the INH line is written by then),
+ * many went out, as the last ones go (so the INH line is written by the time a client has them),
  * when the client went away, or when the source failed or ran short (the body then fails rather
  * than end: the client sees an incomplete answer, never a whole one).
  */
@@ -140,11 +140,10 @@ function countedBody(
           // A source that grew meanwhile gives no more than was promised.
           const chunk = next.value.subarray(0, expected - sent);
           sent += chunk.byteLength;
+          // Accounted before the last bytes go: a client that has them all finds its INH line written.
+          if (sent === expected) await end(null);
           controller.enqueue(chunk);
-          if (sent === expected) {
-            await end(null);
-            controller.close();
-          }
+          if (sent === expected) controller.close();
         } catch (e) {
           await end(e instanceof Error ? e.message : String(e));
           controller.error(e);
