@@ -9,7 +9,7 @@ import type {
   Traffic,
 } from '../../core/portal/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
-import { executePrepared } from '../prepared.ts';
+import { executePrepared, runPrepared } from '../prepared.ts';
 import {
   incomingUsers,
   portalConnections,
@@ -99,11 +99,14 @@ const UNREACHABLE_NAMES = new Set(['', '.', '..']);
 
 export const portalRepo = (db: Database): PortalRepo => ({
   async permissions(userId) {
-    const rows = await db
-      .select({ operation: portalPermissions.operation })
-      .from(portalPermissions)
-      .where(eq(portalPermissions.userId, userId))
-      .orderBy(asc(portalPermissions.operation));
+    const rows = await runPrepared(
+      db
+        .select({ operation: portalPermissions.operation })
+        .from(portalPermissions)
+        .where(eq(portalPermissions.userId, userId))
+        .orderBy(asc(portalPermissions.operation)),
+      'portalPermissions',
+    );
     return rows.map((r) => r.operation as PortalOperation);
   },
   async grant(userId, operations) {
@@ -120,7 +123,10 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .where(and(eq(portalPermissions.userId, userId), inArray(portalPermissions.operation, [...operations])));
   },
   async options(userId) {
-    const rows = await db.select().from(portalOptions).where(eq(portalOptions.userId, userId));
+    const rows = await runPrepared(
+      db.select().from(portalOptions).where(eq(portalOptions.userId, userId)),
+      'portalOptions',
+    );
     return Object.fromEntries(rows.map((r) => [r.name, r.value]));
   },
   async setOption(userId, name, value) {
@@ -214,21 +220,40 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
 
   async openConnection({ userId, server, protocol, max, now, leaseMs }) {
-    return db.transaction(async (tx) => {
-      // The user's row serialises the count and the insert across servers.
-      await tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update');
-      if (max >= 0) {
-        const [row] = await tx
-          .select({ running: sql<number>`count(*)::int` })
-          .from(portalConnections)
-          .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
-        if ((row?.running ?? 0) >= max) return null;
-      }
-      const [opened] = await tx
-        .insert(portalConnections)
-        .values({ userId, server, protocol, startedAt: now, leaseUntil: new Date(now.getTime() + leaseMs) })
-        .returning({ id: portalConnections.id });
+    const leaseUntil = new Date(now.getTime() + leaseMs);
+    if (max < 0) {
+      // No limit: nothing to count, so nothing to serialise.
+      const [opened] = await runPrepared(
+        db
+          .insert(portalConnections)
+          .values({ userId, server, protocol, startedAt: now, leaseUntil })
+          .returning({ id: portalConnections.id }),
+        'portalOpenConnection',
+      );
       return opened!.id;
+    }
+    return db.transaction(async (tx) => {
+      // The user's row serialises the count and the insert across servers. Downloads that start
+      // together wait here in turn, each holding a connection of the pool: the lock is held for as
+      // few round trips as can be (prepared statements, and the count made by the insert, a
+      // statement of its own that sees the connections committed before the lock was granted).
+      await runPrepared(
+        tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update'),
+        'portalLockUser',
+      );
+      const at = now.toISOString();
+      const opened = await executePrepared(
+        tx as unknown as Database,
+        sql`
+          insert into portal_connections (user_id, server, protocol, started_at, lease_until)
+          select ${userId}, ${server}, ${protocol}, ${at}::timestamptz, ${leaseUntil.toISOString()}::timestamptz
+          where (select count(*) from portal_connections where user_id = ${userId} and lease_until > ${at}::timestamptz)
+            < ${max}
+          returning id`,
+        'portalOpenLimitedConnection',
+      );
+      const row = rowsOf<{ id: string | number }>(opened)[0];
+      return row === undefined ? null : Number(row.id);
     });
   },
   async renewConnections(ids, until) {
@@ -239,29 +264,35 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .where(inArray(portalConnections.id, [...ids]));
   },
   async closeConnection(id) {
-    await db.delete(portalConnections).where(eq(portalConnections.id, id));
+    await runPrepared(db.delete(portalConnections).where(eq(portalConnections.id, id)), 'portalCloseConnection');
   },
   async connections(userId, now) {
-    const [row] = await db
-      .select({ running: sql<number>`count(*)::int` })
-      .from(portalConnections)
-      .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
+    const [row] = await runPrepared(
+      db
+        .select({ running: sql<number>`count(*)::int` })
+        .from(portalConnections)
+        .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now))),
+      'portalConnections',
+    );
     return row?.running ?? 0;
   },
 
   async addTraffic(userId, minute, protocol, t) {
-    await db
-      .insert(portalTraffic)
-      .values({ userId, minute, protocol, ...t })
-      .onConflictDoUpdate({
-        target: [portalTraffic.userId, portalTraffic.minute, portalTraffic.protocol],
-        set: {
-          downloadBytes: sql`${portalTraffic.downloadBytes} + excluded.download_bytes`,
-          uploadBytes: sql`${portalTraffic.uploadBytes} + excluded.upload_bytes`,
-          downloads: sql`${portalTraffic.downloads} + excluded.downloads`,
-          uploads: sql`${portalTraffic.uploads} + excluded.uploads`,
-        },
-      });
+    await runPrepared(
+      db
+        .insert(portalTraffic)
+        .values({ userId, minute, protocol, ...t })
+        .onConflictDoUpdate({
+          target: [portalTraffic.userId, portalTraffic.minute, portalTraffic.protocol],
+          set: {
+            downloadBytes: sql`${portalTraffic.downloadBytes} + excluded.download_bytes`,
+            uploadBytes: sql`${portalTraffic.uploadBytes} + excluded.upload_bytes`,
+            downloads: sql`${portalTraffic.downloads} + excluded.downloads`,
+            uploads: sql`${portalTraffic.uploads} + excluded.uploads`,
+          },
+        }),
+      'portalAddTraffic',
+    );
   },
   async trafficSince(userId, since) {
     const [row] = await db

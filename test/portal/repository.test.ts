@@ -121,6 +121,20 @@ describe('the portal repository', () => {
     expect(await open('s2', new Date(now.getTime() + 61_000))).not.toBeNull();
   });
 
+  it('opens no more than the limit when many start at once, and any number without a limit', async () => {
+    const repo = h.ports.repos.portal;
+    const open = (max: number) =>
+      repo.openConnection({ userId: 'alice', server: 's1', protocol: 'https', max, now, leaseMs: 60_000 });
+    const limited = await Promise.all(Array.from({ length: 30 }, () => open(7)));
+    expect(limited.filter((id) => id !== null)).toHaveLength(7);
+    expect(new Set(limited.filter((id) => id !== null)).size).toBe(7);
+    const unlimited = await Promise.all(Array.from({ length: 10 }, () => open(-1)));
+    expect(unlimited.every((id) => typeof id === 'number')).toBe(true);
+    expect(await repo.connections('alice', now)).toBe(17);
+    for (const id of [...limited, ...unlimited]) if (id !== null) await repo.closeConnection(id);
+    expect(await repo.connections('alice', now)).toBe(0);
+  });
+
   it('adds traffic per user and minute and sums it over a period', async () => {
     const repo = h.ports.repos.portal;
     const minute = new Date('2026-11-27T11:59:00Z');
