@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, gte, inArray, type SQL, sql } from 'drizzle-orm';
 import type {
   PortalEntry,
   PortalFile,
@@ -54,41 +54,69 @@ const toFile = (r: FileRow): PortalFile => ({
   destinationType: r.destination_type ?? null,
 });
 
+const FILE_COLUMNS = sql.raw(
+  't.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at, t.expires_at',
+);
+const TARGET = sql`t.target collate "C"`;
+/** What the portal's tree shows: not INIT, SCHE or FETC, scheduled, not expired, not deleted. */
+const available = (now: Date) => sql`t.status not in ('INIT', 'SCHE', 'FETC')
+  and t.scheduled_at <= ${now.toISOString()}::timestamptz and t.expires_at > ${now.toISOString()}::timestamptz
+  and f.deleted_at is null`;
+// `nulls last` as in the index (data_transfers_portal): a plain `desc` means nulls first, and
+// Postgres then sorts the destination's rows rather than read them in the index's order.
+const NEWEST_FIRST = sql`order by ${TARGET}, t.id desc nulls last`;
+
+type PathRange = { lower: string | null; inclusive: boolean; upper: string | null };
+const lowerBound = (range: PathRange) =>
+  range.lower === null
+    ? sql``
+    : range.inclusive
+      ? sql`and ${TARGET} >= ${range.lower}`
+      : sql`and ${TARGET} > ${range.lower}`;
+const upperBound = (range: PathRange) => (range.upper === null ? sql`` : sql`and ${TARGET} < ${range.upper}`);
+
 /**
  * The newest available transfer of each path of a destination in a range of paths (byte order),
- * as the portal's tree shows them: not INIT, SCHE or FETC, scheduled, not expired, not deleted.
+ * as the portal's tree shows them.
  */
-function availableFiles(
-  destination: string,
-  now: Date,
-  range: { lower: string | null; inclusive: boolean; upper: string | null; exact?: string },
-  limit: number,
-) {
+function availableFiles(destination: string, now: Date, range: PathRange & { exact?: string }, limit: number) {
   // The type's label only for one file (its INH line), not for every row of a listing.
   const typeLabel =
     range.exact === undefined
       ? sql``
       : sql`, (select dt.label from destinations d join destination_types dt on dt.id = d.type
           where d.name = t.destination) as destination_type`;
-  const at = now.toISOString();
-  const target = sql`t.target collate "C"`;
-  const lower =
-    range.lower === null
-      ? sql``
-      : range.inclusive
-        ? sql`and ${target} >= ${range.lower}`
-        : sql`and ${target} > ${range.lower}`;
-  const upper = range.upper === null ? sql`` : sql`and ${target} < ${range.upper}`;
-  const exact = range.exact === undefined ? sql`` : sql`and ${target} = ${range.exact}`;
+  const exact = range.exact === undefined ? sql`` : sql`and ${TARGET} = ${range.exact}`;
   return sql`
-    select distinct on (${target}) t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at,
-      t.scheduled_at, t.expires_at ${typeLabel}
+    select distinct on (${TARGET}) ${FILE_COLUMNS} ${typeLabel}
     from data_transfers t join data_files f on f.id = t.data_file_id
-    where t.destination = ${destination} ${lower} ${upper} ${exact}
-      and t.status not in ('INIT', 'SCHE', 'FETC') and t.scheduled_at <= ${at}::timestamptz
-      and t.expires_at > ${at}::timestamptz and f.deleted_at is null
-    order by ${target}, t.id desc
+    where t.destination = ${destination} ${lowerBound(range)} ${upperBound(range)} ${exact} and ${available(now)}
+    ${NEWEST_FIRST}
     limit ${limit}`;
+}
+
+/**
+ * The entries of the directory `prefix` in a range, one row each: each step seeks the newest
+ * available transfer of the first path past the previous entry, past all the paths of a
+ * directory at once (its bound, as pastDirectory). Where most paths lie in subdirectories, this
+ * reads one row per entry, where the batches of availableFiles read every path below them.
+ */
+function directoryWalk(destination: string, prefix: string, now: Date, range: PathRange, limit: number) {
+  const rest = sql`substr(t.target, length(${prefix}::text) + 1)`;
+  const step = (from: SQL) => sql`
+    select ${FILE_COLUMNS}, case when strpos(${rest}, '/') > 0
+        then ${prefix}::text || split_part(${rest}, '/', 1) || '0' else t.target end as bound
+    from data_transfers t join data_files f on f.id = t.data_file_id
+    where t.destination = ${destination} ${from} ${upperBound(range)} and ${available(now)}
+    ${NEWEST_FIRST}
+    limit 1`;
+  return sql`
+    with recursive walk as (
+      (${step(lowerBound(range))})
+      union all
+      select n.* from walk cross join lateral (${step(sql`and ${TARGET} >= walk.bound and t.target <> walk.target`)}) n
+    )
+    select * from walk limit ${limit}`;
 }
 
 /** The first path after every path below `prefix + name + '/'`, in byte order. */
@@ -330,15 +358,23 @@ export const portalRepo = (db: Database): PortalRepo => ({
     let inclusive = page.after === null;
     if (page.after?.endsWith('/')) [lower, inclusive] = [pastDirectory(prefix, page.after.slice(0, -1)), true];
     // Each batch goes on from the last path seen; a directory's further paths are skipped by the
-    // next batch's lower bound, so a directory of many files costs one row, not all of them.
+    // next batch's lower bound. Once a batch has skipped paths below a directory, the rest of the
+    // page is walked entry by entry (directoryWalk), reading no path it would skip.
+    let walking = false;
     while (entries.length < page.limit) {
       const batch = Math.max(page.limit - entries.length, 16) + 1;
+      const range = { lower, inclusive, upper };
       const rows = rowsOf<FileRow>(
-        await executePrepared(db, availableFiles(destination, now, { lower, inclusive, upper }, batch), 'portalList'),
+        walking
+          ? await executePrepared(db, directoryWalk(destination, prefix, now, range, batch), 'portalWalk')
+          : await executePrepared(db, availableFiles(destination, now, range, batch), 'portalList'),
       );
       let skipping: string | null = null;
       for (const row of rows) {
-        if (skipping !== null && row.target.startsWith(skipping)) continue;
+        if (skipping !== null && row.target.startsWith(skipping)) {
+          walking = true;
+          continue;
+        }
         skipping = null;
         const rest = row.target.slice(prefix.length);
         const slash = rest.indexOf('/');
