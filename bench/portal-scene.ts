@@ -21,7 +21,8 @@ export const FLAT = 'FLAT';
 export const TREE = 'TREE';
 export const LISTED = 100_000;
 export const BIG = 'big.bin';
-export const smallName = (i: number) => `small/f${String(i).padStart(3, '0')}.bin`;
+/** The files downloaded many at once: `small/` of 10 MiB, `tiny/` of 1 KiB (the request's own cost). */
+export const manyName = (dir: 'small' | 'tiny', i: number) => `${dir}/f${String(i).padStart(3, '0')}.bin`;
 
 /** Migrates a fresh database and adds the `bench` API client with every permission. */
 export async function prepareDatabase(url: string) {
@@ -58,10 +59,10 @@ async function api(base: string, method: string, route: string) {
 /**
  * The scene as an operator makes it, through the running service's API: the destinations (stored
  * directly, as the API creates none), the incoming user with the API's default permissions (dir,
- * get, mtime, size) associated with them, and the download files put from the source root. The
- * user may run as many downloads at once as the bench does.
+ * get, mtime, size) associated with them, and the files to download (`targets` of FILES) put from
+ * the source root. The user may run as many downloads at once as the bench does.
  */
-export async function setUpScene(sql: postgres.Sql, base: string, sources: string, smallFiles: number) {
+export async function setUpScene(sql: postgres.Sql, base: string, sources: string, targets: readonly string[]) {
   for (const name of [FILES, FLAT, TREE]) {
     await sql`insert into destinations (name, country_iso, type) values (${name}, 'gb', 1)`;
   }
@@ -72,7 +73,6 @@ export async function setUpScene(sql: postgres.Sql, base: string, sources: strin
     await api(base, 'POST', `/v1/incoming/association/add?id=${USER}&destination=${destination}`);
   }
   await sql`insert into portal_options (user_id, name, value) values (${USER}, 'portal.maxConnections', '1000')`;
-  const targets = [BIG, ...Array.from({ length: smallFiles }, (_, i) => smallName(i))];
   for (const target of targets) {
     const query = new URLSearchParams({ destination: FILES, source: path.join(sources, FILES, target), target });
     await api(base, 'GET', `/v1/datafile/put?${query}`);

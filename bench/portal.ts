@@ -27,20 +27,31 @@ import {
   FLAT,
   insertListedFiles,
   LISTED,
+  manyName,
   prepareDatabase,
   setUpScene,
-  smallName,
   TREE,
   userAuth,
   writeFile,
 } from './portal-scene.ts';
-import { cpuOf, log, machine, median, memoryOf, startService, stop, waitFor, writeBenchFile } from './support.ts';
+import {
+  cpuOf,
+  log,
+  machine,
+  median,
+  memoryOf,
+  postgresCpu,
+  startService,
+  stop,
+  waitFor,
+  writeBenchFile,
+} from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const BIG_BYTES = Number(process.env.BENCH_PORTAL_BIG_MIB ?? 1024) * 1024 * 1024;
-const SMALL_FILES = 100;
-const SMALL_BYTES = 10 * 1024 * 1024;
+const AT_ONCE = 100;
+const SIZES = { small: 10 * 1024 * 1024, tiny: 1024 } as const;
 const LIST_SAMPLES = 50;
 const LIST_WARMUP = 5;
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
@@ -69,12 +80,22 @@ const mb = (bytesPerSecond: number) => Math.round(bytesPerSecond / 1e6);
 /** Nearest rank: the value below which `p` percent of the samples fall. */
 const percentile = (values: number[], p: number) =>
   [...values].sort((a, b) => a - b)[Math.max(0, Math.ceil((p / 100) * values.length) - 1)] ?? 0;
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+const loadBefore = loadAverage();
 const ms = (value: number) => (value < 10 ? value.toFixed(1) : value.toFixed(0));
 
 interface Servers {
   portal: { base: string; pid: number };
   nginx: { base: string; worker: () => number };
 }
+
+/** CPU time (µs) of the serving processes: the service with its database's backends, or nginx's worker. */
+const serverCpu = (s: Servers, portal: boolean) =>
+  portal ? cpuOf(s.portal.pid) + postgresCpu(database) : cpuOf(s.nginx.worker());
 
 /** Forgets a process's peak resident memory (VmHWM), so that the next reading is the peak since. */
 function resetPeak(pid: number) {
@@ -120,24 +141,31 @@ interface FirstBytes {
   p50: number;
   p99: number;
   seconds: number;
+  /** CPU time of the serving processes per download, in ms. */
+  cpuMs: number;
 }
-const firstByteRows: Array<{ server: string; open: boolean; runs: FirstBytes[] }> = [];
+type ManyAtOnce = { dir: 'small' | 'tiny'; open: boolean };
+const firstByteRows: Array<ManyAtOnce & { server: string; runs: FirstBytes[] }> = [];
 
 /**
- * The small files all at once, each read to its end: time to first byte over connections opened
- * and used once before (a HEAD of each file), or each on a new connection.
+ * AT_ONCE files all at once, each read to its end: time to first byte over connections opened and
+ * used once before (a HEAD of each file), or each on a new connection.
  */
-async function manyAtOnce(url: (i: number) => string, open: boolean, headers: Record<string, string>) {
+async function manyAtOnce(s: Servers, portal: boolean, { dir, open }: ManyAtOnce): Promise<FirstBytes> {
+  const url = (i: number) => fileUrl(portal ? s.portal.base : s.nginx.base, manyName(dir, i), portal);
+  const headers: Record<string, string> = portal ? { authorization: userAuth } : {};
   const agent = agentOf(open);
   try {
-    const indexes = Array.from({ length: SMALL_FILES }, (_, i) => i);
+    const indexes = Array.from({ length: AT_ONCE }, (_, i) => i);
     if (open) await Promise.all(indexes.map((i) => timedRequest(agent, url(i), { method: 'HEAD', headers })));
+    const cpu = serverCpu(s, portal);
     const started = performance.now();
     const got = await Promise.all(indexes.map((i) => timedRequest(agent, url(i), { headers })));
     const seconds = (performance.now() - started) / 1000;
-    checkAll(got, SMALL_BYTES, open);
+    const cpuMs = (serverCpu(s, portal) - cpu) / 1000 / AT_ONCE;
+    checkAll(got, SIZES[dir], open);
     const times = got.map((g) => g.firstByte);
-    return { p50: percentile(times, 50), p99: percentile(times, 99), seconds };
+    return { p50: percentile(times, 50), p99: percentile(times, 99), seconds, cpuMs };
   } finally {
     agent.destroy();
   }
@@ -151,25 +179,29 @@ function checkAll(got: Fetched[], bytes: number, reused: boolean) {
   }
 }
 
+/** The service and nginx in turns, for each kind of run: 10 MiB on open and new connections, 1 KiB on open ones. */
 async function firstBytes(s: Servers) {
-  const targets = [
-    { server: 'ecpds-edge serve', url: (i: number) => fileUrl(s.portal.base, smallName(i), true), auth: true },
-    { server: 'baseline: nginx', url: (i: number) => fileUrl(s.nginx.base, smallName(i), false), auth: false },
+  const kinds: ManyAtOnce[] = [
+    { dir: 'small', open: true },
+    { dir: 'small', open: false },
+    { dir: 'tiny', open: true },
   ];
-  for (const open of [true, false]) {
-    const runs = targets.map(() => [] as FirstBytes[]);
+  for (const kind of kinds) {
+    const runs = { portal: [] as FirstBytes[], nginx: [] as FirstBytes[] };
     // One unrecorded round each: compiled code, caches and the files' pages warm.
-    for (const t of targets) await manyAtOnce(t.url, open, t.auth ? { authorization: userAuth } : {});
+    for (const portal of [true, false]) await manyAtOnce(s, portal, kind);
     for (let run = 0; run < RUNS; run++) {
-      for (const [i, t] of targets.entries()) {
-        const result = await manyAtOnce(t.url, open, t.auth ? { authorization: userAuth } : {});
-        runs[i]!.push(result);
+      for (const portal of [true, false]) {
+        const result = await manyAtOnce(s, portal, kind);
+        (portal ? runs.portal : runs.nginx).push(result);
         log(
-          `first byte, ${open ? 'open' : 'new'} connections, ${t.server}: p50 ${ms(result.p50)} p99 ${ms(result.p99)} ms`,
+          `first byte, ${kind.dir}, ${kind.open ? 'open' : 'new'} connections, ${portal ? 'portal' : 'nginx'}: ` +
+            `p50 ${ms(result.p50)} p99 ${ms(result.p99)} ms, ${result.cpuMs.toFixed(2)} ms CPU per download`,
         );
       }
     }
-    for (const [i, t] of targets.entries()) firstByteRows.push({ server: t.server, open, runs: runs[i]! });
+    firstByteRows.push({ ...kind, server: 'ecpds-edge serve', runs: runs.portal });
+    firstByteRows.push({ ...kind, server: 'baseline: nginx', runs: runs.nginx });
   }
 }
 
@@ -233,7 +265,7 @@ async function listings(s: Servers) {
       );
     }
     const head = await sequential(async () => {
-      const r = await timedRequest(agent, fileUrl(s.portal.base, smallName(0), true), {
+      const r = await timedRequest(agent, fileUrl(s.portal.base, manyName('tiny', 0), true), {
         method: 'HEAD',
         headers: { authorization: userAuth },
       });
@@ -255,9 +287,12 @@ async function main() {
   if (!fs.existsSync(NGINX)) throw new Error(`${NGINX} is needed as the baseline (apt-get install nginx-light)`);
   await loadTls({ dataDir: tmp, tlsCertFile: null, tlsKeyFile: null } as never);
   log('portal: writing the files');
-  writeFile(path.join(sources, FILES, BIG), BIG_BYTES);
-  for (let i = 0; i < SMALL_FILES; i++) writeFile(path.join(sources, FILES, smallName(i)), SMALL_BYTES);
-  for (const dir of [sources, path.join(sources, FILES), path.join(sources, FILES, 'small')]) fs.chmodSync(dir, 0o755);
+  const targets: Array<[string, number]> = [[BIG, BIG_BYTES]];
+  for (const dir of ['small', 'tiny'] as const) {
+    for (let i = 0; i < AT_ONCE; i++) targets.push([manyName(dir, i), SIZES[dir]]);
+  }
+  for (const [target, bytes] of targets) writeFile(path.join(sources, FILES, target), bytes);
+  for (const dir of ['', FILES, `${FILES}/small`, `${FILES}/tiny`]) fs.chmodSync(path.join(sources, dir), 0o755);
 
   await admin.unsafe(`create database "${database}"`);
   await prepareDatabase(dbUrl.href);
@@ -274,7 +309,12 @@ async function main() {
     await waitFor(`${base}/v1/version`);
     const sql = postgres(dbUrl.href, { max: 1, onnotice: () => undefined });
     log('portal: the user, its destinations and files');
-    await setUpScene(sql, base, sources, SMALL_FILES);
+    await setUpScene(
+      sql,
+      base,
+      sources,
+      targets.map(([target]) => target),
+    );
     if (wanted('listing')) await insertListedFiles(sql);
     await sql.end();
     const servers: Servers = { portal: { base, pid: service.pid! }, nginx: { base: nginx.base, worker: nginx.worker } };
@@ -307,7 +347,8 @@ function report(): string {
       `and the same cipher suite (${CIPHER}, asked for by the clients and set in nginx), nginx with one worker ` +
       'process, `sendfile on` and no access log. The clients are the same for both: curl for the big file, ' +
       "Node's https client for the rest, in the bench's process. Client and servers share the machine's " +
-      `two cores. Each figure is the median of ${RUNS} runs, the service's and nginx's in turns.`,
+      `two cores. Each figure is the median of ${RUNS} runs, the service's and nginx's in turns. ` +
+      `Load average before and after the run: ${loadBefore} and ${loadAverage()}.`,
     '',
   ];
   if (downloadRows.length > 0) {
@@ -330,17 +371,20 @@ function report(): string {
   }
   if (firstByteRows.length > 0) {
     lines.push(
-      `**${SMALL_FILES} downloads of 10 MiB at once** (${SMALL_FILES} distinct files, every body read to its end): ` +
-        'time from sending a request to the first byte of its body. On open connections each was opened and used ' +
-        'for a HEAD before; on new ones, the TCP connection and a full TLS handshake (no session resumed) come first.',
+      `**${AT_ONCE} downloads at once** (${AT_ONCE} distinct files, every body read to its end): time from ` +
+        'sending a request to the first byte of its body. On open connections each was opened and used for a ' +
+        'HEAD before; on new ones, the TCP connection and a full TLS handshake (no session resumed) come first. ' +
+        "Files of 1 KiB show the requests' own cost, without the bodies sharing the machine. CPU is the serving " +
+        "processes' per download: the service's with its database's backends, nginx's worker.",
       '',
-      '| Server | Connections | First byte p50 ms | p99 ms | All 100 done, s |',
-      '|---|---|---|---|---|',
+      '| Server | Files | Connections | First byte p50 ms | p99 ms | All done, s | CPU per download ms |',
+      '|---|---|---|---|---|---|---|',
       ...firstByteRows.map(
         (r) =>
-          `| ${r.server} | ${r.open ? 'open (kept alive)' : 'new, TLS handshake included'} ` +
+          `| ${r.server} | ${r.dir === 'small' ? '10 MiB' : '1 KiB'} ` +
+          `| ${r.open ? 'open (kept alive)' : 'new, TLS handshake included'} ` +
           `| ${ms(median(r.runs.map((x) => x.p50)))} | ${ms(median(r.runs.map((x) => x.p99)))} ` +
-          `| ${median(r.runs.map((x) => x.seconds)).toFixed(2)} |`,
+          `| ${median(r.runs.map((x) => x.seconds)).toFixed(2)} | ${median(r.runs.map((x) => x.cpuMs)).toFixed(2)} |`,
       ),
       '',
     );
@@ -375,7 +419,7 @@ function targets(): string[] {
     const share = median(portal.runs.map((x) => x.speed)) / median(nginx.runs.map((x) => x.speed));
     rows.push(`| One 1 GiB download at ≥ 80% of nginx | ${Math.round(100 * share)}% | ${met(share >= 0.8)} |`);
   }
-  const ttfb = firstByteRows.find((r) => r.server === 'ecpds-edge serve' && r.open);
+  const ttfb = firstByteRows.find((r) => r.server === 'ecpds-edge serve' && r.dir === 'small' && r.open);
   if (ttfb) {
     const p99 = median(ttfb.runs.map((x) => x.p99));
     rows.push(
