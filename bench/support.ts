@@ -103,13 +103,21 @@ export function cpuOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
-/** CPU time of every Postgres process of this machine (the local server's backends and workers), in µs. */
-export function postgresCpu(): number {
+/**
+ * CPU time of every Postgres process of this machine (the local server's backends and workers), in
+ * µs; with `database`, of the backends connected to that database only.
+ */
+export function postgresCpu(database?: string): number {
   let total = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuOf(Number(entry));
+      if (fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      // A backend's title: `postgres: <user> <database> <client> <state>`.
+      if (database !== undefined && !fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(` ${database} `)) {
+        continue;
+      }
+      total += cpuOf(Number(entry));
     } catch {
       /* the process ended meanwhile */
     }

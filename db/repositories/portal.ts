@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, gte, inArray, lt, type SQL, sql } from 'drizzle-orm';
 import type {
   PortalEntry,
   PortalFile,
@@ -9,7 +9,7 @@ import type {
   Traffic,
 } from '../../core/portal/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
-import { executePrepared } from '../prepared.ts';
+import { executePrepared, runPrepared } from '../prepared.ts';
 import {
   countries,
   incomingUsers,
@@ -55,41 +55,69 @@ const toFile = (r: FileRow): PortalFile => ({
   destinationType: r.destination_type ?? null,
 });
 
+const FILE_COLUMNS = sql.raw(
+  't.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at, t.expires_at',
+);
+const TARGET = sql`t.target collate "C"`;
+/** What the portal's tree shows: not INIT, SCHE or FETC, scheduled, not expired, not deleted. */
+const available = (now: Date) => sql`t.status not in ('INIT', 'SCHE', 'FETC')
+  and t.scheduled_at <= ${now.toISOString()}::timestamptz and t.expires_at > ${now.toISOString()}::timestamptz
+  and f.deleted_at is null`;
+// `nulls last` as in the index (data_transfers_portal): a plain `desc` means nulls first, and
+// Postgres then sorts the destination's rows rather than read them in the index's order.
+const NEWEST_FIRST = sql`order by ${TARGET}, t.id desc nulls last`;
+
+type PathRange = { lower: string | null; inclusive: boolean; upper: string | null };
+const lowerBound = (range: PathRange) =>
+  range.lower === null
+    ? sql``
+    : range.inclusive
+      ? sql`and ${TARGET} >= ${range.lower}`
+      : sql`and ${TARGET} > ${range.lower}`;
+const upperBound = (range: PathRange) => (range.upper === null ? sql`` : sql`and ${TARGET} < ${range.upper}`);
+
 /**
  * The newest available transfer of each path of a destination in a range of paths (byte order),
- * as the portal's tree shows them: not INIT, SCHE or FETC, scheduled, not expired, not deleted.
+ * as the portal's tree shows them.
  */
-function availableFiles(
-  destination: string,
-  now: Date,
-  range: { lower: string | null; inclusive: boolean; upper: string | null; exact?: string },
-  limit: number,
-) {
+function availableFiles(destination: string, now: Date, range: PathRange & { exact?: string }, limit: number) {
   // The type's label only for one file (its INH line), not for every row of a listing.
   const typeLabel =
     range.exact === undefined
       ? sql``
       : sql`, (select dt.label from destinations d join destination_types dt on dt.id = d.type
           where d.name = t.destination) as destination_type`;
-  const at = now.toISOString();
-  const target = sql`t.target collate "C"`;
-  const lower =
-    range.lower === null
-      ? sql``
-      : range.inclusive
-        ? sql`and ${target} >= ${range.lower}`
-        : sql`and ${target} > ${range.lower}`;
-  const upper = range.upper === null ? sql`` : sql`and ${target} < ${range.upper}`;
-  const exact = range.exact === undefined ? sql`` : sql`and ${target} = ${range.exact}`;
+  const exact = range.exact === undefined ? sql`` : sql`and ${TARGET} = ${range.exact}`;
   return sql`
-    select distinct on (${target}) t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at,
-      t.scheduled_at, t.expires_at ${typeLabel}
+    select distinct on (${TARGET}) ${FILE_COLUMNS} ${typeLabel}
     from data_transfers t join data_files f on f.id = t.data_file_id
-    where t.destination = ${destination} ${lower} ${upper} ${exact}
-      and t.status not in ('INIT', 'SCHE', 'FETC') and t.scheduled_at <= ${at}::timestamptz
-      and t.expires_at > ${at}::timestamptz and f.deleted_at is null
-    order by ${target}, t.id desc
+    where t.destination = ${destination} ${lowerBound(range)} ${upperBound(range)} ${exact} and ${available(now)}
+    ${NEWEST_FIRST}
     limit ${limit}`;
+}
+
+/**
+ * The entries of the directory `prefix` in a range, one row each: each step seeks the newest
+ * available transfer of the first path past the previous entry, past all the paths of a
+ * directory at once (its bound, as pastDirectory). Where most paths lie in subdirectories, this
+ * reads one row per entry, where the batches of availableFiles read every path below them.
+ */
+function directoryWalk(destination: string, prefix: string, now: Date, range: PathRange, limit: number) {
+  const rest = sql`substr(t.target, length(${prefix}::text) + 1)`;
+  const step = (from: SQL) => sql`
+    select ${FILE_COLUMNS}, case when strpos(${rest}, '/') > 0
+        then ${prefix}::text || split_part(${rest}, '/', 1) || '0' else t.target end as bound
+    from data_transfers t join data_files f on f.id = t.data_file_id
+    where t.destination = ${destination} ${from} ${upperBound(range)} and ${available(now)}
+    ${NEWEST_FIRST}
+    limit 1`;
+  return sql`
+    with recursive walk as (
+      (${step(lowerBound(range))})
+      union all
+      select n.* from walk cross join lateral (${step(sql`and ${TARGET} >= walk.bound and t.target <> walk.target`)}) n
+    )
+    select * from walk limit ${limit}`;
 }
 
 /** The first path after every path below `prefix + name + '/'`, in byte order. */
@@ -100,11 +128,14 @@ const UNREACHABLE_NAMES = new Set(['', '.', '..']);
 
 export const portalRepo = (db: Database): PortalRepo => ({
   async permissions(userId) {
-    const rows = await db
-      .select({ operation: portalPermissions.operation })
-      .from(portalPermissions)
-      .where(eq(portalPermissions.userId, userId))
-      .orderBy(asc(portalPermissions.operation));
+    const rows = await runPrepared(
+      db
+        .select({ operation: portalPermissions.operation })
+        .from(portalPermissions)
+        .where(eq(portalPermissions.userId, userId))
+        .orderBy(asc(portalPermissions.operation)),
+      'portalPermissions',
+    );
     return rows.map((r) => r.operation as PortalOperation);
   },
   async grant(userId, operations) {
@@ -121,7 +152,10 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .where(and(eq(portalPermissions.userId, userId), inArray(portalPermissions.operation, [...operations])));
   },
   async options(userId) {
-    const rows = await db.select().from(portalOptions).where(eq(portalOptions.userId, userId));
+    const rows = await runPrepared(
+      db.select().from(portalOptions).where(eq(portalOptions.userId, userId)),
+      'portalOptions',
+    );
     return Object.fromEntries(rows.map((r) => [r.name, r.value]));
   },
   async setOption(userId, name, value) {
@@ -231,21 +265,40 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
 
   async openConnection({ userId, server, protocol, max, now, leaseMs }) {
-    return db.transaction(async (tx) => {
-      // The user's row serialises the count and the insert across servers.
-      await tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update');
-      if (max >= 0) {
-        const [row] = await tx
-          .select({ running: sql<number>`count(*)::int` })
-          .from(portalConnections)
-          .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
-        if ((row?.running ?? 0) >= max) return null;
-      }
-      const [opened] = await tx
-        .insert(portalConnections)
-        .values({ userId, server, protocol, startedAt: now, leaseUntil: new Date(now.getTime() + leaseMs) })
-        .returning({ id: portalConnections.id });
+    const leaseUntil = new Date(now.getTime() + leaseMs);
+    if (max < 0) {
+      // No limit: nothing to count, so nothing to serialise.
+      const [opened] = await runPrepared(
+        db
+          .insert(portalConnections)
+          .values({ userId, server, protocol, startedAt: now, leaseUntil })
+          .returning({ id: portalConnections.id }),
+        'portalOpenConnection',
+      );
       return opened!.id;
+    }
+    return db.transaction(async (tx) => {
+      // The user's row serialises the count and the insert across servers. Downloads that start
+      // together wait here in turn, each holding a connection of the pool: the lock is held for as
+      // few round trips as can be (prepared statements, and the count made by the insert, a
+      // statement of its own that sees the connections committed before the lock was granted).
+      await runPrepared(
+        tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update'),
+        'portalLockUser',
+      );
+      const at = now.toISOString();
+      const opened = await executePrepared(
+        tx as unknown as Database,
+        sql`
+          insert into portal_connections (user_id, server, protocol, started_at, lease_until)
+          select ${userId}, ${server}, ${protocol}, ${at}::timestamptz, ${leaseUntil.toISOString()}::timestamptz
+          where (select count(*) from portal_connections where user_id = ${userId} and lease_until > ${at}::timestamptz)
+            < ${max}
+          returning id`,
+        'portalOpenLimitedConnection',
+      );
+      const row = rowsOf<{ id: string | number }>(opened)[0];
+      return row === undefined ? null : Number(row.id);
     });
   },
   async renewConnections(ids, until) {
@@ -256,29 +309,35 @@ export const portalRepo = (db: Database): PortalRepo => ({
       .where(inArray(portalConnections.id, [...ids]));
   },
   async closeConnection(id) {
-    await db.delete(portalConnections).where(eq(portalConnections.id, id));
+    await runPrepared(db.delete(portalConnections).where(eq(portalConnections.id, id)), 'portalCloseConnection');
   },
   async connections(userId, now) {
-    const [row] = await db
-      .select({ running: sql<number>`count(*)::int` })
-      .from(portalConnections)
-      .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now)));
+    const [row] = await runPrepared(
+      db
+        .select({ running: sql<number>`count(*)::int` })
+        .from(portalConnections)
+        .where(and(eq(portalConnections.userId, userId), gt(portalConnections.leaseUntil, now))),
+      'portalConnections',
+    );
     return row?.running ?? 0;
   },
 
   async addTraffic(userId, minute, protocol, t) {
-    await db
-      .insert(portalTraffic)
-      .values({ userId, minute, protocol, ...t })
-      .onConflictDoUpdate({
-        target: [portalTraffic.userId, portalTraffic.minute, portalTraffic.protocol],
-        set: {
-          downloadBytes: sql`${portalTraffic.downloadBytes} + excluded.download_bytes`,
-          uploadBytes: sql`${portalTraffic.uploadBytes} + excluded.upload_bytes`,
-          downloads: sql`${portalTraffic.downloads} + excluded.downloads`,
-          uploads: sql`${portalTraffic.uploads} + excluded.uploads`,
-        },
-      });
+    await runPrepared(
+      db
+        .insert(portalTraffic)
+        .values({ userId, minute, protocol, ...t })
+        .onConflictDoUpdate({
+          target: [portalTraffic.userId, portalTraffic.minute, portalTraffic.protocol],
+          set: {
+            downloadBytes: sql`${portalTraffic.downloadBytes} + excluded.download_bytes`,
+            uploadBytes: sql`${portalTraffic.uploadBytes} + excluded.upload_bytes`,
+            downloads: sql`${portalTraffic.downloads} + excluded.downloads`,
+            uploads: sql`${portalTraffic.uploads} + excluded.uploads`,
+          },
+        }),
+      'portalAddTraffic',
+    );
   },
   async trafficSince(userId, since) {
     const [row] = await db
@@ -316,15 +375,23 @@ export const portalRepo = (db: Database): PortalRepo => ({
     let inclusive = page.after === null;
     if (page.after?.endsWith('/')) [lower, inclusive] = [pastDirectory(prefix, page.after.slice(0, -1)), true];
     // Each batch goes on from the last path seen; a directory's further paths are skipped by the
-    // next batch's lower bound, so a directory of many files costs one row, not all of them.
+    // next batch's lower bound. Once a batch has skipped paths below a directory, the rest of the
+    // page is walked entry by entry (directoryWalk), reading no path it would skip.
+    let walking = false;
     while (entries.length < page.limit) {
       const batch = Math.max(page.limit - entries.length, 16) + 1;
+      const range = { lower, inclusive, upper };
       const rows = rowsOf<FileRow>(
-        await executePrepared(db, availableFiles(destination, now, { lower, inclusive, upper }, batch), 'portalList'),
+        walking
+          ? await executePrepared(db, directoryWalk(destination, prefix, now, range, batch), 'portalWalk')
+          : await executePrepared(db, availableFiles(destination, now, range, batch), 'portalList'),
       );
       let skipping: string | null = null;
       for (const row of rows) {
-        if (skipping !== null && row.target.startsWith(skipping)) continue;
+        if (skipping !== null && row.target.startsWith(skipping)) {
+          walking = true;
+          continue;
+        }
         skipping = null;
         const rest = row.target.slice(prefix.length);
         const slash = rest.indexOf('/');

@@ -101,6 +101,48 @@ describe('the portal repository', () => {
     expect(page.map((e) => e.name)).toEqual(['dir.txt', 'dir']);
   });
 
+  it('lists a directory of many directories entry by entry, with the same pages and rules', async () => {
+    await h.addDestination('WALK');
+    const put = (target: string, over: Partial<typeof dataTransfers.$inferInsert> = {}) =>
+      file(target, { destination: 'WALK', ...over });
+    await put('../escape');
+    await put('./hidden');
+    await put('a.txt');
+    await put('d1.txt');
+    for (let i = 0; i < 30; i++) await put(`d1/f${i}`);
+    for (let i = 0; i < 30; i++) await put(`d2/f${i}`, { expiresAt: new Date(now.getTime() - 1000) });
+    for (let i = 0; i < 30; i++) await put(`d10/f${i}`);
+    await put('e');
+    const newest = await put('e');
+    for (let i = 0; i < 30; i++) await put(`z/f${i}`);
+    for (let i = 0; i < 20; i++) await put(`z/sub/f${i}`);
+    const repo = h.ports.repos.portal;
+    const top = await repo.list('WALK', '', now, { after: null, limit: 20 });
+    expect(top.map((e) => `${e.type}:${e.name}`)).toEqual([
+      'file:a.txt',
+      'file:d1.txt',
+      'directory:d1',
+      'directory:d10',
+      'file:e',
+      'directory:z',
+    ]);
+    const e = top.find((entry) => entry.name === 'e');
+    expect(e?.type === 'file' && e.file.transferId).toBe(newest.id);
+    const names: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page = await repo.list('WALK', '', now, { after, limit: 2 });
+      names.push(...page.map((entry) => entry.name));
+      if (page.length < 2) break;
+      const last = page.at(-1)!;
+      after = last.type === 'directory' ? `${last.name}/` : last.name;
+    }
+    expect(names).toEqual(top.map((entry) => entry.name));
+    const z = await repo.list('WALK', 'z/', now, { after: null, limit: 100 });
+    expect(z.at(-1)).toEqual({ type: 'directory', name: 'sub' });
+    expect(z).toHaveLength(31);
+  });
+
   it('finds an available file by its exact path only', async () => {
     const repo = h.ports.repos.portal;
     expect((await repo.file('TREE', 'dir/sub/deep.bin', now))?.path).toBe('dir/sub/deep.bin');
@@ -119,6 +161,20 @@ describe('the portal repository', () => {
     await repo.closeConnection((one ?? two)!);
     expect(await open('s2')).not.toBeNull();
     expect(await open('s2', new Date(now.getTime() + 61_000))).not.toBeNull();
+  });
+
+  it('opens no more than the limit when many start at once, and any number without a limit', async () => {
+    const repo = h.ports.repos.portal;
+    const open = (max: number) =>
+      repo.openConnection({ userId: 'alice', server: 's1', protocol: 'https', max, now, leaseMs: 60_000 });
+    const limited = await Promise.all(Array.from({ length: 30 }, () => open(7)));
+    expect(limited.filter((id) => id !== null)).toHaveLength(7);
+    expect(new Set(limited.filter((id) => id !== null)).size).toBe(7);
+    const unlimited = await Promise.all(Array.from({ length: 10 }, () => open(-1)));
+    expect(unlimited.every((id) => typeof id === 'number')).toBe(true);
+    expect(await repo.connections('alice', now)).toBe(17);
+    for (const id of [...limited, ...unlimited]) if (id !== null) await repo.closeConnection(id);
+    expect(await repo.connections('alice', now)).toBe(0);
   });
 
   it('adds traffic per user and minute and sums it over a period', async () => {
