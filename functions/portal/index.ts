@@ -7,7 +7,6 @@ import { DATA_BASE, dataVisitor, openAccessVisitor } from './who.ts';
 
 export type { PortalOptions } from './options.ts';
 export type { ReceivedUpload, UploadStore } from './upload.ts';
-export type { SessionIdentity } from './who.ts';
 
 const HOME_BASE = '/portal/home/';
 

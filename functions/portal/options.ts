@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Ports } from '../../core/ports.ts';
+import type { PortalSessionUser } from './session.ts';
 import type { UploadStore } from './upload.ts';
-import type { SessionIdentity } from './who.ts';
 
 /** What the data portal's routes need from the shell that serves them. */
 export interface PortalOptions {
@@ -24,5 +24,5 @@ export interface PortalOptions {
    */
   abandonAfterMs?: number;
   /** Who a browser session (the login form's cookie) is; left out, only Basic logins and open access. */
-  sessionIdentity?(c: Context): Promise<SessionIdentity | null>;
+  sessionIdentity?(c: Context): Promise<PortalSessionUser | null>;
 }

@@ -3,16 +3,10 @@ import { parseBasicAuthorization } from '../../core/api-clients/auth.ts';
 import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import type { Ports } from '../../core/ports.ts';
 import { loginFailed, PortalAnswer } from './errors.ts';
+import type { PortalSessionUser } from './session.ts';
 
 /** The portal's protocol name here: `portal.excludeProtocols`, DEA and INH lines. */
 export const HTTPS = 'https';
-
-/** Who a browser session (cookie) says is logged in, with its form token. */
-export interface SessionIdentity {
-  identity: PortalIdentity;
-  login: string;
-  csrf: string;
-}
 
 /** Whoever a request of the tree is from, and where that tree starts. */
 export interface Visitor {
@@ -25,7 +19,7 @@ export interface Visitor {
 
 export interface WhoOptions {
   clientAddress(c: Context): string;
-  sessionIdentity?(c: Context): Promise<SessionIdentity | null>;
+  sessionIdentity?(c: Context): Promise<PortalSessionUser | null>;
 }
 
 export const DATA_BASE = '/portal/data/';
