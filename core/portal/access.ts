@@ -131,12 +131,7 @@ export async function admit(
 ): Promise<PortalIdentity> {
   const now = ports.clock();
   const { repos } = ports;
-  const [options, destinations, permissions, connections] = await Promise.all([
-    repos.portal.options(user.id),
-    repos.incomingUsers.associations(user.id),
-    repos.portal.permissions(user.id),
-    repos.portal.connections(user.id, now),
-  ]);
+  const { options, destinations, permissions, connections } = await repos.portal.admission(user.id, now);
   const settings = portalSettings(options);
   const spent = await quotasSpent(ports, user.id, settings, now);
   const decision = checkLogin({

@@ -56,7 +56,19 @@ export interface Traffic {
   uploads: number;
 }
 
+/** What the login check reads of a user once its credentials are right (see admit). */
+export interface Admission {
+  options: Record<string, string>;
+  /** The user's destinations, by name. */
+  destinations: string[];
+  permissions: PortalOperation[];
+  /** The user's transfers running now, on every server. */
+  connections: number;
+}
+
 export interface PortalRepo {
+  /** Everything admit() reads of a user, in one round trip: each request of the portal logs in. */
+  admission(userId: string, now: Date): Promise<Admission>;
   permissions(userId: string): Promise<PortalOperation[]>;
   grant(userId: string, operations: readonly PortalOperation[]): Promise<void>;
   revoke(userId: string, operations: readonly PortalOperation[]): Promise<void>;

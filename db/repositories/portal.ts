@@ -21,6 +21,30 @@ const toSubscriber = ({ passwordHash: _p, tokenHash: _t, status, ...row }: Subsc
 });
 
 export const portalRepo = (db: Database): PortalRepo => ({
+  async admission(userId, now) {
+    // json_agg, not array_agg: JSON needs no type lookup, which per-request clients on Workers skip.
+    const rows = await executePrepared(
+      db,
+      sql`select
+        coalesce((select json_object_agg(o.name, o.value) from portal_options o where o.user_id = ${userId}),
+          '{}'::json) as options,
+        coalesce((select json_agg(a.destination order by a.destination) from incoming_associations a
+          where a.user_id = ${userId}), '[]'::json) as destinations,
+        coalesce((select json_agg(p.operation order by p.operation) from portal_permissions p
+          where p.user_id = ${userId}), '[]'::json) as permissions,
+        (select count(*)::int from portal_connections c
+          where c.user_id = ${userId} and c.lease_until > ${now.toISOString()}::timestamptz) as connections`,
+      'portalAdmission',
+    );
+    const [row] = rowsOf<{ options: unknown; destinations: unknown; permissions: unknown; connections: number }>(rows);
+    const json = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
+    return {
+      options: json<Record<string, string>>(row!.options),
+      destinations: json<string[]>(row!.destinations),
+      permissions: json<PortalOperation[]>(row!.permissions),
+      connections: Number(row!.connections),
+    };
+  },
   async permissions(userId) {
     const rows = await runPrepared(
       db

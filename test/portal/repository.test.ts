@@ -151,6 +151,37 @@ describe('the portal repository', () => {
     }
   });
 
+  it('reads what admission needs of a user in one statement, as the separate reads give it', async () => {
+    const repo = h.ports.repos.portal;
+    await repo.setOption('alice', 'portal.maxConnections', '3');
+    await repo.setOption('alice', 'portal.getPathPermRegex', 'TREE/.*');
+    await h.ports.repos.incomingUsers.addAssociation('alice', 'TREE');
+    const opened = await repo.openConnection({
+      userId: 'alice',
+      server: 's1',
+      protocol: 'https',
+      max: 5,
+      now,
+      leaseMs: 60_000,
+    });
+    const admission = await repo.admission('alice', now);
+    expect(admission).toEqual({
+      options: await repo.options('alice'),
+      destinations: await h.ports.repos.incomingUsers.associations('alice'),
+      permissions: await repo.permissions('alice'),
+      connections: await repo.connections('alice', now),
+    });
+    expect(admission).toMatchObject({ destinations: ['TREE'], connections: 1 });
+    expect(admission.options).toEqual({ 'portal.maxConnections': '3', 'portal.getPathPermRegex': 'TREE/.*' });
+    expect(await repo.admission('nobody', now)).toEqual({
+      options: {},
+      destinations: [],
+      permissions: [],
+      connections: 0,
+    });
+    await repo.closeConnection(opened!);
+  });
+
   it('counts a user at its connection limit across servers, and lets a lapsed connection go', async () => {
     const repo = h.ports.repos.portal;
     const open = (server: string, at = now) =>
