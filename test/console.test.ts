@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapWebAdmin, setCategory } from '../core/console/sign-in.ts';
+import { type Form, FormAgent, type Page } from './support/form-agent.ts';
 import { basic, createHarness, type Harness } from './support/harness.ts';
 
 /** The console's page handlers through `app.request()`, with a cookie jar of our own. */
@@ -8,51 +9,12 @@ let apiAdmin: string;
 let adminPassword: string;
 let agents = 0;
 
-type Form = Record<string, string | string[]>;
-interface Page {
-  status: number;
-  text: string;
-  headers: Headers;
-  location: string | null;
-  csrf: string | null;
-}
-
-class Agent {
-  readonly jar = new Map<string, string>();
-  constructor(readonly address = `agent-${++agents}`) {}
-
-  async request(method: string, path: string, form?: Form): Promise<Page> {
-    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const body =
-      form &&
-      new URLSearchParams(Object.entries(form).flatMap(([k, v]) => [v].flat().map((x): [string, string] => [k, x])));
-    const headers = {
-      'x-test-address': this.address,
-      ...(cookie && { cookie }),
-      ...(body && { 'content-type': 'application/x-www-form-urlencoded' }),
-    };
-    const res = await h.app.request(`https://localhost${path}`, { method, body, headers });
-    for (const line of res.headers.getSetCookie()) {
-      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line)!;
-      if (value === '' || /max-age=0\b/i.test(line)) this.jar.delete(name!);
-      else this.jar.set(name!, value!);
-    }
-    const text = await res.text();
-    return {
-      status: res.status,
-      text,
-      headers: res.headers,
-      location: res.headers.get('location'),
-      csrf: /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? null,
-    };
+/** A browser of the console (see FormAgent), from an address of its own. */
+class Agent extends FormAgent {
+  constructor(address = `agent-${++agents}`) {
+    super(h.app, address);
   }
-  get = (path: string) => this.request('GET', path);
-  /** Posts a form with the CSRF token of the page it comes from. */
-  async submit(from: string, action: string, form: Form = {}) {
-    const page = await this.get(from);
-    expect(page.csrf, `${from} has a CSRF field`).toBeTruthy();
-    return this.request('POST', action, { csrf: page.csrf!, ...form });
-  }
+
   login = (username: string, password: string) =>
     this.submit('/console/login', '/console/login', { username, password });
 }

@@ -1,66 +1,15 @@
 import type { Hono } from 'hono';
 import { expect } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
+import { FormAgent } from '../support/form-agent.ts';
 import type { Harness } from '../support/harness.ts';
-
-/** A browser of the portal's pages through `app.request()`: a cookie jar, forms posted with their page's token. */
-export interface Page {
-  status: number;
-  text: string;
-  headers: Headers;
-  location: string | null;
-  /** The hidden CSRF field of the page's first form. */
-  csrf: string | null;
-  setCookies: string[];
-}
 
 let agents = 0;
 
-export class Agent {
-  readonly jar = new Map<string, string>();
-  constructor(
-    readonly app: Hono<any>,
-    readonly address = `portal-agent-${++agents}`,
-  ) {}
-
-  async request(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}) {
-    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const body = form && new URLSearchParams(form).toString();
-    const res = await this.app.request(`https://localhost${path}`, {
-      method,
-      body,
-      headers: {
-        'x-test-address': this.address,
-        ...(cookie && { cookie }),
-        ...(body !== undefined && { 'content-type': 'application/x-www-form-urlencoded' }),
-        ...headers,
-      },
-    });
-    const setCookies = res.headers.getSetCookie();
-    for (const line of setCookies) {
-      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line)!;
-      if (value === '' || /max-age=0\b/i.test(line)) this.jar.delete(name!);
-      else this.jar.set(name!, value!);
-    }
-    const text = await res.text();
-    const page: Page = {
-      status: res.status,
-      text,
-      headers: res.headers,
-      location: res.headers.get('location'),
-      csrf: /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? null,
-      setCookies,
-    };
-    return page;
-  }
-
-  get = (path: string) => this.request('GET', path);
-
-  /** Posts a form with the CSRF token of the page it comes from. */
-  async submit(from: string, action: string, form: Record<string, string> = {}) {
-    const page = await this.get(from);
-    expect(page.csrf, `${from} has a CSRF field`).toBeTruthy();
-    return this.request('POST', action, { csrf: page.csrf!, ...form });
+/** A browser of the portal's pages (see FormAgent), which logs in through the portal's form. */
+export class Agent extends FormAgent {
+  constructor(app: Hono<any>, address = `portal-agent-${++agents}`) {
+    super(app, address);
   }
 
   login = (login: string, password: string, next?: string) =>

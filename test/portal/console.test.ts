@@ -4,6 +4,7 @@ import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { dayOfTraffic } from '../../core/portal/admin.ts';
 import { parseMail } from '../../functions/node/config.ts';
 import { smtpMailer } from '../../functions/node/mail.ts';
+import { FormAgent } from '../support/form-agent.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { freePort } from '../support/processes.ts';
 import { passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
@@ -15,45 +16,10 @@ let smtp: SmtpReceiver;
 /** The portal's own mailer, to this SMTP URL. */
 const mailerTo = (url: string) => smtpMailer(parseMail(url, 'portal@example.org')!);
 
-type Form = Record<string, string | string[]>;
-interface Page {
-  status: number;
-  text: string;
-  location: string | null;
-  csrf: string | null;
-}
-
-class Agent {
-  readonly jar = new Map<string, string>();
-  async request(method: string, path: string, form?: Form): Promise<Page> {
-    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const body =
-      form &&
-      new URLSearchParams(Object.entries(form).flatMap(([k, v]) => [v].flat().map((x): [string, string] => [k, x])));
-    const headers = {
-      'x-test-address': 'portal-console',
-      ...(cookie && { cookie }),
-      ...(body && { 'content-type': 'application/x-www-form-urlencoded' }),
-    };
-    const res = await h.app.request(`https://localhost${path}`, { method, body, headers });
-    for (const line of res.headers.getSetCookie()) {
-      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line)!;
-      if (value === '' || /max-age=0\b/i.test(line)) this.jar.delete(name!);
-      else this.jar.set(name!, value!);
-    }
-    const text = await res.text();
-    return {
-      status: res.status,
-      text,
-      location: res.headers.get('location'),
-      csrf: /name="csrf" value="([^"]+)"/.exec(text)?.[1] ?? null,
-    };
-  }
-  get = (path: string) => this.request('GET', path);
-  async submit(from: string, action: string, form: Form = {}) {
-    const page = await this.get(from);
-    expect(page.csrf, `${from} has a CSRF field`).toBeTruthy();
-    return this.request('POST', action, { csrf: page.csrf!, ...form });
+/** A browser of the console from one address (see FormAgent). */
+class Agent extends FormAgent {
+  constructor() {
+    super(h.app, 'portal-console');
   }
 }
 
