@@ -2,11 +2,9 @@ import { randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type postgres from 'postgres';
-import { hashGeneratedSecret } from '../core/common/crypto.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import { apiClients } from '../db/schema.ts';
-import { auth, secret } from './support.ts';
+import { addBenchClient, auth } from './support.ts';
 
 /** The portal bench's user, its destinations and files: what bench/portal.ts downloads and lists. */
 
@@ -28,15 +26,7 @@ export const manyName = (dir: 'small' | 'tiny', i: number) => `${dir}/f${String(
 export async function prepareDatabase(url: string) {
   const handle = openPostgres(url, { max: 2 });
   await migrate(handle);
-  const now = new Date();
-  await handle.db.insert(apiClients).values({
-    username: 'bench',
-    secretHash: hashGeneratedSecret(secret),
-    permissions: ['.*'],
-    origin: 'cli',
-    createdAt: now,
-    updatedAt: now,
-  });
+  await addBenchClient(handle);
   await handle.close();
 }
 

@@ -133,24 +133,19 @@ export const uphEvent = (
   });
 
 /** A file a portal user downloaded or uploaded, with the reference's INH fields this system knows. */
-export const inhEvent = (e: {
-  at: Date;
-  transferId: number;
-  destination: string;
-  destinationType: string;
-  fileName: string;
-  fileSize: number;
-  scheduledTime: Date;
-  startTime: Date;
-  userId: string;
-  country: string;
-  bytes: number;
-  protocol: string;
-  server: string;
-  address: string;
-  expiryTime: Date;
-  action: 'download' | 'upload';
-}) =>
+export const inhEvent = (
+  e: Omit<TransferLine, 'networkCode'> & {
+    startTime: Date;
+    userId: string;
+    country: string;
+    bytes: number;
+    protocol: string;
+    server: string;
+    address: string;
+    expiryTime: Date;
+    action: 'download' | 'upload';
+  },
+) =>
   formatEvent('INH', {
     TimeStamp: ms(e.at),
     DataTransferId: e.transferId,
