@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isBindingName } from '../core/data-files/r2-sources.ts';
 
 /**
  * The environment variables of both shells, in one zod schema: the Workers shell reads the shared
@@ -59,6 +60,16 @@ const list = (separator: RegExp) =>
       ),
   );
 
+/** Names of a Worker's bindings, comma separated: each a JavaScript identifier, as `env.<name>` reads it. */
+const bindingNames = (name: string) =>
+  list(/,/).transform((names, ctx) => {
+    const wrong = names.filter((n) => !isBindingName(n));
+    if (wrong.length === 0) return names;
+    const message = `${name} must name bindings (comma separated identifiers), got '${wrong.join("', '")}'`;
+    ctx.issues.push({ code: 'custom', input: wrong, message });
+    return z.NEVER;
+  });
+
 /**
  * The path prefix the API is served under besides the root (the reference server's `/ecpds`
  * context). Unset means `/ecpds`; an empty value or `/` serves the root only (null).
@@ -93,6 +104,8 @@ export const sharedEnvSchema = z.object({
  * the destination) besides the database's: two sends at a time by default.
  */
 export const workerEnvSchema = sharedEnvSchema.extend({
+  /** The R2 bucket bindings that `r2://<binding>/<key>` sources may name (none by default). */
+  ECPDS_SOURCE_BUCKETS: bindingNames('ECPDS_SOURCE_BUCKETS'),
   /** Test only: a local workerd reaches loopback and private servers, a deployed Worker never does. */
   ECPDS_EDGE_ALLOW_PRIVATE: flag('ECPDS_EDGE_ALLOW_PRIVATE', false),
   ECPDS_EDGE_MOVER_NAME: text().transform((v) => v ?? 'edge'),

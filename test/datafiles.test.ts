@@ -174,6 +174,11 @@ describe('sources that must be refused, with nothing stored', () => {
       '169.254.169.254 is not an allowed source host',
     ],
     ['an HTTP error', () => `http://127.0.0.1:${port}/nothing`, 'not reachable: HTTP 404'],
+    [
+      'an R2 object, which only a Worker reads',
+      () => 'r2://ECPDS_SOURCES/fc.grib',
+      'R2 sources are read by Workers only',
+    ],
   ])('%s', async (_, source, reason) => {
     const before = await counts();
     const hitsBefore = hits.length;
@@ -247,6 +252,7 @@ describe('sources that must be refused, with nothing stored', () => {
     ['a start out of range', () => ({ source: `${root}/a.bin`, at: '+99999999d' })],
     ['no target to derive', () => ({ source: `${root}/` })],
     ['malformed metadata', () => ({ source: `${root}/a.bin`, metadata: 'novalue' })],
+    ['an R2 source', () => ({ source: 'r2://ECPDS_SOURCES/fc.grib' })],
   ])('an unknown destination comes first, with %s', async (_, query) => {
     const before = await counts();
     const r = await put({ destination: 'NOPE', ...query() });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reachableDue } from '../core/dissemination/deliver-due.ts';
 import { edgeCanReach } from '../core/dissemination/reach.ts';
+import type { TestHost } from './support/backups.ts';
 import { restoreDestination } from './support/engine.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
@@ -44,5 +45,35 @@ describe('the due destinations the edge queues', () => {
     await put('EDGE_S3', 99);
     const reaches = (host: Parameters<typeof edgeCanReach>[0]) => edgeCanReach(host, { allowPrivate: false });
     expect(await reachableDue(h.ports, reaches, 3)).toEqual(['EDGE_S3']);
+  });
+
+  it('are those with a due transfer whose source a Worker reads: an http(s) URL or an R2 object', async () => {
+    const reaches = (host: Parameters<typeof edgeCanReach>[0]) => edgeCanReach(host, { allowPrivate: false });
+    const s3: TestHost[] = [{ method: 's3', host: 'storage.example.org', data: 's3.bucketName = "b"' }];
+    for (const [name, source] of [
+      ['EDGE_R2_SOURCE', 'r2://ECPDS_SOURCES/fc.grib'],
+      ['EDGE_LOCAL_SOURCE', '/data/outgoing/fc.grib'],
+      ['EDGE_FTP_SOURCE', 'ftp://files.example.org/fc.grib'],
+    ] as const) {
+      await restoreDestination(h, admin, name, s3);
+      // Registered as a Worker (r2) or a Node instance (a local path) would: written directly.
+      const now = h.ports.clock();
+      await h.ports.repos.dataFiles.register(
+        { source, size: 4, registeredBy: 'test', comment: 'Registered by test' },
+        {
+          destination: name,
+          target: 'fc.grib',
+          uniqueName: '',
+          priority: 99,
+          status: 'WAIT',
+          standby: false,
+          scheduledAt: now,
+          expiresAt: new Date(now.getTime() + 3_600_000),
+          metadata: [],
+        },
+      );
+    }
+    const due = await reachableDue(h.ports, reaches, 100);
+    expect(due.filter((name) => name.endsWith('_SOURCE'))).toEqual(['EDGE_R2_SOURCE']);
   });
 });

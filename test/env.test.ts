@@ -125,4 +125,15 @@ describe('the Workers configuration', () => {
     expect(() => workerConfig(workerEnv({ ECPDS_SECRET_KEY: '' }))).toThrow('the ECPDS_SECRET_KEY secret is not set');
     expect(() => workerConfig(workerEnv({ ECPDS_NOTES_URL: 42n }))).toThrow(/^ECPDS_NOTES_URL: /);
   });
+
+  it('reads the R2 buckets of sources as binding names, none by default', () => {
+    expect(workerConfig(workerEnv({})).ECPDS_SOURCE_BUCKETS).toEqual([]);
+    expect(workerConfig(workerEnv({ ECPDS_SOURCE_BUCKETS: 'SOURCES, $b_2' })).ECPDS_SOURCE_BUCKETS).toEqual([
+      'SOURCES',
+      '$b_2',
+    ]);
+    expect(() => workerConfig(workerEnv({ ECPDS_SOURCE_BUCKETS: 'SOURCES,my-bucket,2x' }))).toThrow(
+      "ECPDS_SOURCE_BUCKETS must name bindings (comma separated identifiers), got 'my-bucket', '2x'",
+    );
+  });
 });

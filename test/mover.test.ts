@@ -341,6 +341,35 @@ describe('a mover', () => {
     expect((await transfer(sent.transferId)).message).toBe('Source changed size: 104 bytes now, 100 registered');
   });
 
+  it('fails the attempt of a file whose source is an R2 object, which only a Worker reads, saying so', async () => {
+    await restoreDestination(h, admin, 'FROM_R2', [{ method: 'test', retryFrequency: 60_000 }]);
+    // Registered by a Worker sharing the database (a Node instance refuses such a source): written directly.
+    const now = h.ports.clock();
+    const source = 'r2://ECPDS_SOURCES/fc/a.grib';
+    const id = await h.ports.repos.dataFiles.register(
+      { source, size: 10, registeredBy: 'edge', comment: 'Registered by edge' },
+      {
+        destination: 'FROM_R2',
+        target: 'a.grib',
+        uniqueName: '',
+        priority: 99,
+        status: 'WAIT',
+        standby: false,
+        scheduledAt: now,
+        expiresAt: new Date(now.getTime() + 3_600_000),
+        metadata: [],
+      },
+    );
+    const [t] = await h.db
+      .select()
+      .from(dataTransfers)
+      .where(eq(dataTransfers.dataFileId, id as number));
+    mover();
+    await eventually(statusIs(t!.id, 'RETR'), 10_000, 'RETR');
+    expect((await transfer(t!.id)).message).toBe(`Source ${source} not allowed: R2 sources are read by Workers only`);
+    expect((await historyOf(t!.id)).map((row) => row.status)).toEqual(['WAIT', 'EXEC', 'STOP', 'RETR']);
+  });
+
   it('shows live transfers per destination and status on /metrics, and what a mover counted', async () => {
     await restoreDestination(h, admin, 'METERED', [{ method: 'test' }], { start: false });
     await put('METERED');

@@ -41,6 +41,16 @@ describe('opening a local source to send it', () => {
     await expect(readAll(`${root}/sub/../sub/a.grib`)).rejects.toThrow("an absolute path without '..' expected");
   });
 
+  it('refuses an R2 object, put by a Worker on a shared database, with the reason', async () => {
+    const reader = nodeSourceReader({ roots: [root], hosts: [] });
+    const signal = new AbortController().signal;
+    for (const range of [undefined, { start: 0, end: 9 }]) {
+      await expect(reader.open('r2://ECPDS_SOURCES/fc/a.grib', signal, range)).rejects.toThrow(
+        'Source r2://ECPDS_SOURCES/fc/a.grib not allowed: R2 sources are read by Workers only',
+      );
+    }
+  });
+
   it('judges a file swapped for a link since registration by where it leads now', async () => {
     const swapped = path.join(root, 'swapped.grib');
     fs.writeFileSync(swapped, 'was fine');

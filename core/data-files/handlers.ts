@@ -5,8 +5,8 @@ import { requireDestination } from '../destinations/lookups.ts';
 import type { Ctx, Ports } from '../ports.ts';
 import type { dataFileOperations } from './operations.ts';
 import type { NewTransfer, RegisteredFile } from './ports.ts';
+import { isWorkerSource } from './r2-sources.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
-import { isRemoteSource } from './sources.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -62,8 +62,8 @@ export async function registerDataFile(
   input: PutInput,
   options: { comment?: string } = {},
 ): Promise<{ id: number; replaced: boolean }> {
-  // Probing a remote source sends that host a request.
-  const remote = isRemoteSource(input.source);
+  // Probing a remote source (an http(s) host, an R2 bucket) sends it a request.
+  const remote = isWorkerSource(input.source);
   if (remote) await requireDestination(ctx, input.destination);
   let transfer: NewTransfer;
   let file: RegisteredFile;

@@ -1,10 +1,11 @@
 import { invalid } from '../common/errors.ts';
 import type { SourceReader } from '../dissemination/send.ts';
 import type { SourceProber } from './ports.ts';
+import { isR2Source } from './r2-sources.ts';
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** A source on another host, reached over http(s); anything else is a local path or file URL. */
+/** A source on another host, reached over http(s); else an R2 object (r2-sources.ts), a local path or file URL. */
 export const isRemoteSource = (source: string) => /^https?:\/\//i.test(source);
 
 /** A source as it may appear in messages (and so in logs): any user:password in a URL is masked. */
@@ -86,12 +87,13 @@ async function request(
   }
 }
 
-/** Sources of a runtime without a file system (Workers): http(s) only. */
-export function remoteOnlyProber(http: SourceProber): SourceProber {
+/** Sources of a Worker, which has no file system: http(s) URLs and objects of its R2 buckets. */
+export function httpOrR2Prober(forms: { http: SourceProber; r2: SourceProber }): SourceProber {
   return {
     probe(source) {
-      if (isRemoteSource(source)) return http.probe(source);
-      throw invalid(`Source ${source} not allowed: only http(s) sources are supported here`);
+      if (isRemoteSource(source)) return forms.http.probe(source);
+      if (isR2Source(source)) return forms.r2.probe(source);
+      throw invalid(`Source ${shownSource(source)} not allowed: only http(s) and r2 sources are supported here`);
     },
   };
 }
@@ -153,12 +155,13 @@ export async function* sliceOf(stream: AsyncIterable<Uint8Array>, range: { start
   }
 }
 
-/** Sources when they are sent, on a runtime without a file system (Workers): http(s) only. */
-export function remoteOnlyReader(http: SourceReader): SourceReader {
+/** Sources when they are sent, on a Worker (no file system): http(s) URLs and objects of its R2 buckets. */
+export function httpOrR2Reader(forms: { http: SourceReader; r2: SourceReader }): SourceReader {
   return {
     open(source, signal, range) {
-      if (isRemoteSource(source)) return http.open(source, signal, range);
-      throw invalid(`Source ${shownSource(source)} not allowed: only http(s) sources are read here`);
+      if (isRemoteSource(source)) return forms.http.open(source, signal, range);
+      if (isR2Source(source)) return forms.r2.open(source, signal, range);
+      throw invalid(`Source ${shownSource(source)} not allowed: only http(s) and r2 sources are read here`);
     },
   };
 }

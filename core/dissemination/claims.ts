@@ -12,8 +12,8 @@ export interface ClaimRequest {
   leaseMs: number;
   /** At most this many for this mover now (its own concurrency left). */
   wanted: number;
-  /** Only transfers whose source is an http(s) URL: a Worker's claims. */
-  remoteSourcesOnly?: boolean;
+  /** Only transfers whose source a Worker reads (an http(s) URL, an R2 object): a Worker's claims. */
+  workerSourcesOnly?: boolean;
 }
 
 /**
@@ -44,7 +44,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
       limit,
       now,
       leaseUntil: new Date(now.getTime() + request.leaseMs),
-      remoteSourcesOnly: request.remoteSourcesOnly,
+      workerSourcesOnly: request.workerSourcesOnly,
     });
   });
 }

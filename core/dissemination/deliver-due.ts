@@ -19,8 +19,8 @@ export interface DeliverDueOptions {
   heartbeatMs: number;
   /** No new claims after this long; what was claimed is still sent and ended. */
   budgetMs: number;
-  /** Only transfers whose source is an http(s) URL (no file system to read from). */
-  remoteSourcesOnly: boolean;
+  /** Only transfers whose source a Worker reads: an http(s) URL or an R2 object (no file system to read from). */
+  workerSourcesOnly: boolean;
 }
 
 export interface DeliverDueResult {
@@ -59,7 +59,7 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
 
   /** Claims what it can now; false when there is nothing (more) to claim for this run. */
   async function claimRound(): Promise<boolean> {
-    const filter = { destination: options.destination, remoteSourcesOnly: options.remoteSourcesOnly };
+    const filter = { destination: options.destination, workerSourcesOnly: options.workerSourcesOnly };
     const [destination] = await ports.repos.dissemination.dueDestinations(ports.clock(), 1, filter);
     if (!destination) {
       result.skipped ??= 'nothing due';
@@ -81,7 +81,7 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
     const sends = await claimAndSend(send, options.mover, destination, host, {
       leaseMs: options.leaseMs,
       wanted: options.concurrency - running.size,
-      remoteSourcesOnly: options.remoteSourcesOnly,
+      workerSourcesOnly: options.workerSourcesOnly,
     });
     if (sends.length === 0) {
       result.skipped ??= 'nothing claimable now';
@@ -126,7 +126,7 @@ export async function reachableDue(ports: Ports, reaches: (host: DisseminationHo
   // Narrowed in the database first, so that destinations only Node movers can serve never crowd the
   // edge's out of the limit; the ring's current host is then checked here.
   const due = await ports.repos.dissemination.dueDestinations(now, limit, {
-    remoteSourcesOnly: true,
+    workerSourcesOnly: true,
     modules: EDGE_MODULES,
   });
   return due

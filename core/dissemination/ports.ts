@@ -132,10 +132,10 @@ export interface DueDestination {
   state: FailoverState;
 }
 
-/** Narrows the due destinations: to one of them, and to those with a due transfer of an http(s) source. */
+/** Narrows the due destinations: to one of them, and to those with a due transfer whose source a Worker reads. */
 export interface DueFilter {
   destination?: string;
-  remoteSourcesOnly?: boolean;
+  workerSourcesOnly?: boolean;
   /** Only destinations with an active dissemination host using one of these transfer methods. */
   modules?: readonly string[];
 }
@@ -229,8 +229,8 @@ export interface DisseminationRepo {
     limit: number;
     now: Date;
     leaseUntil: Date;
-    /** Only transfers whose source is an http(s) URL (a Worker has no file system to read). */
-    remoteSourcesOnly?: boolean;
+    /** Only transfers whose source a Worker reads: an http(s) URL or an R2 object (it has no file system). */
+    workerSourcesOnly?: boolean;
   }): Promise<ClaimedTransfer[]>;
   /**
    * Ends an attempt with its history row, only while the mover still owns it (EXEC, same mover and

@@ -153,7 +153,7 @@ export async function claimAndSend(
   mover: string,
   destination: DueDestination,
   host: DisseminationHost,
-  claim: { leaseMs: number; wanted: number; remoteSourcesOnly?: boolean },
+  claim: { leaseMs: number; wanted: number; workerSourcesOnly?: boolean },
 ): Promise<StartedSend[]> {
   const { ports } = deps;
   // Before the claim: its lease starts during it, and must not look younger than it is.

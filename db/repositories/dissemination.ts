@@ -1,4 +1,5 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import { WORKER_SOURCE_PATTERN } from '../../core/data-files/r2-sources.ts';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
@@ -85,7 +86,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       )
       delete from host_sessions where mover = ${mover} and host_id not in (select host_id from held)`);
   },
-  async takeDue({ destination, hostId, mover, limit, now, leaseUntil, remoteSourcesOnly }) {
+  async takeDue({ destination, hostId, mover, limit, now, leaseUntil, workerSourcesOnly }) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
     const at = now.toISOString();
     const rows = await executePrepared(
@@ -94,7 +95,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       with due as (
         select id from data_transfers
         where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
-          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${remoteOnly(remoteSourcesOnly)}
+          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${workerSources(workerSourcesOnly)}
         order by priority, queue_at, id
         limit ${limit}::int
         for update skip locked
@@ -234,7 +235,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           select queue_at as at from data_transfers
           where destination = d.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
             and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
-            ${remoteOnly(filter.remoteSourcesOnly)}
+            ${workerSources(filter.workerSourcesOnly)}
           order by priority, queue_at, id
           limit 1
         ) due on true
@@ -429,12 +430,14 @@ type HostRow = {
 };
 
 /**
- * Transfers whose source a Worker can read (an http(s) URL). Only in the statements the edge
- * runs: the Node movers' statements keep their text, and so their prepared plans.
+ * Transfers whose source a Worker reads (an http(s) URL, an R2 object: core's WORKER_SOURCE_PATTERN,
+ * a constant). Only in the statements the edge runs: the Node movers' statements keep their text,
+ * and so their prepared plans.
  */
-const remoteOnly = (only: boolean | undefined) =>
+const workerSources = (only: boolean | undefined) =>
   only
-    ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id and f.source ~* '^https?://')`
+    ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id
+        and f.source ~* ${sql.raw(`'${WORKER_SOURCE_PATTERN}'`)})`
     : sql``;
 
 const withModules = (modules: readonly string[] | undefined) =>

@@ -5,12 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { invalid } from '../../core/common/errors.ts';
 import type { SourceProber } from '../../core/data-files/ports.ts';
+import { isR2Source, r2SourceOnWorkersOnly } from '../../core/data-files/r2-sources.ts';
 import { httpSourceProber, httpSourceReader, isRemoteSource, shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/mover.ts';
 
 /**
  * Local sources must resolve (symlinks followed) to a regular file inside one of the roots;
- * `..` segments are refused outright. http(s) sources go to the allow-listed prober.
+ * `..` segments are refused outright. http(s) sources go to the allow-listed prober; R2 objects are
+ * refused (only a Worker has the buckets' bindings).
  * Nothing is remembered between probes: a directory swapped for a link is judged by what it
  * points to now.
  */
@@ -23,6 +25,7 @@ export function nodeSourceProber(options: {
   return {
     async probe(raw) {
       if (isRemoteSource(raw)) return http.probe(raw);
+      if (isR2Source(raw)) throw r2SourceOnWorkersOnly(raw);
       const { real, shown } = await containedRealPath(options.roots, raw);
       // The resolved path, not the given one: what is measured is what was checked.
       const stat = await statOf(real).catch(() => {
@@ -113,13 +116,15 @@ function safeFileUrl(source: string) {
  * Reads a data file's source when it is sent: a local file under the roots, checked and opened as
  * `openLocalSource` does, or an http(s) URL on an allowed host, streamed. The size is what the
  * source says now; the mover compares it, and the bytes read, with the registered size. A range
- * (the portal's downloads) reads only those bytes; one past the end reads none.
+ * (the portal's downloads) reads only those bytes; one past the end reads none. An R2 object (put
+ * by a Worker on a shared database) is refused with the reason, as at registration.
  */
 export function nodeSourceReader(options: { roots: readonly string[]; hosts: readonly string[] }): SourceReader {
   const http = httpSourceReader(options.hosts);
   return {
     async open(raw, signal, range) {
       if (isRemoteSource(raw)) return http.open(raw, signal, range);
+      if (isR2Source(raw)) throw r2SourceOnWorkersOnly(raw);
       const { size, file } = await openLocalSource(options.roots, raw);
       // A stream on the descriptor rather than the FileHandle's own: its promise-based reads
       // cost the mover about 0.3 s more of its main thread per GiB. The handle keeps the

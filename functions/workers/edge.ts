@@ -63,7 +63,7 @@ export async function consumeDeliveries(
     r2: r2Method((name) => bucketOf(env, name)),
     portal: portalMethod(),
   };
-  const sources = workerSourceReader(config);
+  const sources = workerSourceReader(config, env);
   const until = Date.now() + config.ECPDS_EDGE_BUDGET_SECONDS * 1000;
   const results = new Map<string, DeliverDueResult>();
   for (const destination of names) {
@@ -79,7 +79,7 @@ export async function consumeDeliveries(
         // As for Node movers: at most half the lease, so a send renews well before it would stop itself.
         heartbeatMs: Math.min(config.ECPDS_EDGE_HEARTBEAT_SECONDS, config.ECPDS_EDGE_LEASE_SECONDS / 2) * 1000,
         budgetMs: Math.max(0, until - Date.now()),
-        remoteSourcesOnly: true,
+        workerSourcesOnly: true,
       },
     ).catch((error: unknown) => {
       ports.logger.error('edge delivery failed', { destination, reason: String(error) });

@@ -1,12 +1,8 @@
 import { SecretBox } from '../../core/common/crypto.ts';
 import { createDatabaseClock, type DatabaseClock, selfMeasuringClock } from '../../core/common/database-clock.ts';
 import { messageOf } from '../../core/common/errors.ts';
-import {
-  httpSourceProber,
-  httpSourceReader,
-  remoteOnlyProber,
-  remoteOnlyReader,
-} from '../../core/data-files/sources.ts';
+import type { SourceProber } from '../../core/data-files/ports.ts';
+import { httpOrR2Prober, httpOrR2Reader, httpSourceProber, httpSourceReader } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
@@ -14,6 +10,7 @@ import { readDatabaseClock } from '../../db/clock.ts';
 import { ConfigError, parseEnv, type WorkerEnvConfig, workerEnvSchema } from '../env.ts';
 import { createApp } from '../http/app.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
+import { r2SourceProber, r2SourceReader, sourceBucketsOf } from './r2-sources.ts';
 
 /** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`); values parsed by functions/env.ts. */
 export interface WorkerEnv {
@@ -22,6 +19,8 @@ export interface WorkerEnv {
   ECPDS_NOTES_URL?: string;
   ECPDS_NOTES_TOKEN?: string;
   ECPDS_SOURCE_HOSTS?: string;
+  /** The R2 bucket bindings (`[[r2_buckets]]`) that `r2://<binding>/<key>` sources may name, comma separated. */
+  ECPDS_SOURCE_BUCKETS?: string;
   ECPDS_SOURCE_TIMEOUT_MS?: string;
   ECPDS_MAX_BODY_BYTES?: string;
   /** `1` serves /metrics without credentials. */
@@ -92,9 +91,22 @@ export function workerConfig(env: WorkerEnv): WorkerConfig {
  */
 const ABANDONED_DOWNLOAD_MS = 20_000;
 
-/** The bytes of data files as a Worker reads them: http(s) sources on ECPDS_SOURCE_HOSTS (no file system here). */
-export const workerSourceReader = (config: WorkerConfig): SourceReader =>
-  remoteOnlyReader(httpSourceReader(config.ECPDS_SOURCE_HOSTS));
+/**
+ * The bytes of data files as a Worker reads them (no file system here): http(s) sources on
+ * ECPDS_SOURCE_HOSTS, and objects of the R2 buckets of ECPDS_SOURCE_BUCKETS among its bindings.
+ */
+export const workerSourceReader = (config: WorkerConfig, env: WorkerEnv): SourceReader =>
+  httpOrR2Reader({
+    http: httpSourceReader(config.ECPDS_SOURCE_HOSTS),
+    r2: r2SourceReader(config.ECPDS_SOURCE_BUCKETS, sourceBucketsOf(env)),
+  });
+
+/** The same sources, probed when a data file is registered. */
+export const workerSourceProber = (config: WorkerConfig, env: WorkerEnv): SourceProber =>
+  httpOrR2Prober({
+    http: httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS),
+    r2: r2SourceProber(config.ECPDS_SOURCE_BUCKETS, sourceBucketsOf(env)),
+  });
 
 export function createIsolate(env: WorkerEnv): Isolate {
   const config = workerConfig(env);
@@ -112,7 +124,7 @@ export function createIsolate(env: WorkerEnv): Isolate {
     // keep their bytes that every mover could read back as a source.
     portal: {
       serverName: config.ECPDS_EDGE_MOVER_NAME,
-      sources: workerSourceReader(config),
+      sources: workerSourceReader(config, env),
       uploads: null,
       abandonAfterMs: ABANDONED_DOWNLOAD_MS,
       cookieSecret: secrets.derive('portal-cookie'),
@@ -152,7 +164,7 @@ export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolat
       secrets: isolate.secrets,
       logger: consoleLogger,
       events: { write: (entry) => console.log(entry) },
-      sources: remoteOnlyProber(httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS)),
+      sources: workerSourceProber(config, env),
       waitUntil: background.waitUntil,
       notes: config.ECPDS_NOTES_URL ? { url: config.ECPDS_NOTES_URL, token: config.ECPDS_NOTES_TOKEN } : null,
       clock: selfMeasuringClock(clock, () => {

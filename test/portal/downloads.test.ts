@@ -399,4 +399,32 @@ describe('accounting and limits', () => {
     ]);
     expect(await s.h.ports.repos.portal.connections('alice', new Date())).toBe(0);
   });
+
+  it('answers 502 for a file whose source is an R2 object, which only a Worker reads, and logs why', async () => {
+    // Registered by a Worker sharing the database (a Node instance refuses such a source): written directly.
+    const now = s.h.ports.clock();
+    await s.h.ports.repos.dataFiles.register(
+      { source: 'r2://ECPDS_SOURCES/fc.grib', size: 10, registeredBy: 'edge', comment: 'Registered by edge' },
+      {
+        destination: 'DEST',
+        target: 'from-r2.grib',
+        uniqueName: '',
+        priority: 99,
+        status: 'WAIT',
+        standby: false,
+        scheduledAt: now,
+        expiresAt: new Date(now.getTime() + 3_600_000),
+        metadata: [],
+      },
+    );
+    const before = inh().length;
+    const r = await s.h.call('GET', '/portal/data/DEST/from-r2.grib', { auth });
+    expect([r.status, r.text]).toEqual([502, 'from-r2.grib cannot be downloaded now: its data is not available']);
+    expect(inh()).toHaveLength(before);
+    const warning = s.h.logLines.map((l) => JSON.parse(l)).findLast((l) => l.path === 'from-r2.grib');
+    expect(warning).toMatchObject({
+      msg: 'portal download refused: its source cannot be read',
+      reason: 'Source r2://ECPDS_SOURCES/fc.grib not allowed: R2 sources are read by Workers only',
+    });
+  });
 });

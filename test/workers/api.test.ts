@@ -1,7 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { importFields } from '../../core/metadata/fields.ts';
-import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
+import { call, client, sourceBucket, sourcePort, withPorts, worker, workerEnv } from './support.ts';
 
 const stamp = Date.now().toString(36);
 const D1 = `WK_${stamp}_A`;
@@ -204,5 +204,35 @@ describe('inside workerd', () => {
     const ctx = createExecutionContext();
     await worker.scheduled({}, workerEnv, ctx);
     await waitOnExecutionContext(ctx);
+  });
+
+  it('registers data files from objects of the R2 buckets of ECPDS_SOURCE_BUCKETS, their size from R2', async () => {
+    const key = `in/${stamp}/fc 00%.grib`;
+    await sourceBucket().put(key, new Uint8Array(12_345).fill(7));
+    const put = (source: string) =>
+      call('GET', `/v1/datafile/put?${new URLSearchParams({ destination: D1, source, target: 'fc.grib' })}`, {
+        auth: admin,
+      });
+    const registered = await put(`r2://ECPDS_SOURCES/${key}`);
+    expect(registered.json).toEqual({ status: 'ok', id: expect.any(Number) });
+    expect((await call('GET', `/v1/datafile/size?id=${registered.json.id}`, { auth: admin })).json).toEqual({
+      status: 'ok',
+      size: 12_345,
+    });
+    const refused: Array<[string, string]> = [
+      [`r2://ECPDS_R2/${key}`, 'not allowed: ECPDS_R2 is not an allowed source bucket'],
+      [`r2://NOT_BOUND/${key}`, 'not reachable: NOT_BOUND is not an R2 bucket bound to this Worker'],
+      [`r2://ECPDS_SOURCES/in/${stamp}/missing.grib`, 'not reachable: no such object'],
+      ['r2://ECPDS_SOURCES/', 'is not a valid R2 source: its key is empty'],
+      ['r2://ECPDS_SOURCES', 'is not a valid R2 source: r2://<binding>/<key> expected'],
+      ['/data/fc.grib', 'not allowed: only http(s) and r2 sources are supported here'],
+    ];
+    for (const [source, reason] of refused) {
+      expect((await put(source)).json, source).toEqual({ status: 'error', message: `Source ${source} ${reason}` });
+    }
+    const control = await put('r2://ECPDS_SOURCES/in/a\nb.grib');
+    expect(control.json.message).toBe(
+      'Source r2://ECPDS_SOURCES/in/a\\x0ab.grib not allowed: its key holds a control character',
+    );
   });
 });

@@ -8,7 +8,7 @@ import type { TransferView } from '../../core/dissemination/ports.ts';
 import { dispatchDue } from '../../functions/workers/edge.ts';
 import { type DeliveryMessage, type DeliveryQueue, workerConfig } from '../../functions/workers/runtime.ts';
 import { destinationBackup, type TestHost } from '../support/backups.ts';
-import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
+import { call, client, sourceBucket, sourcePort, withPorts, worker, workerEnv } from './support.ts';
 
 /**
  * The edge's share of delivery inside workerd: the cron queues the due destinations whose hosts a
@@ -59,6 +59,19 @@ async function put(name: string, size: number) {
   const bytes = new Uint8Array(size).map((_, i) => (31 * i + seed) & 255);
   const transfer = await transferOf(r.json.id);
   return { transferId: transfer.id, target: transfer.target, md5: createHash('md5').update(bytes).digest('hex') };
+}
+
+/** Puts a file whose source is an object of the source bucket (`r2://ECPDS_SOURCES/<key>`); answers its bytes' MD5. */
+async function putR2(name: string, size: number) {
+  const seed = ++seeds;
+  const bytes = new Uint8Array(size).map((_, i) => (31 * i + seed) & 255);
+  const key = `edge/${stamp}/${seed}.bin`;
+  await sourceBucket().put(key, bytes);
+  const q = new URLSearchParams({ destination: name, source: `r2://ECPDS_SOURCES/${key}`, target: `out/${seed}.bin` });
+  const r = await call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+  expect(r.status, r.text).toBe(200);
+  const transfer = await transferOf(r.json.id);
+  return { key, transferId: transfer.id, target: transfer.target, md5: createHash('md5').update(bytes).digest('hex') };
 }
 
 const transferOf = async (dataFileId: number): Promise<TransferView> =>
@@ -132,6 +145,12 @@ describe('the cron', () => {
     await withPorts((ports) => dispatchDue(ports, deployed, queue));
     expect(mine(queue.sent)).toEqual([toR2]);
   });
+
+  it('queues a destination whose only due transfer has an R2 source', async () => {
+    const name = await destination('R2SRCQ', [s3Host()]);
+    await putR2(name, 10);
+    expect((await cron()).filter((n) => n === name)).toEqual([name]);
+  });
 });
 
 describe('the queue consumer', () => {
@@ -158,6 +177,38 @@ describe('the queue consumer', () => {
     const object = await bucket.get(`${name.toLowerCase()}/${f.target}`);
     expect(object).not.toBeNull();
     expect(md5(new Uint8Array(await object!.arrayBuffer()))).toBe(f.md5);
+  });
+
+  it('delivers files whose source is an R2 object, to R2 and to S3, the bytes the same', async () => {
+    const toR2 = await destination('R2SRC', [{ method: 'r2', data: 'r2.binding = "ECPDS_R2"' }]);
+    const toS3 = await destination('S3SRC', [s3Host()]);
+    const viaR2 = await putR2(toR2, 1_500_000);
+    const viaS3 = await putR2(toS3, 300_000);
+    await consume([toR2, toS3]);
+    for (const f of [viaR2, viaS3]) {
+      expect(await history(f.transferId)).toEqual(['WAIT', 'EXEC', 'DONE']);
+    }
+    const object = await bucket.get(`${toR2.toLowerCase()}/${viaR2.target}`);
+    expect(object && md5(new Uint8Array(await object.arrayBuffer()))).toBe(viaR2.md5);
+    const s3Copy = await s3Object(`${toS3.toLowerCase()}/${viaS3.target}`);
+    expect(s3Copy && md5(s3Copy)).toBe(viaS3.md5);
+  });
+
+  it('fails the attempt of an R2 source that is gone or changed size since it was registered, saying so', async () => {
+    const [goneTo, changedTo] = [await destination('R2GONE', [s3Host()]), await destination('R2CHG', [s3Host()])];
+    const gone = await putR2(goneTo, 100);
+    const changed = await putR2(changedTo, 100);
+    await sourceBucket().delete(gone.key);
+    await sourceBucket().put(changed.key, new Uint8Array(104));
+    await consume([goneTo, changedTo]);
+    const messages = [await transfer(gone.transferId), await transfer(changed.transferId)].map((t) => [
+      t.status,
+      t.message,
+    ]);
+    expect(messages).toEqual([
+      ['RETR', `Source r2://ECPDS_SOURCES/${gone.key} could not be read: no such object`],
+      ['RETR', 'Source changed size: 104 bytes now, 100 registered'],
+    ]);
   });
 
   it('an unbound R2 binding fails the attempt with a message that says so', async () => {

@@ -6,12 +6,13 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstan
 import { openPostgres } from '../../db/client.ts';
 import { dataFiles } from '../../db/schema.ts';
 import { destinationBackup } from '../support/backups.ts';
-import { call, client, sourcePort, withPorts, worker, workerEnv } from './support.ts';
+import { call, client, sourceBucket, sourcePort, withPorts, worker, workerEnv } from './support.ts';
 
 /**
  * The data portal on the Worker, inside workerd: an incoming user logs in with Basic, lists its
  * destinations and downloads files whose source is an http URL (the suite's source server on the
- * loopback interface), as download tools expect; the INH and DEA lines go to the console.
+ * loopback interface) or an object of an R2 bucket (Miniflare's), as download tools expect; the
+ * INH and DEA lines go to the console.
  */
 const stamp = Date.now().toString(36).toUpperCase();
 const DEST = `P${stamp}`;
@@ -293,6 +294,95 @@ describe('the data portal on the Worker', () => {
     expect([r.status, r.text]).toEqual([502, 'local.bin cannot be downloaded now: its data is not available']);
     expect(eventLines('INH')).toEqual([]);
     expect(await withPorts((ports) => ports.repos.portal.connections(USER, new Date()))).toBe(0);
+  });
+});
+
+describe('files whose source is an object of an R2 bucket', () => {
+  const R2DEST = `P${stamp}R`;
+  const R2USER = `wportal_r2_${stamp.toLowerCase()}`;
+  const R2AUTH = basic(R2USER, `${R2USER}-Pass-1`);
+  const FILE = { target: 'r2/fc.bin', seed: 51, size: 250_000 };
+  const key = (name: string) => `portal/${stamp}/${name}`;
+
+  /** An object of the source bucket, registered through the Worker's datafile/put as `target`. */
+  async function putObject(target: string, bytes: Uint8Array) {
+    await sourceBucket().put(key(target), bytes);
+    const q = new URLSearchParams({ destination: R2DEST, source: `r2://ECPDS_SOURCES/${key(target)}`, target });
+    const r = await call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+    expect(r.status, r.text).toBe(200);
+  }
+
+  beforeAll(async () => {
+    await destination(R2DEST);
+    await incomingUser(R2USER, `${R2USER}-Pass-1`, [R2DEST]);
+    await putObject(FILE.target, blobBytes(FILE.seed, FILE.size));
+  });
+
+  it('lists it with its size', async () => {
+    const r = await portal('GET', `/portal/data/${R2DEST}/r2/`, {
+      auth: R2AUTH,
+      headers: { accept: 'application/json' },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(JSON.parse(r.text)).toMatchObject([{ name: 'fc.bin', type: 'file', size: FILE.size }]);
+  });
+
+  it('downloads it whole, a range of it with 206 and its Content-Range, and answers HEAD', async () => {
+    const bytes = blobBytes(FILE.seed, FILE.size);
+    const whole = await portal('GET', `/portal/data/${R2DEST}/${FILE.target}`, { auth: R2AUTH });
+    expect(whole.status, whole.text).toBe(200);
+    expect(whole.headers.get('content-length')).toBe(String(FILE.size));
+    expect(md5(whole.bytes)).toBe(md5(bytes));
+
+    const ranged = await portal('GET', `/portal/data/${R2DEST}/${FILE.target}`, {
+      auth: R2AUTH,
+      headers: { range: 'bytes=100000-149999' },
+    });
+    expect(ranged.status, ranged.text).toBe(206);
+    expect(ranged.headers.get('content-range')).toBe(`bytes 100000-149999/${FILE.size}`);
+    expect(ranged.bytes).toEqual(bytes.subarray(100_000, 150_000));
+    const tail = await portal('GET', `/portal/data/${R2DEST}/${FILE.target}`, {
+      auth: R2AUTH,
+      headers: { range: 'bytes=-10' },
+    });
+    expect([tail.status, tail.headers.get('content-range')]).toEqual([
+      206,
+      `bytes ${FILE.size - 10}-${FILE.size - 1}/${FILE.size}`,
+    ]);
+    expect(tail.bytes).toEqual(bytes.subarray(FILE.size - 10));
+    expect(eventLines('INH').map((l) => [l.FileName, l.BytesSent])).toEqual([
+      [FILE.target, String(FILE.size)],
+      [FILE.target, '50000'],
+      [FILE.target, '10'],
+    ]);
+
+    const head = await portal('HEAD', `/portal/data/${R2DEST}/${FILE.target}`, { auth: R2AUTH });
+    expect([head.status, head.headers.get('content-length'), head.bytes.length]).toEqual([200, String(FILE.size), 0]);
+  });
+
+  it('answers 502 once the object changed size since it was registered, grown or shrunk below a range', async () => {
+    await putObject('grown.bin', new Uint8Array(1000).fill(1));
+    await putObject('shrunk.bin', new Uint8Array(1000).fill(2));
+    await sourceBucket().put(key('grown.bin'), new Uint8Array(1004).fill(1));
+    await sourceBucket().put(key('shrunk.bin'), new Uint8Array(100).fill(2));
+    const grown = await portal('GET', `/portal/data/${R2DEST}/grown.bin`, { auth: R2AUTH });
+    expect([grown.status, grown.text]).toEqual([
+      502,
+      'grown.bin cannot be downloaded now: its data changed since it was registered',
+    ]);
+    const shrunk = await portal('GET', `/portal/data/${R2DEST}/shrunk.bin`, {
+      auth: R2AUTH,
+      headers: { range: 'bytes=500-599' },
+    });
+    expect([shrunk.status, shrunk.text]).toEqual([
+      502,
+      'shrunk.bin cannot be downloaded now: its data changed since it was registered',
+    ]);
+    await sourceBucket().delete(key('grown.bin'));
+    const gone = await portal('GET', `/portal/data/${R2DEST}/grown.bin`, { auth: R2AUTH });
+    expect([gone.status, gone.text]).toEqual([502, 'grown.bin cannot be downloaded now: its data is not available']);
+    expect(eventLines('INH')).toEqual([]);
+    expect(await withPorts((ports) => ports.repos.portal.connections(R2USER, new Date()))).toBe(0);
   });
 });
 

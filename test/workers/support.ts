@@ -79,4 +79,6 @@ export async function client(username: string, permissions: string[]): Promise<s
 }
 
 export const sourcePort = () => (env as unknown as { ECPDS_SOURCE_HOSTS: string }).ECPDS_SOURCE_HOSTS;
+/** The R2 bucket of data-file sources (`r2://ECPDS_SOURCES/<key>`), Miniflare's local R2. */
+export const sourceBucket = () => (env as unknown as { ECPDS_SOURCES: R2Bucket }).ECPDS_SOURCES;
 export { worker, workerEnv };

@@ -27,9 +27,13 @@ export default defineConfig({
       wrangler: { configPath: '../../wrangler.toml' },
       miniflare: {
         hyperdrives: { HYPERDRIVE: process.env.ECPDS_WORKERS_DATABASE_URL },
+        // A bucket of data-file sources (r2:// sources), besides wrangler.toml's ECPDS_R2 (a destination).
+        r2Buckets: ['ECPDS_SOURCES'],
         bindings: {
           ECPDS_SECRET_KEY: process.env.ECPDS_WORKERS_SECRET_KEY,
           ECPDS_SOURCE_HOSTS: `127.0.0.1:${process.env.ECPDS_WORKERS_SOURCE_PORT}`,
+          // NOT_BOUND is allowed but bound to nothing; ECPDS_R2 is bound but not allowed as a source.
+          ECPDS_SOURCE_BUCKETS: 'ECPDS_SOURCES,NOT_BOUND',
           ECPDS_SOURCE_TIMEOUT_MS: '3000',
           // Test only: the S3 server and the sources are on the loopback interface.
           ECPDS_EDGE_ALLOW_PRIVATE: '1',
