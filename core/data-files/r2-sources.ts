@@ -19,7 +19,12 @@ const WORKER_SOURCE = new RegExp(WORKER_SOURCE_PATTERN, 'i');
 
 export const isWorkerSource = (source: string) => WORKER_SOURCE.test(source);
 
-export const isR2Source = (source: string) => /^r2:\/\//i.test(source);
+/** R2 objects, which only a Worker reads (matched in SQL too). */
+export const R2_SOURCE_PATTERN = '^r2://';
+
+const R2_SOURCE = new RegExp(R2_SOURCE_PATTERN, 'i');
+
+export const isR2Source = (source: string) => R2_SOURCE.test(source);
 
 /** R2's own limit on a key: 1024 bytes of UTF-8. */
 const MAX_KEY_BYTES = 1024;

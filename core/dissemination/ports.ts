@@ -132,9 +132,10 @@ export interface DueDestination {
   state: FailoverState;
 }
 
-/** Narrows the due destinations: to one of them, and to those with a due transfer whose source a Worker reads. */
+/** Narrows the due destinations: to one of them, and to those with a due transfer whose source the mover reads. */
 export interface DueFilter {
   destination?: string;
+  /** A Worker's look: http(s) and R2 sources only. Otherwise a Node mover's: every source but R2 objects. */
   workerSourcesOnly?: boolean;
   /** Only destinations with an active dissemination host using one of these transfer methods. */
   modules?: readonly string[];
@@ -229,7 +230,10 @@ export interface DisseminationRepo {
     limit: number;
     now: Date;
     leaseUntil: Date;
-    /** Only transfers whose source a Worker reads: an http(s) URL or an R2 object (it has no file system). */
+    /**
+     * Only transfers whose source a Worker reads: an http(s) URL or an R2 object (it has no file
+     * system). Otherwise a Node mover's claim: every source but R2 objects, left to Workers.
+     */
     workerSourcesOnly?: boolean;
   }): Promise<ClaimedTransfer[]>;
   /**

@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { WORKER_SOURCE_PATTERN } from '../../core/data-files/r2-sources.ts';
+import { R2_SOURCE_PATTERN, WORKER_SOURCE_PATTERN } from '../../core/data-files/r2-sources.ts';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
@@ -95,7 +95,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       with due as (
         select id from data_transfers
         where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
-          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${workerSources(workerSourcesOnly)}
+          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${readableSources(workerSourcesOnly)}
         order by priority, queue_at, id
         limit ${limit}::int
         for update skip locked
@@ -235,7 +235,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           select queue_at as at from data_transfers
           where destination = d.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
             and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
-            ${workerSources(filter.workerSourcesOnly)}
+            ${readableSources(filter.workerSourcesOnly)}
           order by priority, queue_at, id
           limit 1
         ) due on true
@@ -430,15 +430,16 @@ type HostRow = {
 };
 
 /**
- * Transfers whose source a Worker reads (an http(s) URL, an R2 object: core's WORKER_SOURCE_PATTERN,
- * a constant). Only in the statements the edge runs: the Node movers' statements keep their text,
- * and so their prepared plans.
+ * Transfers whose source this kind of mover reads. A Worker has no file system: http(s) URLs and R2
+ * objects (core's WORKER_SOURCE_PATTERN, a constant). A Node mover reads everything but R2 objects,
+ * which it leaves to Workers rather than fail them against a host.
  */
-const workerSources = (only: boolean | undefined) =>
+const readableSources = (only: boolean | undefined) =>
   only
     ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id
         and f.source ~* ${sql.raw(`'${WORKER_SOURCE_PATTERN}'`)})`
-    : sql``;
+    : sql`and not exists (select 1 from data_files f where f.id = data_transfers.data_file_id
+        and f.source ~* ${sql.raw(`'${R2_SOURCE_PATTERN}'`)})`;
 
 const withModules = (modules: readonly string[] | undefined) =>
   modules === undefined
