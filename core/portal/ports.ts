@@ -153,6 +153,11 @@ export interface PortalRepo {
   files(destination: string, prefix: string, now: Date, page: { after: string | null; limit: number }): Promise<PortalFile[]>;
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
+  /**
+   * Records the MD5 of a data file's bytes, measured as they were uploaded (its ETag over S3), unless
+   * one is known already.
+   */
+  recordChecksum(dataFileId: number, md5: string): Promise<void>;
   /** A data file's live transfer to this destination, available or not (an upload's INH line). */
   registered(destination: string, dataFileId: number): Promise<PortalFile | null>;
 }

@@ -119,7 +119,7 @@ function pastAnyPrefix(prefix: string): string | null {
   return null;
 }
 
-export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files'> => ({
+export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files' | 'recordChecksum'> => ({
   async files(destination, prefix, now, page) {
     const lower =
       page.after !== null && byteOrder(page.after, prefix) >= 0
@@ -183,6 +183,9 @@ export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 're
       ),
     );
     return rows[0] ? toFile(rows[0]) : null;
+  },
+  async recordChecksum(dataFileId, md5) {
+    await db.execute(sql`update data_files set checksum = ${md5} where id = ${dataFileId} and checksum is null`);
   },
   async registered(destination, dataFileId) {
     const rows = rowsOf<FileRow>(

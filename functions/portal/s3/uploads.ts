@@ -20,6 +20,7 @@ const MAX_COMPLETE_BODY = 1024 * 1024;
 export async function putObject(r: S3Request, key: string) {
   const payload = payloadOf(r);
   const uploaded = await receiveUpload(uploadDeps(r), r.visitor, { destination: r.bucket, path: key }, payload.body, payload.length);
+  await r.ports.repos.portal.recordChecksum(uploaded.dataFileId, payload.md5());
   return new Response(null, { status: 200, headers: { etag: `"${payload.md5()}"`, 'x-amz-version-id': 'null', 'x-ecpds-data-file-id': String(uploaded.dataFileId) } });
 }
 
@@ -73,7 +74,16 @@ export async function completeMultipart(r: S3Request, key: string, uploadId: str
   });
   const total = parts.reduce((n, p) => n + p.bytes, 0);
   const numbers = parts.map((p) => p.partNumber);
-  await receiveUpload(uploadDeps(r), r.visitor, { destination: r.bucket, path: key }, store.read(uploadId, numbers), total);
+  const whole = createHash('md5');
+  async function* hashed() {
+    for await (const chunk of store.read(uploadId, numbers)) {
+      whole.update(chunk);
+      yield chunk;
+    }
+  }
+  const target = { destination: r.bucket, path: key };
+  const uploaded = await receiveUpload(uploadDeps(r), r.visitor, target, hashed(), total);
+  await r.ports.repos.portal.recordChecksum(uploaded.dataFileId, whole.digest('hex'));
   await store.remove(uploadId);
   const md5s = Buffer.concat(parts.map((p) => Buffer.from(p.md5, 'hex')));
   const etag = `"${createHash('md5').update(md5s).digest('hex')}-${parts.length}"`;
