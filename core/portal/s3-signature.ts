@@ -232,12 +232,12 @@ export async function chunkSignature(
   return hex(await hmac(key, toSign));
 }
 
-/** The path as S3 canonicalises it: each segment decoded, then encoded as RFC 3986 says (once). */
+/**
+ * The path as S3 canonicalises it: decoded, then encoded as RFC 3986 says (once), its slashes kept
+ * (a key's `/` signs the same whether the client sent it encoded or not).
+ */
 export function canonicalPath(path: string): string {
-  return path
-    .split('/')
-    .map((segment) => uriEncode(safeDecode(segment)))
-    .join('/');
+  return uriEncode(safeDecode(path)).replace(/%2F/g, '/');
 }
 
 /** The query's pairs, decoded as URLSearchParams does (so that `+` is a space, as clients sign it). */
@@ -259,11 +259,11 @@ const canonicalHeaderValue = (value: string) => value.trim().replace(/\s+/g, ' '
 export const uriEncode = (text: string) =>
   encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-function safeDecode(segment: string) {
+function safeDecode(path: string) {
   try {
-    return decodeURIComponent(segment);
+    return decodeURIComponent(path);
   } catch {
-    return segment;
+    return path;
   }
 }
 

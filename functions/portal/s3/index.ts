@@ -14,6 +14,8 @@ export const S3_BASE = '/portal/s3';
 export interface S3Target {
   bucket: string | null;
   key: string | null;
+  /** Named by the Host, in lower case: a destination's name is matched without regard to case. */
+  virtualHost: boolean;
 }
 
 /** A request's context for the operations: who, where, and the portal's shell. */
@@ -60,7 +62,8 @@ export function s3Target(pathname: string, host: string, domain: string | null):
   let rest = pathname.slice(S3_BASE.length).replace(/^\//, '');
   const name = host.replace(/:\d+$/, '').toLowerCase();
   let bucket: string | null = null;
-  if (domain !== null && name.endsWith(`.${domain.toLowerCase()}`)) {
+  const virtualHost = domain !== null && name.endsWith(`.${domain.toLowerCase()}`);
+  if (virtualHost) {
     bucket = name.slice(0, -domain.length - 1);
   } else if (rest !== '') {
     const slash = rest.indexOf('/');
@@ -68,7 +71,7 @@ export function s3Target(pathname: string, host: string, domain: string | null):
     rest = slash < 0 ? '' : rest.slice(slash + 1);
   }
   const key = rest === '' ? null : decode(rest);
-  return { bucket, key };
+  return { bucket, key, virtualHost };
 }
 
 function decode(text: string) {
@@ -83,6 +86,9 @@ async function dispatch(c: Context, options: PortalOptions, ports: Ports, target
   const address = options.clientAddress(c);
   const visitor = await s3Visitor(c, ports, address, target.bucket);
   const { identity } = visitor;
+  if (target.virtualHost) {
+    target.bucket = identity.destinations.find((d) => d.toLowerCase() === target.bucket) ?? target.bucket;
+  }
   if (target.bucket === null) {
     if (c.req.method !== 'GET') throw notImplemented();
     if (!identity.permissions.includes('dir') || visitor.signed === null) throw accessDenied();
