@@ -182,7 +182,11 @@ const emptyFacts: LoginFacts = {
   permissions: 1,
 };
 
-async function userPasswordIs(ports: Ports, sealed: string | null, given: Pick<PortalLoginAttempt, 'password' | 'proof'>) {
+async function userPasswordIs(
+  ports: Ports,
+  sealed: string | null,
+  given: Pick<PortalLoginAttempt, 'password' | 'proof'>,
+) {
   if (sealed === null || (given.password === null && given.proof === undefined)) return false;
   const stored = await ports.secrets.decrypt(sealed).catch(() => null);
   if (stored === null) return false;

@@ -150,7 +150,12 @@ export interface PortalRepo {
    * A page of a destination's available files whose paths start with `prefix` (any string), all
    * levels at once, in byte order of their paths, after the path `after`.
    */
-  files(destination: string, prefix: string, now: Date, page: { after: string | null; limit: number }): Promise<PortalFile[]>;
+  files(
+    destination: string,
+    prefix: string,
+    now: Date,
+    page: { after: string | null; limit: number },
+  ): Promise<PortalFile[]>;
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
   /**

@@ -284,9 +284,13 @@ const authError = (message: string, code: MalformedCode = 'AuthorizationHeaderMa
 const utf8 = new TextEncoder();
 
 async function hmac(key: Uint8Array, data: string | Uint8Array): Promise<Uint8Array> {
-  const imported = await crypto.subtle.importKey('raw', key as Uint8Array<ArrayBuffer>, { name: 'HMAC', hash: 'SHA-256' }, false, [
-    'sign',
-  ]);
+  const imported = await crypto.subtle.importKey(
+    'raw',
+    key as Uint8Array<ArrayBuffer>,
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  );
   const bytes = typeof data === 'string' ? utf8.encode(data) : data;
   return new Uint8Array(await crypto.subtle.sign('HMAC', imported, bytes as Uint8Array<ArrayBuffer>));
 }

@@ -119,7 +119,9 @@ function pastAnyPrefix(prefix: string): string | null {
   return null;
 }
 
-export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files' | 'recordChecksum'> => ({
+export const portalTree = (
+  db: Database,
+): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files' | 'recordChecksum'> => ({
   async files(destination, prefix, now, page) {
     const lower =
       page.after !== null && byteOrder(page.after, prefix) >= 0

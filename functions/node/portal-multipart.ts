@@ -47,7 +47,11 @@ export function nodeMultipartStore(dir: string): MultipartStore {
         },
       });
       try {
-        await pipeline(Readable.from(body, { objectMode: false }), hashing, fs.createWriteStream(temporary, { flags: 'wx' }));
+        await pipeline(
+          Readable.from(body, { objectMode: false }),
+          hashing,
+          fs.createWriteStream(temporary, { flags: 'wx' }),
+        );
         const part: StoredPart = { partNumber, bytes, md5: md5.digest('hex') };
         await fs.promises.writeFile(path.join(at, `${partNumber}.json`), JSON.stringify(part));
         await fs.promises.rename(temporary, partFile(uploadId, partNumber));

@@ -18,8 +18,9 @@ export class S3Failure extends Error {
 }
 
 export const accessDenied = () => new S3Failure(403, 'AccessDenied', 'Access Denied');
-export const notImplemented = (what = 'A header or query you provided implies functionality that is not implemented.') =>
-  new S3Failure(501, 'NotImplemented', what);
+export const notImplemented = (
+  what = 'A header or query you provided implies functionality that is not implemented.',
+) => new S3Failure(501, 'NotImplemented', what);
 
 /** Over a limit that passes with time (connections, quotas): S3's word for trying again later. */
 const RETRY_SECONDS = 30;
@@ -58,7 +59,10 @@ export async function s3ErrorAnswer(error: unknown, requestId: string, logger: L
     logger.warn('database unavailable', { requestId });
     return answer(503, 'ServiceUnavailable', 'Service unavailable: database unreachable');
   }
-  logger.error('portal s3 internal error', { requestId, reason: error instanceof Error ? error.message : String(error) });
+  logger.error('portal s3 internal error', {
+    requestId,
+    reason: error instanceof Error ? error.message : String(error),
+  });
   return answer(500, 'InternalError', `We encountered an internal error (request ${requestId}). Please try again.`);
 }
 

@@ -48,7 +48,11 @@ export async function bucketAnswer(r: S3Request): Promise<Response> {
   if ([...r.query.keys()].some((k) => UNSERVED.has(k))) throw notImplemented();
   if (method === 'HEAD') return new Response(null, { status: 200 });
   if (method === 'PUT') {
-    throw new S3Failure(409, 'BucketAlreadyOwnedByYou', 'Your previous request to create the named bucket succeeded and you already own it.');
+    throw new S3Failure(
+      409,
+      'BucketAlreadyOwnedByYou',
+      'Your previous request to create the named bucket succeeded and you already own it.',
+    );
   }
   if (method !== 'GET') throw notImplemented();
   if (r.query.has('location')) return xmlAnswer(locationXml());
@@ -65,7 +69,8 @@ async function listAnswer(r: S3Request) {
   const prefix = query.get('prefix') ?? '';
   const delimiter = query.get('delimiter') || null;
   const encoding = query.get('encoding-type');
-  if (encoding !== undefined && encoding !== 'url') throw invalidArgument('Invalid Encoding Method specified in Request');
+  if (encoding !== undefined && encoding !== 'url')
+    throw invalidArgument('Invalid Encoding Method specified in Request');
   const token = version === 2 ? (query.get('continuation-token') ?? null) : null;
   const startAfter = version === 2 ? (query.get('start-after') ?? null) : (query.get('marker') ?? null);
   const after = token !== null ? keyOfToken(token) : startAfter || null;
@@ -107,7 +112,8 @@ export async function objectAnswer(r: S3Request, key: string): Promise<Response>
       return getObject(r, key, method);
     case 'PUT':
       requirePermission(r, 'put', ruled);
-      if (r.c.req.header('x-amz-copy-source') !== undefined) throw notImplemented('Copying objects is not implemented.');
+      if (r.c.req.header('x-amz-copy-source') !== undefined)
+        throw notImplemented('Copying objects is not implemented.');
       if (uploadId !== undefined) return uploadPart(r, key, uploadId, r.query.get('partNumber') ?? '');
       return putObject(r, key);
     case 'POST':
@@ -169,7 +175,8 @@ async function getObject(r: S3Request, key: string, method: 'GET' | 'HEAD') {
       'content-range': answer.headers.get('content-range') ?? `bytes */${file.size}`,
     });
   }
-  if (answer.status === 412) return failure('PreconditionFailed', 'At least one of the preconditions you specified did not hold');
+  if (answer.status === 412)
+    return failure('PreconditionFailed', 'At least one of the preconditions you specified did not hold');
   if (answer.status >= 500) return failure('InternalError', await answer.text());
   return answer;
 }

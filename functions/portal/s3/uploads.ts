@@ -19,9 +19,22 @@ const MAX_COMPLETE_BODY = 1024 * 1024;
 
 export async function putObject(r: S3Request, key: string) {
   const payload = payloadOf(r);
-  const uploaded = await receiveUpload(uploadDeps(r), r.visitor, { destination: r.bucket, path: key }, payload.body, payload.length);
+  const uploaded = await receiveUpload(
+    uploadDeps(r),
+    r.visitor,
+    { destination: r.bucket, path: key },
+    payload.body,
+    payload.length,
+  );
   await r.ports.repos.portal.recordChecksum(uploaded.dataFileId, payload.md5());
-  return new Response(null, { status: 200, headers: { etag: `"${payload.md5()}"`, 'x-amz-version-id': 'null', 'x-ecpds-data-file-id': String(uploaded.dataFileId) } });
+  return new Response(null, {
+    status: 200,
+    headers: {
+      etag: `"${payload.md5()}"`,
+      'x-amz-version-id': 'null',
+      'x-ecpds-data-file-id': String(uploaded.dataFileId),
+    },
+  });
 }
 
 export async function createMultipart(r: S3Request, key: string) {
@@ -32,7 +45,11 @@ export async function createMultipart(r: S3Request, key: string) {
 
 export async function uploadPart(r: S3Request, key: string, uploadId: string, partNumber: string) {
   if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > MAX_PART_NUMBER) {
-    throw new S3Failure(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive`);
+    throw new S3Failure(
+      400,
+      'InvalidArgument',
+      `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive`,
+    );
   }
   const store = await ownUpload(r, key, uploadId);
   const payload = payloadOf(r);
@@ -46,7 +63,11 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
   try {
     const part = await store.receivePart(uploadId, Number(partNumber), payload.body);
     if (payload.length !== null && part.bytes !== payload.length) {
-      throw new S3Failure(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.');
+      throw new S3Failure(
+        400,
+        'IncompleteBody',
+        'You did not provide the number of bytes specified by the Content-Length HTTP header.',
+      );
     }
     return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
   } finally {
@@ -59,7 +80,11 @@ export async function completeMultipart(r: S3Request, key: string, uploadId: str
   const text = await smallBody(r);
   const listed = completedParts(text);
   if (listed === null || listed.length === 0) {
-    throw new S3Failure(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema.');
+    throw new S3Failure(
+      400,
+      'MalformedXML',
+      'The XML you provided was not well-formed or did not validate against our published schema.',
+    );
   }
   if (listed.some((p, i) => i > 0 && p.partNumber <= listed[i - 1]!.partNumber)) {
     throw new S3Failure(400, 'InvalidPartOrder', 'The list of parts was not in ascending order.');
@@ -68,7 +93,11 @@ export async function completeMultipart(r: S3Request, key: string, uploadId: str
   const parts = listed.map((p) => {
     const part = stored.get(p.partNumber);
     if (part === undefined || part.md5 !== p.etag.toLowerCase()) {
-      throw new S3Failure(400, 'InvalidPart', 'One or more of the specified parts could not be found or its entity tag did not match.');
+      throw new S3Failure(
+        400,
+        'InvalidPart',
+        'One or more of the specified parts could not be found or its entity tag did not match.',
+      );
     }
     return part;
   });
@@ -106,7 +135,12 @@ function multipartStore(r: S3Request) {
 async function ownUpload(r: S3Request, key: string, uploadId: string) {
   const store = multipartStore(r);
   const upload = await store.get(uploadId);
-  if (upload === null || upload.userId !== r.visitor.identity.userId || upload.destination !== r.bucket || upload.path !== key) {
+  if (
+    upload === null ||
+    upload.userId !== r.visitor.identity.userId ||
+    upload.destination !== r.bucket ||
+    upload.path !== key
+  ) {
     throw new S3Failure(404, 'NoSuchUpload', 'The specified multipart upload does not exist.');
   }
   return store;
@@ -130,7 +164,8 @@ const uploadDeps = (r: S3Request) => {
  * bytes do not match fails the body at its end, before anything is placed.
  */
 function payloadOf(r: S3Request) {
-  if (r.options.uploads === null) throw new S3Failure(501, 'NotImplemented', 'Uploads are not available on this server');
+  if (r.options.uploads === null)
+    throw new S3Failure(501, 'NotImplemented', 'Uploads are not available on this server');
   const header = (name: string) => r.c.req.header(name);
   const signed = r.visitor.signed;
   const payloadHash = signed?.payloadHash ?? header('x-amz-content-sha256') ?? 'UNSIGNED-PAYLOAD';
@@ -138,7 +173,8 @@ function payloadOf(r: S3Request) {
   let body: AsyncIterable<Uint8Array> = raw === null ? empty() : (raw as unknown as AsyncIterable<Uint8Array>);
   let length = lengthOf(header('content-length'));
   if (payloadHash === STREAMING_PAYLOAD) {
-    if (signed === null || r.visitor.key === null) throw new S3Failure(400, 'InvalidRequest', 'A streaming payload must be signed');
+    if (signed === null || r.visitor.key === null)
+      throw new S3Failure(400, 'InvalidRequest', 'A streaming payload must be signed');
     body = awsChunkedBody(body, signed, r.visitor.key);
     length = lengthOf(header('x-amz-decoded-content-length'));
   } else if (payloadHash.startsWith('STREAMING-')) {
@@ -157,7 +193,11 @@ function payloadOf(r: S3Request) {
     }
     digest = md5.digest('hex');
     if (sha !== null && sha.digest('hex') !== sha256) {
-      throw new S3Failure(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
+      throw new S3Failure(
+        400,
+        'XAmzContentSHA256Mismatch',
+        "The provided 'x-amz-content-sha256' header does not match what was computed.",
+      );
     }
     if (contentMd5 !== null && Buffer.from(digest, 'hex').toString('base64') !== contentMd5.trim()) {
       throw new S3Failure(400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
@@ -180,4 +220,3 @@ async function smallBody(r: S3Request) {
   }
   return Buffer.concat(chunks).toString('utf8');
 }
-

@@ -22,12 +22,7 @@ export interface S3Visitor {
  * authentication, as a wrong password does); an anonymous one is let in only to a bucket of an
  * open-access user, as that user, by the same check without credentials.
  */
-export async function s3Visitor(
-  c: Context,
-  ports: Ports,
-  address: string,
-  bucket: string | null,
-): Promise<S3Visitor> {
+export async function s3Visitor(c: Context, ports: Ports, address: string, bucket: string | null): Promise<S3Visitor> {
   const url = new URL(c.req.url);
   const request = {
     method: c.req.method,
@@ -50,12 +45,23 @@ export async function s3Visitor(
   };
   let key: Uint8Array | null = null;
   try {
-    const identity = await portalLogin(ports, { login: signed.accessKey, password: null, proof, address, protocol: S3 });
+    const identity = await portalLogin(ports, {
+      login: signed.accessKey,
+      password: null,
+      proof,
+      address,
+      protocol: S3,
+    });
     return { identity, signed, key };
   } catch (e) {
     if (!(e instanceof PortalLoginRefused) || e.overLimit || matched) throw e;
     // As S3 answers: an access key it cannot check a signature of, or a signature that is wrong.
-    if (!tried) throw new S3Failure(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+    if (!tried)
+      throw new S3Failure(
+        403,
+        'InvalidAccessKeyId',
+        'The AWS Access Key Id you provided does not exist in our records.',
+      );
     throw new S3Failure(
       403,
       'SignatureDoesNotMatch',

@@ -50,7 +50,10 @@ beforeAll(async () => {
     const put = await putFile(h, admin, s.sources, 'DEST', target, bytesOf(size, i + 1));
     files.set(target, put.bytes);
     if (target === 'a.txt') {
-      await h.db.update(dataFiles).set({ checksum: md5(put.bytes) }).where(eq(dataFiles.id, put.id));
+      await h.db
+        .update(dataFiles)
+        .set({ checksum: md5(put.bytes) })
+        .where(eq(dataFiles.id, put.id));
     }
   }
   await putFile(h, admin, s.sources, 'OTHER', 'o.txt', bytesOf(10, 50));
@@ -190,7 +193,9 @@ describe('downloads', () => {
     const r = await s3(s.h, 'https://dest.s3.example.org/portal/s3/dir/b.bin', alice);
     expect(r.status).toBe(200);
     expect(Buffer.from(await r.arrayBuffer())).toEqual(files.get('dir/b.bin'));
-    const listed = await (await s3(s.h, 'https://dest.s3.example.org/portal/s3/?list-type=2&prefix=dir%2F', alice)).text();
+    const listed = await (
+      await s3(s.h, 'https://dest.s3.example.org/portal/s3/?list-type=2&prefix=dir%2F', alice)
+    ).text();
     expect(keysOf(listed)).toEqual(['dir/b.bin', 'dir/d.bin', 'dir/sub/c.bin']);
   });
 
@@ -331,7 +336,11 @@ describe('uploads', () => {
   });
 
   it('without the put permission: AccessDenied', async () => {
-    const r = await s3(s.h, url('OTHER/x.bin'), bob, { method: 'PUT', body: 'x', payloadHash: sha256(Buffer.from('x')) });
+    const r = await s3(s.h, url('OTHER/x.bin'), bob, {
+      method: 'PUT',
+      body: 'x',
+      payloadHash: sha256(Buffer.from('x')),
+    });
     expect(await code(r)).toEqual([403, 'AccessDenied']);
   });
 
@@ -363,7 +372,10 @@ describe('uploads', () => {
     const again = await s3(s.h, url(`DEST/up/multi.bin?uploadId=${uploadId}`), alice, { method: 'POST', body });
     expect(await code(again)).toEqual([404, 'NoSuchUpload']);
 
-    const other = xmlText(await (await s3(s.h, url('DEST/up/gone.bin?uploads'), alice, { method: 'POST' })).text(), 'UploadId');
+    const other = xmlText(
+      await (await s3(s.h, url('DEST/up/gone.bin?uploads'), alice, { method: 'POST' })).text(),
+      'UploadId',
+    );
     const elsewhere = await s3(s.h, url(`DEST/up/multi.bin?partNumber=1&uploadId=${other}`), alice, {
       method: 'PUT',
       body: 'x',

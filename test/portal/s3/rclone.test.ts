@@ -1,7 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytesOf, eventFields, eventLines, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from '../support.ts';
+import {
+  bytesOf,
+  eventFields,
+  eventLines,
+  incomingUser,
+  md5,
+  type PortalScene,
+  portalScene,
+  putFile,
+  tool,
+} from '../support.ts';
 
 /**
  * rclone's s3 remote against the portal's S3 endpoint over real HTTPS, as a consumer configures it
@@ -59,7 +69,12 @@ describe('rclone (s3 remote)', () => {
     const listed = JSON.parse(r.stdout.toString()) as Array<{ Path: string; Size: number; IsDir: boolean }>;
     const files = listed.filter((e) => !e.IsDir).map((e) => [e.Path, e.Size]);
     expect(files.sort()).toEqual([...layout].sort());
-    expect(listed.filter((e) => e.IsDir).map((e) => e.Path).sort()).toEqual(['sub', 'sub/deep', 'z']);
+    expect(
+      listed
+        .filter((e) => e.IsDir)
+        .map((e) => e.Path)
+        .sort(),
+    ).toEqual(['sub', 'sub/deep', 'z']);
   });
 
   it('copy downloads every file byte for byte, and check --download finds them the same as their sources', async () => {
