@@ -65,7 +65,8 @@ export async function s3Visitor(c: Context, ports: Ports, address: string, bucke
     throw new S3Failure(
       403,
       'SignatureDoesNotMatch',
-      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+      'The request signature we calculated does not match the signature you provided. ' +
+        'Check your key and signing method.',
     );
   }
 }

@@ -26,7 +26,8 @@ export function s3Error(
   extra: { requestId: string; resource?: string; headers?: Record<string, string> },
 ) {
   const resource = extra.resource === undefined ? '' : element('Resource', extra.resource);
-  const body = `<Error>${element('Code', code)}${element('Message', message)}${resource}${element('RequestId', extra.requestId)}</Error>`;
+  const fields = `${element('Code', code)}${element('Message', message)}${resource}`;
+  const body = `<Error>${fields}${element('RequestId', extra.requestId)}</Error>`;
   return xmlAnswer(body, status, { 'x-amz-request-id': extra.requestId, ...extra.headers });
 }
 

@@ -199,7 +199,7 @@ describe('downloads', () => {
     expect(keysOf(listed)).toEqual(['dir/b.bin', 'dir/d.bin', 'dir/sub/c.bin']);
   });
 
-  it('GetBucketLocation and HeadBucket, as clients ask before listing; other sub-resources NotImplemented', async () => {
+  it('GetBucketLocation and HeadBucket, which clients ask first; other sub-resources NotImplemented', async () => {
     const location = await s3(s.h, url('DEST?location'), alice);
     expect(await location.text()).toContain('<LocationConstraint');
     expect((await s3(s.h, url('DEST'), alice, { method: 'HEAD' })).status).toBe(200);

@@ -75,7 +75,8 @@ describe('the Authorization header', () => {
 
 describe('a presigned URL', () => {
   const query =
-    'X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request' +
+    'X-Amz-Algorithm=AWS4-HMAC-SHA256' +
+    '&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request' +
     '&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host' +
     '&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404';
   const headers = { host: 'examplebucket.s3.amazonaws.com' };
