@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles } from '../../../db/schema.ts';
@@ -13,7 +13,7 @@ import {
   portalScene,
   putFile,
 } from '../support.ts';
-import { BASE, s3, xmlAll, xmlText } from './support.ts';
+import { BASE, s3, signed, xmlAll, xmlText } from './support.ts';
 
 /**
  * The portal's S3 endpoint as an SDK uses it (aws4fetch signing each request, in the Authorization
@@ -389,6 +389,50 @@ describe('uploads', () => {
       payloadHash: 'UNSIGNED-PAYLOAD',
     });
     expect(await code(after)).toEqual([404, 'NoSuchUpload']);
+  });
+
+  it('an aws-chunked body: each chunk signed in a chain from the request; a forged chunk is refused', async () => {
+    const bytes = bytesOf(150_000, 90);
+    const chunks = [bytes.subarray(0, 65536), bytes.subarray(65536, 131072), bytes.subarray(131072), Buffer.alloc(0)];
+    const send = async (key: string, tamper: boolean) => {
+      const length = chunks.reduce((n, c) => n + c.length.toString(16).length + 17 + 64 + 4 + c.length, 0);
+      const request = await signed(url(`DEST/${key}`), alice, {
+        method: 'PUT',
+        payloadHash: 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
+        headers: {
+          'content-encoding': 'aws-chunked',
+          'content-length': String(length),
+          'x-amz-decoded-content-length': String(bytes.length),
+        },
+      });
+      const amzDate = request.headers.get('x-amz-date')!;
+      const scope = `${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request`;
+      const hmac = (k: Buffer | string, text: string | Buffer) => createHmac('sha256', k).update(text).digest();
+      const signingKey = ['us-east-1', 's3', 'aws4_request'].reduce(
+        (k, part) => hmac(k, part),
+        hmac(`AWS4${alice.secretAccessKey}`, amzDate.slice(0, 8)),
+      );
+      let previous = /Signature=([0-9a-f]{64})/.exec(request.headers.get('authorization')!)![1]!;
+      const hash = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+      const parts = chunks.map((chunk, i) => {
+        const toSign = ['AWS4-HMAC-SHA256-PAYLOAD', amzDate, scope, previous, hash(''), hash(chunk)].join('\n');
+        previous = hmac(signingKey, toSign).toString('hex');
+        const sent = tamper && i === 1 ? Buffer.from(chunk).fill(0, 0, 10) : chunk;
+        return Buffer.concat([
+          Buffer.from(`${chunk.length.toString(16)};chunk-signature=${previous}\r\n`),
+          sent,
+          Buffer.from('\r\n'),
+        ]);
+      });
+      const body = Buffer.concat(parts);
+      expect(body.length).toBe(length);
+      return s.h.app.request(request.url.toString(), { method: 'PUT', headers: request.headers, body });
+    };
+    expect((await send('up/chunked.bin', false)).status).toBe(200);
+    const got = await s3(s.h, url('DEST/up/chunked.bin'), alice);
+    expect(md5(Buffer.from(await got.arrayBuffer()))).toBe(md5(bytes));
+    expect(await code(await send('up/forged.bin', true))).toEqual([403, 'SignatureDoesNotMatch']);
+    expect((await s3(s.h, url('DEST/up/forged.bin'), alice, { method: 'HEAD' })).status).toBe(404);
   });
 
   it('DeleteObject with the delete permission removes the file from the bucket', async () => {

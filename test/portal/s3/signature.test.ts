@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { readSignature, type SignedRequest, signatureMatches } from '../../../core/portal/s3-signature.ts';
+import {
+  chunkSignature,
+  readSignature,
+  type SignedRequest,
+  signatureMatches,
+  signingKey,
+} from '../../../core/portal/s3-signature.ts';
 
 /**
  * Signature V4 against the examples of Amazon's S3 documentation ("Signature calculations for the
@@ -99,5 +105,35 @@ describe('a presigned URL', () => {
   it('does not match with another query parameter added', async () => {
     const signed = readSignature(request('/test.txt', `${query}&versionId=1`, headers), AT) as SignedRequest;
     expect(await signatureMatches(signed, SECRET)).toBe(false);
+  });
+});
+
+describe('an aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)', () => {
+  const headers = {
+    'content-encoding': 'aws-chunked',
+    'content-length': '66824',
+    host: 's3.amazonaws.com',
+    'x-amz-content-sha256': 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
+    'x-amz-date': '20130524T000000Z',
+    'x-amz-decoded-content-length': '66560',
+    'x-amz-storage-class': 'REDUCED_REDUNDANCY',
+    authorization:
+      'AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,' +
+      'SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;' +
+      'x-amz-decoded-content-length;x-amz-storage-class,' +
+      'Signature=4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9',
+  };
+
+  it("signs its seed and each chunk as the documentation's example, in a chain", async () => {
+    const put = { ...request('/examplebucket/chunkObject.txt', '', headers), method: 'PUT' };
+    const signed = readSignature(put, AT) as SignedRequest;
+    expect(await signatureMatches(signed, SECRET)).toBe(true);
+    const key = await signingKey(SECRET, signed.date, signed.region);
+    const first = await chunkSignature(key, signed, signed.signature, new Uint8Array(65536).fill(97));
+    expect(first).toBe('ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648');
+    const second = await chunkSignature(key, signed, first, new Uint8Array(1024).fill(97));
+    expect(second).toBe('0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497');
+    const last = await chunkSignature(key, signed, second, new Uint8Array(0));
+    expect(last).toBe('b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9');
   });
 });
