@@ -97,7 +97,10 @@ function readHeaderSignature(
     return authError('The Authorization header is malformed: Credential, SignedHeaders and Signature are required');
   }
   const amzDate = request.header('x-amz-date') ?? '';
-  const payloadHash = request.header('x-amz-content-sha256');
+  // S3 requires the payload's hash; a request without a body that leaves it out (curl's
+  // --aws-sigv4) signed the hash of no bytes.
+  const bodiless = (request.header('content-length') ?? '0') === '0' && !request.header('transfer-encoding');
+  const payloadHash = request.header('x-amz-content-sha256') ?? (bodiless ? EMPTY_SHA256 : undefined);
   if (payloadHash === undefined) {
     return {
       code: 'InvalidRequest',

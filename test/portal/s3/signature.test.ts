@@ -65,13 +65,20 @@ describe('the Authorization header', () => {
     const read = (h: Record<string, string>) => readSignature(request('/test.txt', '', { ...headers, ...h }), AT);
     expect(read({ authorization: 'AWS AKIAIOSFODNN7EXAMPLE:abc' })).toMatchObject({ code: 'InvalidArgument' });
     const { 'x-amz-content-sha256': _, ...unhashed } = headers;
-    expect(readSignature(request('/test.txt', '', unhashed), AT)).toMatchObject({ code: 'InvalidRequest' });
+    const withBody = { ...unhashed, 'content-length': '10' };
+    expect(readSignature(request('/test.txt', '', withBody), AT)).toMatchObject({ code: 'InvalidRequest' });
     const scope = (s: string) => ({ authorization: headers.authorization.replace('20130524/us-east-1/s3', s) });
     expect(read(scope('20130523/us-east-1/s3'))).toMatchObject({ code: 'AuthorizationHeaderMalformed' });
     expect(read(scope('20130524/us-east-1/ec2'))).toMatchObject({ code: 'AuthorizationHeaderMalformed' });
     expect(read({ authorization: headers.authorization.replace('host;', '') })).toMatchObject({
       code: 'AuthorizationHeaderMalformed',
     });
+  });
+
+  it('without x-amz-content-sha256 and without a body, signs the hash of no bytes (as curl --aws-sigv4 does)', async () => {
+    const { 'x-amz-content-sha256': _, ...unhashed } = headers;
+    const signed = readSignature(request('/test.txt', '', unhashed), AT) as SignedRequest;
+    expect(signed.payloadHash).toBe(headers['x-amz-content-sha256']);
   });
 
   it('is absent from an anonymous request', () => {
