@@ -135,6 +135,8 @@ function report(rows: Row[]) {
     '| --- | --- | --- | --- |',
     ...table,
     '',
+    `Each run, in MB/s: ${rows.map((r) => `${r.name.split(',')[0]} ${r.speeds.map(mb).join(', ')}`).join('; ')}.`,
+    '',
     `Target: S3 GetObject at ≥ ${TARGET * 100}% of the HTTPS portal's download: ` +
       `${worst >= TARGET ? 'met' : 'not met'} (the slower S3 row at ${Math.round(worst * 100)}%). Both read the`,
     "file through the same source reader and body (functions/portal/download.ts); the S3 request's own",
