@@ -129,7 +129,7 @@ function report(rows: Row[]) {
     `\`node --import tsx bench/portal-s3.ts\` after \`npm run build\`. ${machine()}`,
     '',
     `One ${size} file of random bytes with curl to /dev/null (TLS 1.3, ${CIPHER}), \`ecpds-edge serve\` on`,
-    'Postgres, the HTTPS portal and the S3 endpoint in turns in the same run; median of ' + `${RUNS} runs each.`,
+    `Postgres, the HTTPS portal and the S3 endpoint in turns in the same run; median of ${RUNS} runs each.`,
     '',
     '| Download | MB/s | of HTTPS | CPU s (server and Postgres) |',
     '| --- | --- | --- | --- |',
