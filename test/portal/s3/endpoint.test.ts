@@ -26,7 +26,10 @@ const alice = { accessKeyId: 'alice', secretAccessKey: 'Secret-1' };
 const bob = { accessKeyId: 'bob', secretAccessKey: 'Secret-2' };
 
 beforeAll(async () => {
-  s = await portalScene({ portalS3Domain: 's3.example.org' });
+  s = await portalScene({
+    portalS3Domain: 's3.example.org',
+    failedAuth: { failedAuthRules: { refusePairAt: 3 }, sleep: async () => {} },
+  });
   const { h, admin } = s;
   for (const d of ['DEST', 'OTHER', 'OPEN']) await h.addDestination(d);
   await incomingUser(h, admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST']);
@@ -221,6 +224,17 @@ describe('who gets in', () => {
   it("one user's secret signing for another's access key is a wrong signature", async () => {
     const r = await s3(s.h, url('DEST/a.txt'), { accessKeyId: 'alice', secretAccessKey: bob.secretAccessKey });
     expect(await code(r)).toEqual([403, 'SignatureDoesNotMatch']);
+  });
+
+  it('wrong signatures count as failed logins: a pair that failed too often gets SlowDown', async () => {
+    const from = { headers: { 'x-test-address': '10.0.0.9' } };
+    const wrong = { ...alice, secretAccessKey: 'guess' };
+    for (let i = 0; i < 3; i++) {
+      expect(await code(await s3(s.h, url('DEST/a.txt'), wrong, from))).toEqual([403, 'SignatureDoesNotMatch']);
+    }
+    const refused = await s3(s.h, url('DEST/a.txt'), wrong, from);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await code(refused)).toEqual([503, 'SlowDown']);
   });
 
   it('an unknown access key: InvalidAccessKeyId', async () => {
