@@ -5,13 +5,16 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { MultipartStore, MultipartUpload, StoredPart } from '../portal/upload.ts';
 
+/** A multipart upload neither completed nor aborted this long is given up, its parts removed. */
+const ABANDONED_AFTER_MS = 7 * 24 * 3600_000;
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DESCRIPTION = 'upload.json';
 
 /**
  * Multipart uploads on this machine: `<dir>/<upload id>/` holds the upload's description and its
  * parts (`<n>.part`, with `<n>.json` saying its size and MD5), each written under a temporary name
- * and renamed whole. `dir` is inside the upload store's temporary directory.
+ * and renamed whole. `dir` is inside the upload store's temporary directory. Uploads left for a
+ * week are removed when the next one is created.
  */
 export function nodeMultipartStore(dir: string): MultipartStore {
   const folder = (uploadId: string) => {
@@ -22,6 +25,7 @@ export function nodeMultipartStore(dir: string): MultipartStore {
   const partFile = (uploadId: string, n: number) => path.join(dir, uploadId, `${n}.part`);
   return {
     async create(upload) {
+      await removeAbandoned(dir, Date.now() - ABANDONED_AFTER_MS);
       const id = randomUUID();
       await fs.promises.mkdir(path.join(dir, id), { recursive: true });
       await fs.promises.writeFile(path.join(dir, id, DESCRIPTION), JSON.stringify(upload), { flag: 'wx' });
@@ -83,4 +87,14 @@ export function nodeMultipartStore(dir: string): MultipartStore {
       if (at !== null) await fs.promises.rm(at, { recursive: true, force: true });
     },
   };
+}
+
+async function removeAbandoned(dir: string, before: number) {
+  const names = await fs.promises.readdir(dir).catch(() => [] as string[]);
+  for (const name of names.filter((n) => UPLOAD_ID.test(n))) {
+    const at = path.join(dir, name);
+    // The folder's time moves with each part written into it.
+    const stat = await fs.promises.stat(at).catch(() => null);
+    if (stat !== null && stat.mtimeMs < before) await fs.promises.rm(at, { recursive: true, force: true });
+  }
 }

@@ -37,13 +37,13 @@ export async function s3Visitor(c: Context, ports: Ports, address: string, bucke
 
   let tried = false;
   let matched = false;
+  let key: Uint8Array | null = null;
   const proof = async (password: string) => {
     tried = true;
     matched = await signatureMatches(signed, password);
     if (matched) key = await signingKey(password, signed.date, signed.region);
     return matched;
   };
-  let key: Uint8Array | null = null;
   try {
     const identity = await portalLogin(ports, {
       login: signed.accessKey,
