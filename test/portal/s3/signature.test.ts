@@ -75,7 +75,7 @@ describe('the Authorization header', () => {
     });
   });
 
-  it('without x-amz-content-sha256 and without a body, signs the hash of no bytes (as curl --aws-sigv4 does)', async () => {
+  it('without x-amz-content-sha256 nor a body, signs the hash of no bytes (as curl --aws-sigv4 does)', async () => {
     const { 'x-amz-content-sha256': _, ...unhashed } = headers;
     const signed = readSignature(request('/test.txt', '', unhashed), AT) as SignedRequest;
     expect(signed.payloadHash).toBe(headers['x-amz-content-sha256']);
