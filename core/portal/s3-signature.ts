@@ -9,6 +9,8 @@ import { constantTimeEqualText } from '../common/crypto.ts';
 export const SIGV4_ALGORITHM = 'AWS4-HMAC-SHA256';
 export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 export const STREAMING_PAYLOAD = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD';
+/** SDKs' default for uploads: aws-chunked, unsigned chunks, a checksum trailer. */
+export const STREAMING_UNSIGNED_TRAILER = 'STREAMING-UNSIGNED-PAYLOAD-TRAILER';
 /** How far a request's X-Amz-Date may be from the server's clock, as S3 allows. */
 export const MAX_CLOCK_SKEW_MS = 15 * 60_000;
 /** The longest a presigned URL may be valid: seven days, as S3 allows. */

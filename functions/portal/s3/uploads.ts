@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { STREAMING_PAYLOAD } from '../../../core/portal/s3-signature.ts';
+import { STREAMING_PAYLOAD, STREAMING_UNSIGNED_TRAILER } from '../../../core/portal/s3-signature.ts';
 import { startPortalTransfer } from '../../../core/portal/transfers.ts';
 import { receiveUpload } from '../upload.ts';
 import { awsChunkedBody } from './chunked.ts';
@@ -172,10 +172,13 @@ function payloadOf(r: S3Request) {
   const raw = r.c.req.raw.body;
   let body: AsyncIterable<Uint8Array> = raw === null ? empty() : (raw as unknown as AsyncIterable<Uint8Array>);
   let length = lengthOf(header('content-length'));
-  if (payloadHash === STREAMING_PAYLOAD) {
-    if (signed === null || r.visitor.key === null)
+  if (payloadHash === STREAMING_PAYLOAD || payloadHash === STREAMING_UNSIGNED_TRAILER) {
+    const key = r.visitor.key;
+    const signing = payloadHash === STREAMING_PAYLOAD && signed !== null && key !== null ? { signed, key } : null;
+    if (payloadHash === STREAMING_PAYLOAD && signing === null) {
       throw new S3Failure(400, 'InvalidRequest', 'A streaming payload must be signed');
-    body = awsChunkedBody(body, signed, r.visitor.key);
+    }
+    body = awsChunkedBody(body, signing, header('x-amz-trailer') ?? null);
     length = lengthOf(header('x-amz-decoded-content-length'));
   } else if (payloadHash.startsWith('STREAMING-')) {
     throw notImplemented(`The payload ${payloadHash} is not implemented; send UNSIGNED-PAYLOAD or its SHA-256`);

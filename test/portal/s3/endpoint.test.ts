@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import zlib from 'node:zlib';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles } from '../../../db/schema.ts';
@@ -447,6 +448,36 @@ describe('uploads', () => {
     expect(md5(Buffer.from(await got.arrayBuffer()))).toBe(md5(bytes));
     expect(await code(await send('up/forged.bin', true))).toEqual([403, 'SignatureDoesNotMatch']);
     expect((await s3(s.h, url('DEST/up/forged.bin'), alice, { method: 'HEAD' })).status).toBe(404);
+  });
+
+  it("an SDK's default upload (unsigned aws-chunked, a CRC32 trailer); a body not matching it is refused", async () => {
+    const bytes = bytesOf(100_000, 91);
+    const crc = zlib.crc32(bytes);
+    const trailer = Buffer.from([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255]).toString('base64');
+    const send = async (key: string, sent: Buffer) => {
+      const chunks = [sent.subarray(0, 65536), sent.subarray(65536)];
+      const body = Buffer.concat([
+        ...chunks.flatMap((c) => [Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n')]),
+        Buffer.from(`0\r\nx-amz-checksum-crc32:${trailer}\r\n\r\n`),
+      ]);
+      const request = await signed(url(`DEST/${key}`), alice, {
+        method: 'PUT',
+        payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+        headers: {
+          'content-encoding': 'aws-chunked',
+          'x-amz-decoded-content-length': String(sent.length),
+          'x-amz-trailer': 'x-amz-checksum-crc32',
+        },
+      });
+      return s.h.app.request(request.url.toString(), { method: 'PUT', headers: request.headers, body });
+    };
+    expect((await send('up/trailer.bin', bytes)).status).toBe(200);
+    const got = await s3(s.h, url('DEST/up/trailer.bin'), alice);
+    expect(md5(Buffer.from(await got.arrayBuffer()))).toBe(md5(bytes));
+    const changed = Buffer.from(bytes);
+    changed[70_000] ^= 1;
+    expect(await code(await send('up/changed.bin', changed))).toEqual([400, 'BadDigest']);
+    expect((await s3(s.h, url('DEST/up/changed.bin'), alice, { method: 'HEAD' })).status).toBe(404);
   });
 
   it('DeleteObject with the delete permission removes the file from the bucket', async () => {
