@@ -86,6 +86,16 @@ const basePath = (name: string) =>
       return z.NEVER;
     });
 
+/** The S3 endpoint's domain for virtual-host style (`<bucket>.<domain>`): a DNS name, or unset. */
+const s3Domain = () =>
+  text().transform((v, ctx) => {
+    if (v === null || v === undefined || v.trim() === '') return null;
+    const name = v.trim().toLowerCase();
+    if (/^([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(name)) return name;
+    ctx.issues.push({ code: 'custom', input: v, message: `ECPDS_PORTAL_S3_DOMAIN must be a DNS name, got '${v}'` });
+    return z.NEVER;
+  });
+
 /** Read by both shells. */
 export const sharedEnvSchema = z.object({
   ECPDS_SECRET_KEY: text(),
@@ -96,6 +106,7 @@ export const sharedEnvSchema = z.object({
   ECPDS_MAX_BODY_BYTES: integer('ECPDS_MAX_BODY_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   ECPDS_METRICS_PUBLIC: flag('ECPDS_METRICS_PUBLIC', false),
   ECPDS_BASE_PATH: basePath('ECPDS_BASE_PATH'),
+  ECPDS_PORTAL_S3_DOMAIN: s3Domain(),
 });
 
 /**

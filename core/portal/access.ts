@@ -23,8 +23,14 @@ export interface PortalIdentity {
 
 export interface PortalLoginAttempt {
   login: string;
-  /** Null for an open-access visit, which gives none. */
+  /** Null for an open-access visit, which gives none, or for a request proving it holds the password. */
   password: string | null;
+  /**
+   * In place of the password, a proof of holding it (an S3 request's signature, made with it as the
+   * secret key): called with the user's own password. Self-service subscribers' passwords are kept
+   * only as hashes, so a proof never opens a self-service user.
+   */
+  proof?: (password: string) => Promise<boolean>;
   address: string;
   /** `https`, `sftp`, `s3`: for `portal.excludeProtocols` and the DEA line. */
   protocol: string;
@@ -64,7 +70,7 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
     const mode = portalMode(user?.portalService ?? '');
     const checked = user === null ? 'user' : credentialsToCheck(mode);
     const [userPasswordMatches, subscriber] = await Promise.all([
-      checked === 'user' ? userPasswordIs(ports, user?.passwordSealed ?? null, attempt.password) : false,
+      checked === 'user' ? userPasswordIs(ports, user?.passwordSealed ?? null, attempt) : false,
       checked === 'subscriber' && user !== null && attempt.password !== null
         ? repos.portal.activeSubscriberByPassword(user.id, sha256Base64(attempt.password))
         : null,
@@ -93,7 +99,7 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
 
   // An open-access visit gives no credentials to count; a login with some goes through the limits.
   const outcome =
-    attempt.password === null
+    attempt.password === null && attempt.proof === undefined
       ? await judged()
       : await checkLimited(
           ports.failedAuth,
@@ -176,10 +182,16 @@ const emptyFacts: LoginFacts = {
   permissions: 1,
 };
 
-async function userPasswordIs(ports: Ports, sealed: string | null, presented: string | null) {
-  if (sealed === null || presented === null) return false;
+async function userPasswordIs(
+  ports: Ports,
+  sealed: string | null,
+  given: Pick<PortalLoginAttempt, 'password' | 'proof'>,
+) {
+  if (sealed === null || (given.password === null && given.proof === undefined)) return false;
   const stored = await ports.secrets.decrypt(sealed).catch(() => null);
-  return stored !== null && constantTimeEqualText(stored, presented);
+  if (stored === null) return false;
+  if (given.proof !== undefined) return given.proof(stored);
+  return given.password !== null && constantTimeEqualText(stored, given.password);
 }
 
 /** Whether the user's rolling download and upload quotas are spent now. */

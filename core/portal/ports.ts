@@ -146,8 +146,23 @@ export interface PortalRepo {
     now: Date,
     page: { after: string | null; limit: number },
   ): Promise<PortalEntry[]>;
+  /**
+   * A page of a destination's available files whose paths start with `prefix` (any string), all
+   * levels at once, in byte order of their paths, after the path `after`.
+   */
+  files(
+    destination: string,
+    prefix: string,
+    now: Date,
+    page: { after: string | null; limit: number },
+  ): Promise<PortalFile[]>;
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
+  /**
+   * Records the MD5 of a data file's bytes, measured as they were uploaded (its ETag over S3), unless
+   * one is known already.
+   */
+  recordChecksum(dataFileId: number, md5: string): Promise<void>;
   /** A data file's live transfer to this destination, available or not (an upload's INH line). */
   registered(destination: string, dataFileId: number): Promise<PortalFile | null>;
 }

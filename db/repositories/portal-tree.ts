@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { PortalEntry, PortalFile, PortalRepo } from '../../core/portal/ports.ts';
+import { byteOrder } from '../../core/portal/tree.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 
@@ -103,7 +104,35 @@ const pastPrefix = (prefix: string) => (prefix === '' ? null : `${prefix.slice(0
 const UNREACHABLE_NAMES = new Set(['', '.', '..']);
 
 /** The portal's tree: a destination's available files by path, a page of a directory at a time. */
-export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 'registered'> => ({
+/**
+ * The first string after every string starting with `prefix`, in byte order (UTF-8 keeps the order
+ * of code points): its last code point one higher; null when there is none.
+ */
+function pastAnyPrefix(prefix: string): string | null {
+  const points = [...prefix];
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!;
+    // Past the surrogates, which no string of UTF-8 holds.
+    const next = last === 0xd7ff ? 0xe000 : last + 1;
+    if (next <= 0x10ffff) return points.join('') + String.fromCodePoint(next);
+  }
+  return null;
+}
+
+export const portalTree = (
+  db: Database,
+): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files' | 'recordChecksum'> => ({
+  async files(destination, prefix, now, page) {
+    const lower =
+      page.after !== null && byteOrder(page.after, prefix) >= 0
+        ? { lower: page.after, inclusive: false }
+        : { lower: prefix === '' ? null : prefix, inclusive: true };
+    const range = { ...lower, upper: pastAnyPrefix(prefix) };
+    const rows = rowsOf<FileRow>(
+      await executePrepared(db, availableFiles(destination, now, range, page.limit), 'portalFiles'),
+    );
+    return rows.filter((r) => r.target.startsWith(prefix)).map(toFile);
+  },
   async list(destination, prefix, now, page) {
     const entries: PortalEntry[] = [];
     const upper = pastPrefix(prefix);
@@ -156,6 +185,9 @@ export const portalTree = (db: Database): Pick<PortalRepo, 'list' | 'file' | 're
       ),
     );
     return rows[0] ? toFile(rows[0]) : null;
+  },
+  async recordChecksum(dataFileId, md5) {
+    await db.execute(sql`update data_files set checksum = ${md5} where id = ${dataFileId} and checksum is null`);
   },
   async registered(destination, dataFileId) {
     const rows = rowsOf<FileRow>(

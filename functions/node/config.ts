@@ -52,6 +52,8 @@ export interface MailConfig {
 export interface PortalConfig {
   /** Where uploaded files are stored (a source root, so that they can be read and sent). */
   uploadDir: string;
+  /** The S3 endpoint's domain for virtual-host style (ECPDS_PORTAL_S3_DOMAIN); null: path style only. */
+  s3Domain: string | null;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -119,7 +121,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         : [path.join(e.ECPDS_DATA_DIR, 'delivered')]
       ).map((p) => path.resolve(p)),
     },
-    portal: { uploadDir },
+    portal: { uploadDir, s3Domain: e.ECPDS_PORTAL_S3_DOMAIN },
   };
 }
 

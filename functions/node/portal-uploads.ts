@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { inTheWay, PARTIAL_DIRECTORY, type UploadStore } from '../portal/upload.ts';
+import { nodeMultipartStore } from './portal-multipart.ts';
 import { isWithin } from './sources.ts';
 
 /**
@@ -16,6 +17,7 @@ export function nodeUploadStore(dir: string): UploadStore {
   const root = path.resolve(dir);
   const partial = path.join(root, PARTIAL_DIRECTORY);
   return {
+    multipart: nodeMultipartStore(path.join(partial, 'multipart')),
     async receive(body) {
       await fs.promises.mkdir(partial, { recursive: true });
       const temporary = path.join(partial, `${randomUUID()}.part`);

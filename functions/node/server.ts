@@ -42,6 +42,7 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
       serverName: config.mover.name,
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
       uploads: nodeUploadStore(config.portal.uploadDir),
+      s3Domain: config.portal.s3Domain,
       cookieSecret: ports.secrets.derive('portal-cookie'),
     },
   });

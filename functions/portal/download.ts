@@ -15,6 +15,8 @@ export interface DownloadDeps {
   requestId: string;
   /** See PortalOptions.abandonAfterMs; null: never. */
   abandonAfterMs: number | null;
+  /** The protocol the download is counted under; HTTPS when left out. */
+  protocol?: string;
 }
 
 const MD5 = /^[0-9a-f]{32}$/i;
@@ -44,7 +46,7 @@ export const contentTypeOf = (path: string) =>
  */
 export async function downloadAnswer(
   deps: DownloadDeps,
-  visitor: Visitor,
+  visitor: Pick<Visitor, 'identity'>,
   request: DownloadRequest & { download: boolean },
   destination: string,
   file: PortalFile,
@@ -70,7 +72,7 @@ export async function downloadAnswer(
   if (request.method === 'HEAD') return new Response(null, { status: answer.status, headers });
 
   const transfer = await startPortalTransfer(ports, visitor.identity, {
-    protocol: HTTPS,
+    protocol: deps.protocol ?? HTTPS,
     server: deps.serverName,
     address: deps.address,
     action: 'download',

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { PORTAL_CSS } from './assets.ts';
 import { portalError } from './errors.ts';
 import type { PortalOptions } from './options.ts';
+import { s3Routes } from './s3/index.ts';
 import { serveTree } from './tree-routes.ts';
 import { DATA_BASE, dataVisitor, openAccessVisitor } from './who.ts';
 
@@ -24,6 +25,9 @@ export function portalApp(options: PortalOptions) {
         headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
       }),
   );
+
+  // The S3 endpoint answers its own errors, in S3's XML.
+  app.route('/', s3Routes(options));
 
   app.all('/data', () => redirect(DATA_BASE));
   app.all('/data/*', async (c) => {

@@ -23,6 +23,12 @@ export interface PortalOptions {
    * reader as long as the connection lasts (Node cancels it when the client goes away).
    */
   abandonAfterMs?: number;
+  /**
+   * The domain of the S3 endpoint's virtual-host style (ECPDS_PORTAL_S3_DOMAIN): a request whose
+   * Host is `<bucket>.<domain>` addresses that bucket, its key being the path after /portal/s3/.
+   * Left out: path style only.
+   */
+  s3Domain?: string | null;
   /** Who a browser session (the login form's cookie) is; left out, only Basic logins and open access. */
   sessionIdentity?(c: Context): Promise<PortalSessionUser | null>;
 }

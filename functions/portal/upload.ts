@@ -13,6 +13,39 @@ import { HTTPS, type Visitor } from './who.ts';
  */
 export interface UploadStore {
   receive(body: AsyncIterable<Uint8Array>): Promise<ReceivedUpload>;
+  /** The parts of multipart uploads (the S3 endpoint's), until they are put together or given up. */
+  multipart?: MultipartStore;
+}
+
+/** An upload in parts: whose, and where its file goes once complete. */
+export interface MultipartUpload {
+  userId: string;
+  destination: string;
+  path: string;
+}
+
+export interface StoredPart {
+  partNumber: number;
+  bytes: number;
+  /** Hex MD5 of the part's bytes: its ETag. */
+  md5: string;
+}
+
+/**
+ * Where the parts of multipart uploads wait, across requests (and restarts): each part written
+ * whole under a temporary name first, as uploads are.
+ */
+export interface MultipartStore {
+  /** A new upload; answers its id (random: knowing one is what lets a client add to it). */
+  create(upload: MultipartUpload): Promise<string>;
+  /** The upload of this id, or null when there is none (never was, completed or aborted). */
+  get(uploadId: string): Promise<MultipartUpload | null>;
+  /** Stores a part (replacing one of the same number). */
+  receivePart(uploadId: string, partNumber: number, body: AsyncIterable<Uint8Array>): Promise<StoredPart>;
+  parts(uploadId: string): Promise<StoredPart[]>;
+  /** The bytes of these parts, one after another. */
+  read(uploadId: string, partNumbers: readonly number[]): AsyncIterable<Uint8Array>;
+  remove(uploadId: string): Promise<void>;
 }
 
 export interface ReceivedUpload {
@@ -35,6 +68,8 @@ export interface UploadDeps {
   serverName: string;
   address: string;
   requestId: string;
+  /** The protocol the upload is counted under; HTTPS when left out. */
+  protocol?: string;
 }
 
 export interface Uploaded {
@@ -53,7 +88,7 @@ export interface Uploaded {
  */
 export async function receiveUpload(
   deps: UploadDeps,
-  visitor: Visitor,
+  visitor: Pick<Visitor, 'identity'>,
   target: { destination: string; path: string },
   body: AsyncIterable<Uint8Array>,
   declaredLength: number | null,
@@ -67,7 +102,7 @@ export async function receiveUpload(
   const allowance = await uploadAllowance(ports, visitor);
   if (declaredLength !== null && declaredLength > allowance) throw quotaExceeded();
   const transfer = await startPortalTransfer(ports, who, {
-    protocol: HTTPS,
+    protocol: deps.protocol ?? HTTPS,
     server: deps.serverName,
     address: deps.address,
     action: 'upload',
@@ -114,7 +149,7 @@ export const uploadsUnavailable = () => plain(501, 'Uploads are not available on
 const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
 
 /** Bytes the user may still upload now: what its rolling quota leaves, or no limit. */
-async function uploadAllowance(ports: Ports, visitor: Visitor) {
+async function uploadAllowance(ports: Ports, visitor: Pick<Visitor, 'identity'>) {
   const { userId, settings } = visitor.identity;
   if (settings.upload === null) return Number.POSITIVE_INFINITY;
   const since = new Date(ports.clock().getTime() - settings.upload.periodMs);

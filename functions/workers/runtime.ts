@@ -27,6 +27,8 @@ export interface WorkerEnv {
   ECPDS_METRICS_PUBLIC?: string;
   /** The API's mount besides the root; `/ecpds` when unset, root only when empty or `/`. */
   ECPDS_BASE_PATH?: string;
+  /** The S3 endpoint's domain for virtual-host style; unset: path style only. */
+  ECPDS_PORTAL_S3_DOMAIN?: string;
   /** The queue of destinations to deliver (producer); without it the cron dispatches nothing. */
   ECPDS_QUEUE?: DeliveryQueue;
   ECPDS_EDGE_ALLOW_PRIVATE?: string;
@@ -127,6 +129,7 @@ export function createIsolate(env: WorkerEnv): Isolate {
       sources: workerSourceReader(config, env),
       uploads: null,
       abandonAfterMs: ABANDONED_DOWNLOAD_MS,
+      s3Domain: config.ECPDS_PORTAL_S3_DOMAIN,
       cookieSecret: secrets.derive('portal-cookie'),
     },
   });

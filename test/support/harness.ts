@@ -47,6 +47,8 @@ export interface HarnessOptions {
   portalPages?: boolean | { origin?: string | null };
   /** Where the portal keeps uploads (a source root too); left out, the portal takes none. */
   portalUploadDir?: string;
+  /** The portal's S3 domain for virtual-host style (ECPDS_PORTAL_S3_DOMAIN). */
+  portalS3Domain?: string;
   /** Who a portal request's browser session is (functions/portal/options.ts). */
   portalSession?: PortalOptions['sessionIdentity'];
   /** A database of the test's own (closed by `close`), such as the one server processes will use. */
@@ -91,6 +93,7 @@ export async function createHarness(options: HarnessOptions = {}) {
       sources: nodeSourceReader({ roots: sourceRoots, hosts: options.sourceHosts ?? [] }),
       uploads: options.portalUploadDir ? nodeUploadStore(options.portalUploadDir) : null,
       sessionIdentity: options.portalSession,
+      s3Domain: options.portalS3Domain ?? null,
       cookieSecret: ports.secrets.derive('portal-cookie'),
       origin: typeof options.portalPages === 'object' ? options.portalPages.origin : null,
     },

@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { exports } from 'cloudflare:workers';
 import { createHash } from 'node:crypto';
+import { AwsV4Signer } from 'aws4fetch';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import { openPostgres } from '../../db/client.ts';
@@ -439,4 +440,35 @@ describe('downloads through the runtime', () => {
     expect(Number(line!.BytesSent)).toBeLessThan(LONG.size);
     await reader.cancel().catch(() => undefined);
   }, 150_000);
+});
+
+describe('the S3 endpoint on the Worker', () => {
+  /** A request signed as an SDK signs it (aws4fetch), through the Worker's fetch handler. */
+  async function s3(path: string, headers: Record<string, string> = {}) {
+    const signer = new AwsV4Signer({
+      url: `https://edge.test/portal/s3/${path}`,
+      accessKeyId: USER,
+      secretAccessKey: PASSWORD,
+      service: 's3',
+      region: 'us-east-1',
+      headers,
+    });
+    const signed = await signer.sign();
+    return portal('GET', `/portal/s3/${path}`, { headers: Object.fromEntries(signed.headers) });
+  }
+
+  it('lists a bucket and serves a range of an object, counted under the protocol s3', async () => {
+    const listed = await s3(`${DEST}?list-type=2`);
+    expect(listed.status, listed.text).toBe(200);
+    expect([...listed.text.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1])).toEqual([RANGED.target, WHOLE.target]);
+    const part = await s3(`${DEST}/${RANGED.target}`, { range: 'bytes=1000-1999' });
+    expect(part.status, part.text).toBe(206);
+    expect(part.headers.get('content-range')).toBe(`bytes 1000-1999/${RANGED.size}`);
+    expect(part.bytes).toEqual(blobBytes(RANGED.seed, RANGED.size).subarray(1000, 2000));
+    expect(eventLines('INH').at(-1)).toMatchObject({ FileName: RANGED.target, TransferProtocol: 's3' });
+    const wrong = await portal('GET', `/portal/s3/${DEST}/${RANGED.target}`, {
+      headers: { authorization: `AWS4-HMAC-SHA256 Credential=${USER}/20260101/us-east-1/s3/aws4_request` },
+    });
+    expect(wrong.status).toBe(400);
+  });
 });
