@@ -112,6 +112,13 @@ async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promi
   const prepared: Prepared[] = [];
   for (const item of items) prepared.push(await prepare(deps, item));
 
+  for (const p of prepared) {
+    if ('drop' in p) await deps.outbox.finish([p.item.id], p.drop, deps.clock());
+    if ('postpone' in p) {
+      const wait = Math.min(options.firstRetryMs * 2 ** p.item.attempts, options.maxRetryMs * 20);
+      await deps.outbox.postpone(p.item.id, new Date(deps.clock().getTime() + wait), p.postpone);
+    }
+  }
   const sending = prepared.filter((p): p is Prepared & { topic: string; json: string } => 'json' in p);
   // Sent together: MQTT.js writes them in this order on one connection, and the broker keeps it.
   const results = await Promise.allSettled(sending.map((p) => deps.broker.publish(p.topic, p.json)));
@@ -119,13 +126,6 @@ async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promi
   const published = sending.filter((_, i) => results[i]!.status === 'fulfilled').map((p) => p.item.id);
   const failed = sending.filter((_, i) => results[i]!.status === 'rejected').map((p) => p.item.id);
   if (published.length > 0) await deps.outbox.finish(published, 'published', at);
-  for (const p of prepared) {
-    if ('drop' in p) await deps.outbox.finish([p.item.id], p.drop, at);
-    if ('postpone' in p) {
-      const wait = Math.min(options.firstRetryMs * 2 ** p.item.attempts, options.maxRetryMs * 20);
-      await deps.outbox.postpone(p.item.id, new Date(at.getTime() + wait), p.postpone);
-    }
-  }
   if (failed.length > 0) {
     await deps.outbox.release(failed);
     const reason = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
