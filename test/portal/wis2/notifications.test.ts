@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
@@ -39,14 +41,13 @@ async function destination(name: string, options: { topic?: boolean; openAccessU
   return topic;
 }
 
-const put = (dest: string, target: string, bytes: Buffer, query: Record<string, string> = {}) =>
-  s.h.call(
-    'GET',
-    `/v1/datafile/put?${new URLSearchParams({ destination: dest, source: sourceOf(dest, target), target, ...query })}`,
-    {
-      auth: s.admin,
-    },
-  );
+/** datafile/put of `bytes`, written at the source first, with more of the put's parameters. */
+function put(dest: string, target: string, bytes: Buffer, query: Record<string, string> = {}) {
+  fs.mkdirSync(path.dirname(sourceOf(dest, target)), { recursive: true });
+  fs.writeFileSync(sourceOf(dest, target), bytes);
+  const params = new URLSearchParams({ destination: dest, source: sourceOf(dest, target), target, ...query });
+  return s.h.call('GET', `/v1/datafile/put?${params}`, { auth: s.admin });
+}
 const sourceOf = (dest: string, target: string) => `${s.sources}/${dest}/${target}`;
 
 beforeAll(async () => {
@@ -79,12 +80,9 @@ describe('a file of a destination with wis2.topic', () => {
     expect(created!.message.geometry).toBeNull();
     expect(await expectDownloadMatches(created!, ALICE)).toEqual(first.bytes);
 
-    const again = await putFile(s.h, s.admin, s.sources, 'LIFE', 'obs/synop 1.bufr', bytesOf(7000, 2)).catch(
-      () => null,
-    );
-    expect(again).toBeNull(); // not forced: the file is still there, nothing is announced
     const replacement = bytesOf(7000, 2);
-    (await import('node:fs')).writeFileSync(sourceOf('LIFE', 'obs/synop 1.bufr'), replacement);
+    // Not forced: the file is still there, nothing changes and nothing is announced.
+    expect((await put('LIFE', 'obs/synop 1.bufr', replacement)).text).toMatch(/already exists/);
     const forced = await put('LIFE', 'obs/synop 1.bufr', replacement, { force: 'true' });
     expect(forced.status, forced.text).toBe(200);
     const [, updated] = await sub.on(topic, 2);
@@ -121,8 +119,6 @@ describe('a file of a destination with wis2.topic', () => {
   it('is announced once its queue time has come, after the files put since that were due at once', async () => {
     const topic = await destination('LATER');
     const bytes = bytesOf(100, 4);
-    (await import('node:fs')).mkdirSync(`${s.sources}/LATER`, { recursive: true });
-    (await import('node:fs')).writeFileSync(sourceOf('LATER', 'later.bin'), bytes);
     const later = await put('LATER', 'later.bin', bytes, { at: '+2s' });
     expect(later.status, later.text).toBe(200);
     await putFile(s.h, s.admin, s.sources, 'LATER', 'now.bin', bytesOf(100, 5));
