@@ -31,6 +31,8 @@ export interface Wis2OutboxRepo {
   release(ids: readonly number[]): Promise<void>;
   /** Keeps a row from being claimed before `until` (its own failure), counting the attempt. */
   postpone(id: number, until: Date, error: string): Promise<void>;
+  /** Deletes the rows done before `before`; answers how many. */
+  prune(before: Date): Promise<number>;
   /** Remembers a data file's SHA-512, unless the file was given a new source since row `rowId`. */
   rememberSha512(dataFileId: number, rowId: number, sha512: string): Promise<void>;
 }

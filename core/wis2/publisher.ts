@@ -28,6 +28,10 @@ export interface PublisherOptions {
   maxRetryMs: number;
 }
 
+/** How long published and dropped rows stay in the outbox (for an operator's look), and how often they go. */
+const KEPT_MS = 7 * 86_400_000;
+const PRUNE_EVERY_MS = 3600_000;
+
 export const DEFAULT_PUBLISHER_OPTIONS: PublisherOptions = {
   batch: 100,
   leaseMs: 60_000,
@@ -71,6 +75,14 @@ export function startWis2Publisher(deps: PublisherDeps, options: PublisherOption
       interrupt = wakeable ? done : () => stopping && done();
     });
 
+  let prunedAt = 0;
+  const prune = async () => {
+    const now = deps.clock().getTime();
+    if (now - prunedAt < PRUNE_EVERY_MS) return;
+    prunedAt = now;
+    await deps.outbox.prune(new Date(now - KEPT_MS));
+  };
+
   const loop = (async () => {
     let retryMs = options.firstRetryMs;
     while (!stopping) {
@@ -87,7 +99,12 @@ export function startWis2Publisher(deps: PublisherDeps, options: PublisherOption
         continue;
       }
       retryMs = options.firstRetryMs;
-      if (outcome === 'idle') await rest(options.pollMs, true);
+      if (outcome === 'idle') {
+        await prune().catch((e: unknown) =>
+          deps.logger.warn('WIS2 notifications: old outbox rows could not be deleted', { reason: messageOf(e) }),
+        );
+        await rest(options.pollMs, true);
+      }
     }
   })();
 

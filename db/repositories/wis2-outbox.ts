@@ -108,6 +108,13 @@ export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
         last_error = ${error.slice(0, 1000)}
       where id = ${id}`);
   },
+  async prune(before) {
+    const rows = await db
+      .delete(wis2Outbox)
+      .where(sql`${wis2Outbox.doneAt} < ${before.toISOString()}::timestamptz`)
+      .returning({ id: wis2Outbox.id });
+    return rows.length;
+  },
   async rememberSha512(dataFileId, rowId, sha512) {
     // A forced put given the file a new source since this row was written leaves an `update` row
     // behind it: the digest read may be the old source's, and is not kept.

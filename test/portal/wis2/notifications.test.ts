@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { openPostgres } from '../../../db/client.ts';
+import { wis2OutboxRepo } from '../../../db/repositories/wis2-outbox.ts';
 import { wis2Outbox } from '../../../db/schema.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
 import {
@@ -202,4 +203,20 @@ describe('two publishers on one database', () => {
       publisher = publisherOf(s, broker.url);
     }
   }, 60_000);
+});
+
+describe('the outbox', () => {
+  it('forgets the rows done before a time, and keeps those still to publish', async () => {
+    const topic = await destination('PRUNED');
+    const later = await put('PRUNED', 'later.bin', bytesOf(10, 120), { at: '+1h' });
+    expect(later.status, later.text).toBe(200);
+    await putFile(s.h, s.admin, s.sources, 'PRUNED', 'now.bin', bytesOf(10, 121));
+    await sub.on(topic, 1);
+    await publisher.stop(); // its row is marked published once the broker acknowledged it
+    const pruned = await wis2OutboxRepo(s.h.db).prune(new Date(Date.now() + 60_000));
+    expect(pruned).toBeGreaterThan(0);
+    const left = await s.h.db.select().from(wis2Outbox);
+    expect(left.map((r) => [r.destination, r.target, r.doneAt])).toEqual([['PRUNED', 'later.bin', null]]);
+    publisher = publisherOf(s, broker.url);
+  });
 });
