@@ -347,6 +347,8 @@ export const dataFiles = pgTable('data_files', {
   source: text('source').notNull(),
   size: bigint('size', { mode: 'number' }).notNull(),
   checksum: text('checksum'),
+  /** The SHA-512 of the source's bytes (base64) once a WIS2 notification computed it; null when unknown. */
+  sha512: text('sha512'),
   registeredBy: text('registered_by').notNull(),
   createdAt: created(),
   deletedAt: stamp('deleted_at'),
@@ -655,4 +657,35 @@ export const portalTraffic = pgTable(
     uploads: integer('uploads').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.userId, t.minute, t.protocol] })],
+);
+
+/**
+ * WIS2 notifications still to publish or published, written in the transaction that makes a file
+ * appear in the portal or leave it (core/wis2): a broker that is down delays them, never loses them.
+ * A publisher claims due rows (`not_before` passed) in order for `claimed_until`, publishes each,
+ * then records `done_at` and the outcome. `message_id` is given at the first claim and kept, so a
+ * message sent again after a lost acknowledgement carries the same id.
+ */
+export const wis2Outbox = pgTable(
+  'wis2_outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull(),
+    transferId: bigint('transfer_id', { mode: 'number' }).notNull(),
+    destination: text('destination').notNull(),
+    target: text('target').notNull(),
+    /** `new`, `update` or `deletion`: the link's relation. */
+    kind: text('kind').notNull(),
+    /** When the file becomes visible in the portal: its transfer's queue time (now for a deletion). */
+    notBefore: stamp('not_before').notNull(),
+    createdAt: created(),
+    messageId: text('message_id'),
+    claimedUntil: stamp('claimed_until'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    doneAt: stamp('done_at'),
+    /** `published`, or why the row was dropped (no topic any more, a message over 8 KiB, …). */
+    outcome: text('outcome'),
+  },
+  (t) => [index('wis2_outbox_due').on(t.notBefore, t.id).where(sql`${t.doneAt} is null`)],
 );

@@ -152,6 +152,9 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_SMTP_URL: text(),
   ECPDS_MAIL_FROM: text(),
   ECPDS_PORTAL_UPLOAD_DIR: text(),
+  // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
+  ECPDS_MQTT_URL: text(),
+  ECPDS_PORTAL_URL: text(),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

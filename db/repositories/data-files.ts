@@ -4,6 +4,7 @@ import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { interruption } from './transfers.ts';
+import { listedAt, mentionsWis2Topic } from './wis2-outbox.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
 type ExpiredRow = {
@@ -34,7 +35,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       db,
       sql`
       with destination as (
-        select name from destinations where name = ${transfer.destination}
+        select name, data from destinations where name = ${transfer.destination}
       ), transfer as (
         insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
@@ -51,6 +52,10 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         insert into data_files (id, source, size, registered_by)
         select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
         returning id
+      ), notice as (
+        insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+        select t.data_file_id, t.id, t.destination, ${transfer.target}, 'new', ${scheduledAt}::timestamptz
+        from transfer t, destination d where ${mentionsWis2Topic(sql`d.data`)}
       )
       select exists (select 1 from destination) as found, (select id from file) as id`,
       'dataFileRegister',
@@ -97,8 +102,9 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       // What is sent next is measured and hashed again.
       await tx
         .update(dataFiles)
-        .set({ source: file.source, size: file.size, checksum: null })
+        .set({ source: file.source, size: file.size, checksum: null, sha512: null })
         .where(eq(dataFiles.id, row.dataFileId));
+      await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at);
     });
   },
   async find(id) {
@@ -110,10 +116,12 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
   },
   async markDeleted(id, at) {
     await db.transaction(async (tx) => {
-      await tx
+      const deleted = await tx
         .update(dataFiles)
         .set({ deletedAt: at })
-        .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)));
+        .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)))
+        .returning({ id: dataFiles.id });
+      if (deleted.length > 0) await noticeDeletion(tx, id, at);
       const live = and(eq(dataTransfers.dataFileId, id), ne(dataTransfers.status, 'STOP'));
       const before = await tx
         .select({ transferId: dataTransfers.id, destination: dataTransfers.destination, status: dataTransfers.status })
@@ -161,3 +169,47 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     }));
   },
 });
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/**
+ * A forced put's WIS2 notification, in its transaction: an update of a file already shown, or,
+ * when the file's own notice is still waiting for its queue time (never shown yet), that notice
+ * again with the new queue time.
+ */
+async function noticeRequeue(
+  tx: Tx,
+  t: { transferId: number; dataFileId: number; destination: string; target: string; scheduledAt: Date },
+  at: Date,
+) {
+  const now = at.toISOString();
+  await tx.execute(sql`
+    with unseen as (
+      delete from wis2_outbox
+      where transfer_id = ${t.transferId} and done_at is null and kind <> 'deletion'
+        and not_before > ${now}::timestamptz
+      returning id
+    )
+    insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+    select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
+      case when exists (select 1 from unseen) then 'new' else 'update' end,
+      greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
+    from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}`);
+}
+
+/**
+ * The WIS2 notifications of a deleted file, in its transaction: a deletion for each of its
+ * transfers the portal showed; the notices of those it did not show yet are withdrawn.
+ */
+async function noticeDeletion(tx: Tx, dataFileId: number, at: Date) {
+  const now = at.toISOString();
+  await tx.execute(sql`
+    with withdrawn as (
+      delete from wis2_outbox
+      where data_file_id = ${dataFileId} and done_at is null and not_before > ${now}::timestamptz
+    )
+    insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+    select t.data_file_id, t.id, t.destination, t.target, 'deletion', ${now}::timestamptz
+    from data_transfers t join destinations d on d.name = t.destination
+    where t.data_file_id = ${dataFileId} and ${listedAt(sql`t`, now)} and ${mentionsWis2Topic(sql`d.data`)}`);
+}

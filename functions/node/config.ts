@@ -31,6 +31,17 @@ export interface NodeConfig {
   /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
   mail: MailConfig | null;
   portal: PortalConfig;
+  /** WIS2 notifications of the portal's files; null (ECPDS_MQTT_URL unset): none are published. */
+  wis2: Wis2Config | null;
+}
+
+/** ECPDS_MQTT_URL and ECPDS_PORTAL_URL, checked. The URL may hold a password: never logged whole. */
+export interface Wis2Config {
+  mqttUrl: string;
+  /** The broker as logs may show it: scheme, host and port. */
+  broker: string;
+  /** The portal's public address, without the trailing '/'; null: the server's own https URL. */
+  portalUrl: string | null;
 }
 
 /** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, checked. The password is kept for the mailer only: never logged. */
@@ -122,7 +133,58 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       ).map((p) => path.resolve(p)),
     },
     portal: { uploadDir, s3Domain: e.ECPDS_PORTAL_S3_DOMAIN },
+    wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };
+}
+
+const MQTT_URL_SHAPE =
+  'ECPDS_MQTT_URL must be mqtt://[user:password@]host[:port] or mqtts://[user:password@]host[:port]';
+
+/** Reads the WIS2 settings; no message repeats the MQTT URL, which may hold a password. */
+export function parseWis2(mqttUrl: string | null, portalUrl: string | null): Wis2Config | null {
+  const portal = portalUrl === null ? null : parsePortalUrl(portalUrl);
+  if (mqttUrl === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(mqttUrl);
+  } catch {
+    throw new ConfigError(`${MQTT_URL_SHAPE}; the value given is not a URL`);
+  }
+  if (parsed.protocol !== 'mqtt:' && parsed.protocol !== 'mqtts:') {
+    throw new ConfigError(`${MQTT_URL_SHAPE}; got the scheme '${parsed.protocol.slice(0, 20)}'`);
+  }
+  if (parsed.hostname === '') throw new ConfigError(`${MQTT_URL_SHAPE}; it names no host`);
+  if ((parsed.pathname !== '' && parsed.pathname !== '/') || parsed.search !== '' || parsed.hash !== '') {
+    throw new ConfigError(`${MQTT_URL_SHAPE}; it takes no path, query or fragment`);
+  }
+  try {
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+  } catch {
+    throw new ConfigError(`${MQTT_URL_SHAPE}; its user or password holds a malformed %-escape`);
+  }
+  if (parsed.username === '' && parsed.password !== '') {
+    throw new ConfigError(`${MQTT_URL_SHAPE}; it has a password but no user`);
+  }
+  const port = parsed.port === '' ? (parsed.protocol === 'mqtts:' ? '8883' : '1883') : parsed.port;
+  return { mqttUrl, broker: `${parsed.protocol}//${parsed.host.replace(/:\d+$/, '')}:${port}`, portalUrl: portal };
+}
+
+function parsePortalUrl(text: string): string {
+  const shape = 'ECPDS_PORTAL_URL must be the https:// address the portal is reached at, e.g. https://data.example.org';
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw new ConfigError(`${shape}; got '${text.slice(0, 200)}'`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new ConfigError(`${shape}; got the scheme '${parsed.protocol.slice(0, 20)}'`);
+  }
+  if (parsed.username !== '' || parsed.password !== '' || parsed.search !== '' || parsed.hash !== '') {
+    throw new ConfigError(`${shape}; it takes no credentials, query or fragment`);
+  }
+  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
 }
 
 const SMTP_URL_SHAPE =

@@ -159,6 +159,9 @@ export async function runServer(config: NodeConfig) {
   sweep?.unref();
   const mover = config.mover.enabled ? (await import('./mover.ts')).startNodeMover(runtime, config) : null;
   if (mover) logger.info('mover started', { mover: config.mover.name, concurrency: config.mover.concurrency });
+  const wis2 = config.wis2;
+  const notifier = wis2 ? (await import('./wis2.ts')).startNodeWis2Publisher(runtime, { ...config, wis2 }, url) : null;
+  if (wis2) logger.info('WIS2 notifications on', { broker: wis2.broker, portal: wis2.portalUrl ?? url });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -174,6 +177,7 @@ export async function runServer(config: NodeConfig) {
       dropPlainHttp();
     });
     await mover?.stop(config.mover.drainMs);
+    await notifier?.stop();
     await runtime.close();
     logger.info('stopped', {});
     process.exit(0);

@@ -1,6 +1,7 @@
 import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
+import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import type { Ports } from '../../core/ports.ts';
@@ -20,20 +21,6 @@ export interface DownloadDeps {
 }
 
 const MD5 = /^[0-9a-f]{32}$/i;
-
-/** Types a browser may show in place; anything else is downloaded (HTML above all: it is never served as such). */
-const SHOWN_TYPES: Record<string, string> = {
-  txt: 'text/plain; charset=utf-8',
-  csv: 'text/csv; charset=utf-8',
-  json: 'application/json',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-};
-
-export const contentTypeOf = (path: string) =>
-  SHOWN_TYPES[/\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
 
 /**
  * A GET or HEAD of a file of the tree, as download tools expect it (core/portal/download.ts): the

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { contentTypeOf } from '../../core/portal/media-types.ts';
 import {
   byteOrder,
   destinationEntries,
@@ -8,7 +9,6 @@ import {
   treeTarget,
 } from '../../core/portal/tree.ts';
 import { incomingOptions } from '../../core/portal/uploads.ts';
-import { contentTypeOf } from '../../functions/portal/download.ts';
 import { listingType } from '../../functions/portal/listing.tsx';
 import { type FormPart, formBoundary, formParts } from '../../functions/portal/multipart.ts';
 

@@ -1,0 +1,88 @@
+import { readOptions } from '../hosts/options.ts';
+
+/**
+ * A destination's WIS2 options, in its `data` as its other options (`incoming.*`): `wis2.topic`
+ * (where its notifications go; none: it publishes nothing), `wis2.geometry` (a GeoJSON Point or
+ * Polygon for every message; none: null) and `wis2.metadataId` (the WCMP2 record of its data).
+ */
+export const WIS2_OPTIONS: Readonly<Record<string, string>> = {
+  'wis2.topic': 'an MQTT topic without wildcards or empty levels, e.g. origin/a/wis2/<centre-id>/data/core/weather',
+  'wis2.geometry': 'a GeoJSON Point or Polygon, as JSON',
+  'wis2.metadataId': 'the identifier of the dataset’s WCMP2 record, e.g. urn:wmo:md:<centre-id>:<local-id>',
+};
+
+/** A GeoJSON geometry of a WIS2 message: a point or a polygon. */
+export type Wis2Geometry = { type: 'Point'; coordinates: number[] } | { type: 'Polygon'; coordinates: number[][][] };
+
+export interface Wis2Settings {
+  topic: string;
+  geometry: Wis2Geometry | null;
+  metadataId: string | null;
+}
+
+/** MQTT caps a topic at 65,535 bytes; a WIS2 topic is a few hundred at most. */
+const MAX_TOPIC_BYTES = 1024;
+
+/** Why `value` can't be a destination's option `name`, or null when it can. */
+export function checkWis2Option(name: string, value: string): string | null {
+  const expected = WIS2_OPTIONS[name];
+  if (expected === undefined) return `Unknown WIS2 option ${name}; known: ${Object.keys(WIS2_OPTIONS).join(', ')}`;
+  const ok =
+    name === 'wis2.topic'
+      ? isTopic(value)
+      : name === 'wis2.geometry'
+        ? readGeometry(value) !== null
+        : value.trim() !== '' && !/\p{Cc}/u.test(value);
+  return ok ? null : `Invalid value for ${name}: '${value.slice(0, 200)}' (${expected} expected)`;
+}
+
+/** A topic a publisher may use: no `+` or `#` (they are for subscribing), no empty level, no control character. */
+function isTopic(topic: string): boolean {
+  return (
+    topic !== '' &&
+    new TextEncoder().encode(topic).length <= MAX_TOPIC_BYTES &&
+    !/[+#\p{Cc}]/u.test(topic) &&
+    topic.split('/').every((level) => level.trim() !== '' && level === level.trim())
+  );
+}
+
+function readGeometry(text: string): Wis2Geometry | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const { type, coordinates } = value as { type?: unknown; coordinates?: unknown };
+  const position = (p: unknown) =>
+    Array.isArray(p) && p.length >= 2 && p.length <= 3 && p.every((n) => typeof n === 'number' && Number.isFinite(n));
+  if (type === 'Point' && position(coordinates)) return { type, coordinates: coordinates as number[] };
+  const ring = (r: unknown) => Array.isArray(r) && r.length >= 4 && r.every(position);
+  if (type === 'Polygon' && Array.isArray(coordinates) && coordinates.length >= 1 && coordinates.every(ring)) {
+    return { type, coordinates: coordinates as number[][][] };
+  }
+  return null;
+}
+
+/**
+ * What a destination's options say of its notifications: null when it has no `wis2.topic`, a
+ * message when an option can't be used (its files are then not notified, and the reason logged).
+ */
+export function wis2Settings(data: string): Wis2Settings | null | { invalid: string } {
+  const options = readOptions(data);
+  const topic = options.get('wis2.topic')?.trim();
+  if (topic === undefined || topic === '') return null;
+  for (const name of Object.keys(WIS2_OPTIONS)) {
+    const value = options.get(name);
+    if (value === undefined) continue;
+    const reason = checkWis2Option(name, name === 'wis2.topic' ? value.trim() : value);
+    if (reason !== null) return { invalid: reason };
+  }
+  const geometry = options.get('wis2.geometry');
+  return {
+    topic,
+    geometry: geometry === undefined ? null : readGeometry(geometry),
+    metadataId: options.get('wis2.metadataId')?.trim() ?? null,
+  };
+}

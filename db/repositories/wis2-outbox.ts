@@ -1,0 +1,126 @@
+import { inArray, type SQL, sql } from 'drizzle-orm';
+import type { NotificationKind } from '../../core/wis2/message.ts';
+import type { OutboxItem, Wis2OutboxRepo } from '../../core/wis2/ports.ts';
+import { type Database, rowsOf } from '../client.ts';
+import { wis2Outbox } from '../schema.ts';
+
+/**
+ * Whether a destination's options text (`data`) has a `wis2.topic` line: only such destinations
+ * get outbox rows. The publisher reads the options properly (core/wis2/options.ts) and drops a row
+ * whose destination turns out to have no usable topic.
+ */
+export const mentionsWis2Topic = (data: SQL) => sql`${data} ~ ${'(^|\\n)[ \\t]*wis2[ \\t]*\\.[ \\t]*topic[ \\t]*='}`;
+
+/** What a transfer shows in the portal's tree (db/repositories/portal-tree.ts), judged at `at`. */
+export const listedAt = (t: SQL, at: string) => sql`${t}.status not in ('INIT', 'SCHE', 'FETC')
+  and ${t}.scheduled_at <= ${at}::timestamptz and ${t}.expires_at > ${at}::timestamptz`;
+
+type ItemRow = {
+  id: string | number;
+  message_id: string;
+  kind: NotificationKind;
+  data_file_id: string | number;
+  destination: string;
+  target: string;
+  not_before: string | Date;
+  attempts: number;
+  source: string;
+  size: string | number;
+  created_at: string | Date;
+  deleted_at: string | Date | null;
+  sha512: string | null;
+  data: string | null;
+  open_access_user: string | null;
+};
+
+const toItem = (r: ItemRow): OutboxItem => ({
+  id: Number(r.id),
+  messageId: r.message_id,
+  kind: r.kind,
+  dataFileId: Number(r.data_file_id),
+  destination: r.destination,
+  target: r.target,
+  notBefore: new Date(r.not_before),
+  attempts: r.attempts,
+  file: {
+    source: r.source,
+    size: Number(r.size),
+    registeredAt: new Date(r.created_at),
+    deletedAt: r.deleted_at === null ? null : new Date(r.deleted_at),
+    sha512: r.sha512,
+  },
+  destinationData: r.data,
+  openAccessUser: r.open_access_user,
+});
+
+export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
+  async claim(now, until, limit, newId) {
+    const claimed = await db.transaction(async (tx) => {
+      const due = rowsOf<{ id: string | number; message_id: string | null }>(
+        await tx.execute(sql`
+          select id, message_id from wis2_outbox
+          where done_at is null and not_before <= ${now.toISOString()}::timestamptz
+            and (claimed_until is null or claimed_until <= ${now.toISOString()}::timestamptz)
+          order by not_before, id
+          limit ${limit}
+          for update skip locked`),
+      );
+      if (due.length === 0) return [];
+      const given = due.map((r) => ({ id: Number(r.id), message_id: r.message_id ?? newId() }));
+      await tx.execute(sql`
+        update wis2_outbox o set claimed_until = ${until.toISOString()}::timestamptz, message_id = g.message_id
+        from jsonb_to_recordset(${JSON.stringify(given)}::jsonb) as g(id bigint, message_id text)
+        where o.id = g.id`);
+      return given.map((g) => g.id);
+    });
+    if (claimed.length === 0) return [];
+    const rows = rowsOf<ItemRow>(
+      await db.execute(sql`
+        select o.id, o.message_id, o.kind, o.data_file_id, o.destination, o.target, o.not_before, o.attempts,
+          f.source, f.size, f.created_at, f.deleted_at, f.sha512, d.data,
+          (select u.id from incoming_associations a join incoming_users u on u.id = a.user_id
+            where a.destination = o.destination and u.active and u.portal_service = 'open-access'
+            order by u.id collate "C" limit 1) as open_access_user
+        from wis2_outbox o join data_files f on f.id = o.data_file_id
+          left join destinations d on d.name = o.destination
+        where o.id in (select (jsonb_array_elements_text(${JSON.stringify(claimed)}::jsonb))::bigint)
+        order by o.not_before, o.id`),
+    );
+    return rows.map(toItem);
+  },
+  async finish(ids, outcome, at) {
+    if (ids.length === 0) return;
+    await db
+      .update(wis2Outbox)
+      .set({ doneAt: at, outcome, claimedUntil: null })
+      .where(inArray(wis2Outbox.id, [...ids]));
+  },
+  async release(ids) {
+    if (ids.length === 0) return;
+    await db
+      .update(wis2Outbox)
+      .set({ claimedUntil: null })
+      .where(inArray(wis2Outbox.id, [...ids]));
+  },
+  async postpone(id, until, error) {
+    await db.execute(sql`
+      update wis2_outbox set claimed_until = ${until.toISOString()}::timestamptz, attempts = attempts + 1,
+        last_error = ${error.slice(0, 1000)}
+      where id = ${id}`);
+  },
+  async prune(before) {
+    const rows = await db
+      .delete(wis2Outbox)
+      .where(sql`${wis2Outbox.doneAt} < ${before.toISOString()}::timestamptz`)
+      .returning({ id: wis2Outbox.id });
+    return rows.length;
+  },
+  async rememberSha512(dataFileId, rowId, sha512) {
+    // A forced put given the file a new source since this row was written leaves an `update` row
+    // behind it: the digest read may be the old source's, and is not kept.
+    await db.execute(sql`
+      update data_files set sha512 = ${sha512}
+      where id = ${dataFileId} and not exists (
+        select 1 from wis2_outbox where data_file_id = ${dataFileId} and id > ${rowId} and kind = 'update')`);
+  },
+});

@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
+import { openPostgres } from '../../../db/client.ts';
+import { wis2OutboxRepo } from '../../../db/repositories/wis2-outbox.ts';
+import { wis2Outbox } from '../../../db/schema.ts';
+import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
+import {
+  expectDownloadMatches,
+  expectValidMessage,
+  type Mosquitto,
+  publisherOf,
+  setOptions,
+  startMosquitto,
+  subscriber,
+} from './support.ts';
+
+/**
+ * WIS2 notifications end to end: the portal's puts and deletes, the outbox, the publisher as the
+ * server runs it, a real Mosquitto and an MQTT.js subscriber that downloads every notified file over
+ * the HTTPS portal and checks its digest and length.
+ */
+
+let s: PortalScene;
+let broker: Mosquitto;
+let sub: Awaited<ReturnType<typeof subscriber>>;
+let publisher: ReturnType<typeof publisherOf>;
+const ALICE = { user: 'alice', password: 'Secret-1' };
+
+/** A destination of its own for a test, publishing on its own topic (or none), with alice associated. */
+async function destination(name: string, options: { topic?: boolean; openAccessUser?: string } = {}) {
+  await s.h.addDestination(name);
+  const topic = `origin/a/wis2/xx-ecpds/data/core/weather/${name.toLowerCase()}`;
+  if (options.topic !== false) await setOptions(s.h.db, name, `wis2.topic = "${topic}"`);
+  await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${name}`, { auth: s.admin });
+  if (options.openAccessUser) {
+    await incomingUser(s.h, s.admin, { id: options.openAccessUser, mode: 'open-access' }, [name]);
+  }
+  return topic;
+}
+
+/** datafile/put of `bytes`, written at the source first, with more of the put's parameters. */
+function put(dest: string, target: string, bytes: Buffer, query: Record<string, string> = {}) {
+  fs.mkdirSync(path.dirname(sourceOf(dest, target)), { recursive: true });
+  fs.writeFileSync(sourceOf(dest, target), bytes);
+  const params = new URLSearchParams({ destination: dest, source: sourceOf(dest, target), target, ...query });
+  return s.h.call('GET', `/v1/datafile/put?${params}`, { auth: s.admin });
+}
+const sourceOf = (dest: string, target: string) => `${s.sources}/${dest}/${target}`;
+
+beforeAll(async () => {
+  s = await portalScene();
+  broker = await startMosquitto();
+  sub = await subscriber(broker.url);
+  await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password }, []);
+  publisher = publisherOf(s, broker.url);
+}, 60_000);
+afterAll(async () => {
+  await publisher?.stop();
+  await sub?.close();
+  await broker?.close();
+  await s?.close();
+});
+
+describe('a file of a destination with wis2.topic', () => {
+  it('is announced as new when put, as updated when put again by force, and as deleted', async () => {
+    const topic = await destination('LIFE');
+    const first = await putFile(s.h, s.admin, s.sources, 'LIFE', 'obs/synop 1.bufr', bytesOf(5000, 1));
+    const [created] = await sub.on(topic, 1);
+    const link = expectValidMessage(created!, {
+      topic,
+      dataId: 'LIFE/obs/synop 1.bufr',
+      rel: LINK_RELATIONS.new,
+    });
+    expect(link.href).toBe(`${s.url}/portal/data/LIFE/obs/synop%201.bufr`);
+    expect(link.security?.default).toMatchObject({ type: 'http', scheme: 'basic' });
+    expect(link.type).toBe('application/octet-stream');
+    expect(created!.message.geometry).toBeNull();
+    expect(await expectDownloadMatches(created!, ALICE)).toEqual(first.bytes);
+
+    const replacement = bytesOf(7000, 2);
+    // Not forced: the file is still there, nothing changes and nothing is announced.
+    expect((await put('LIFE', 'obs/synop 1.bufr', replacement)).text).toMatch(/already exists/);
+    const forced = await put('LIFE', 'obs/synop 1.bufr', replacement, { force: 'true' });
+    expect(forced.status, forced.text).toBe(200);
+    const [, updated] = await sub.on(topic, 2);
+    expectValidMessage(updated!, { topic, dataId: 'LIFE/obs/synop 1.bufr', rel: LINK_RELATIONS.update });
+    expect(await expectDownloadMatches(updated!, ALICE)).toEqual(replacement);
+    expect(updated!.message.id).not.toBe(created!.message.id);
+
+    const del = await s.h.call('DELETE', `/v1/datafile/del?id=${first.id}`, { auth: s.admin });
+    expect(del.status, del.text).toBe(200);
+    const [, , deleted] = await sub.on(topic, 3);
+    expectValidMessage(deleted!, { topic, dataId: 'LIFE/obs/synop 1.bufr', rel: LINK_RELATIONS.deletion });
+    expect(deleted!.message.properties.integrity).toEqual(updated!.message.properties.integrity);
+    expect(deleted!.message.links[0].length).toBe(replacement.length);
+  });
+
+  it("links an open-access user's public URL, downloaded with no login, with the destination's geometry", async () => {
+    const topic = await destination('OPEN', { openAccessUser: 'public_data' });
+    const point = { type: 'Point', coordinates: [6.96, 50.94] };
+    await setOptions(
+      s.h.db,
+      'OPEN',
+      `wis2.topic = "${topic}"\nwis2.geometry = "${JSON.stringify(point).replace(/"/g, '\\"')}"`,
+    );
+    const file = await putFile(s.h, s.admin, s.sources, 'OPEN', 'radar.json', bytesOf(300, 3));
+    const [message] = await sub.on(topic, 1);
+    const link = expectValidMessage(message!, { topic, dataId: 'OPEN/radar.json', rel: 'canonical' });
+    expect(link.href).toBe(`${s.url}/portal/home/public_data/OPEN/radar.json`);
+    expect(link.security).toBeUndefined();
+    expect(link.type).toBe('application/json');
+    expect(message!.message.geometry).toEqual(point);
+    expect(await expectDownloadMatches(message!)).toEqual(file.bytes);
+  });
+
+  it('is announced once its queue time has come, after the files put since that were due at once', async () => {
+    const topic = await destination('LATER');
+    const bytes = bytesOf(100, 4);
+    const later = await put('LATER', 'later.bin', bytes, { at: '+2s' });
+    expect(later.status, later.text).toBe(200);
+    await putFile(s.h, s.admin, s.sources, 'LATER', 'now.bin', bytesOf(100, 5));
+    const [first, second] = await sub.on(topic, 2);
+    expect(first!.message.properties.data_id).toBe('LATER/now.bin');
+    expect(second!.message.properties.data_id).toBe('LATER/later.bin');
+    expect(await expectDownloadMatches(second!, ALICE)).toEqual(bytes);
+  });
+
+  it('is refused rather than cut when its message would pass 8,192 bytes', async () => {
+    const topic = await destination('LONG');
+    const long = `${'d'.repeat(200)}/`.repeat(20);
+    await putFile(s.h, s.admin, s.sources, 'LONG', `${long}x.bin`, bytesOf(10, 6));
+    await putFile(s.h, s.admin, s.sources, 'LONG', 'short.bin', bytesOf(10, 7));
+    const [message] = await sub.on(topic, 1);
+    expect(message!.message.properties.data_id).toBe('LONG/short.bin');
+    const rows = await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'LONG'));
+    expect(rows.find((r) => r.target.startsWith(long))?.outcome).toMatch(/at most 8192/);
+  });
+});
+
+describe('a destination without wis2.topic', () => {
+  it('publishes nothing', async () => {
+    await destination('QUIET', { topic: false });
+    const topic = await destination('LOUD');
+    await putFile(s.h, s.admin, s.sources, 'QUIET', 'q.bin', bytesOf(10, 8));
+    await putFile(s.h, s.admin, s.sources, 'LOUD', 'l.bin', bytesOf(10, 9));
+    await sub.on(topic, 1);
+    expect(sub.received.filter((r) => r.message.properties.data_id.startsWith('QUIET/'))).toEqual([]);
+    expect(await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'QUIET'))).toEqual([]);
+  });
+});
+
+describe('a broker that is down', () => {
+  it('delays the messages, which come in order once it is back, none lost, none twice', async () => {
+    const topic = await destination('OUTAGE');
+    await broker.stop();
+    const targets = Array.from({ length: 8 }, (_, i) => `f${i}.bin`);
+    for (const [i, target] of targets.entries()) {
+      await putFile(s.h, s.admin, s.sources, 'OUTAGE', target, bytesOf(100 + i, 10 + i));
+    }
+    await broker.start();
+    await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'after.bin', bytesOf(10, 30));
+    const messages = await sub.on(topic, targets.length + 1);
+    expect(messages.map((m) => m.message.properties.data_id)).toEqual(
+      [...targets, 'after.bin'].map((t) => `OUTAGE/${t}`),
+    );
+    expect(new Set(messages.map((m) => m.message.id)).size).toBe(messages.length);
+    for (const m of messages) await expectDownloadMatches(m, ALICE);
+    // One publisher keeps the order: a message sent twice would come before the next one.
+    await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'last.bin', bytesOf(10, 31));
+    const all = await sub.on(topic, targets.length + 2);
+    expect(all.at(-1)!.message.properties.data_id).toBe('OUTAGE/last.bin');
+    expect(all).toHaveLength(targets.length + 2);
+  }, 60_000);
+});
+
+describe('two publishers on one database', () => {
+  it('publish each message once', async () => {
+    const url = (s.h.handle as { url?: string }).url;
+    const second = url ? openPostgres(url, { max: 2 }) : null;
+    const other = publisherOf(s, broker.url, second?.db ?? s.h.db);
+    try {
+      const topic = await destination('PAIR');
+      const targets = Array.from({ length: 40 }, (_, i) => `p${String(i).padStart(2, '0')}.bin`);
+      for (const [i, target] of targets.entries()) {
+        await putFile(s.h, s.admin, s.sources, 'PAIR', target, bytesOf(50, 40 + i));
+      }
+      const marker = `marker-${randomUUID()}.bin`;
+      await putFile(s.h, s.admin, s.sources, 'PAIR', marker, bytesOf(5, 99));
+      const messages = await sub.on(topic, targets.length + 1);
+      // Both publishers were running; a row is claimed by one of them only.
+      await other.stop();
+      await publisher.stop();
+      const ids = messages.map((m) => m.message.properties.data_id);
+      expect([...ids].sort()).toEqual([...targets, marker].map((t) => `PAIR/${t}`).sort());
+      expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(targets.length + 1);
+    } finally {
+      await other.stop();
+      await second?.close();
+      publisher = publisherOf(s, broker.url);
+    }
+  }, 60_000);
+});
+
+describe('the outbox', () => {
+  it('forgets the rows done before a time, and keeps those still to publish', async () => {
+    const topic = await destination('PRUNED');
+    const later = await put('PRUNED', 'later.bin', bytesOf(10, 120), { at: '+1h' });
+    expect(later.status, later.text).toBe(200);
+    await putFile(s.h, s.admin, s.sources, 'PRUNED', 'now.bin', bytesOf(10, 121));
+    await sub.on(topic, 1);
+    await publisher.stop(); // its row is marked published once the broker acknowledged it
+    const pruned = await wis2OutboxRepo(s.h.db).prune(new Date(Date.now() + 60_000));
+    expect(pruned).toBeGreaterThan(0);
+    const left = await s.h.db.select().from(wis2Outbox);
+    expect(left.map((r) => [r.destination, r.target, r.doneAt])).toEqual([['PRUNED', 'later.bin', null]]);
+    publisher = publisherOf(s, broker.url);
+  });
+});
