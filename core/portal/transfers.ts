@@ -58,15 +58,15 @@ export async function startPortalTransfer(
       const at = ports.clock();
       const minute = new Date(Math.floor(startedAt.getTime() / 60_000) * 60_000);
       const upload = start.action === 'upload';
-      await Promise.all([
-        ports.repos.portal.closeConnection(id),
-        ports.repos.portal.addTraffic(who.userId, minute, start.protocol, {
-          downloadBytes: upload ? 0 : bytes,
-          uploadBytes: upload ? bytes : 0,
-          downloads: upload || file === null ? 0 : 1,
-          uploads: upload && file !== null ? 1 : 0,
-        }),
-      ]);
+      await ports.repos.portal.endConnection(id, {
+        userId: who.userId,
+        minute,
+        protocol: start.protocol,
+        downloadBytes: upload ? 0 : bytes,
+        uploadBytes: upload ? bytes : 0,
+        downloads: upload || file === null ? 0 : 1,
+        uploads: upload && file !== null ? 1 : 0,
+      });
       if (file === null) return;
       ports.events.write(
         inhEvent({

@@ -229,6 +229,22 @@ export const portalRepo = (db: Database): PortalRepo => ({
   async closeConnection(id) {
     await runPrepared(db.delete(portalConnections).where(eq(portalConnections.id, id)), 'portalCloseConnection');
   },
+  async endConnection(id, t) {
+    // One round trip at the end of every download: the two changes are independent of each other.
+    await executePrepared(
+      db,
+      sql`with closed as (delete from portal_connections where id = ${id})
+        insert into portal_traffic (user_id, minute, protocol, download_bytes, upload_bytes, downloads, uploads)
+        values (${t.userId}, ${t.minute.toISOString()}::timestamptz, ${t.protocol}, ${t.downloadBytes},
+          ${t.uploadBytes}, ${t.downloads}, ${t.uploads})
+        on conflict (user_id, minute, protocol) do update set
+          download_bytes = portal_traffic.download_bytes + excluded.download_bytes,
+          upload_bytes = portal_traffic.upload_bytes + excluded.upload_bytes,
+          downloads = portal_traffic.downloads + excluded.downloads,
+          uploads = portal_traffic.uploads + excluded.uploads`,
+      'portalEndConnection',
+    );
+  },
   async connections(userId, now) {
     const [row] = await runPrepared(
       db
