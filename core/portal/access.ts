@@ -62,8 +62,10 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
   const presented = { ...attempt, password };
   const memory = ports.portalLogins;
   const now = ports.clock().getTime();
-  const known = memory.recall(presented, now) ?? (await memory.underWay(presented));
-  if (known !== null) return readmit(ports, known, attempt);
+  // Nothing awaited before a check is under way: logins arriving together find it and wait for it.
+  const known = memory.recall(presented, now) ?? memory.underWay(presented);
+  const identity = known === null ? null : await known;
+  if (identity !== null) return readmit(ports, identity, attempt);
   return memory.check(presented, now, () => checkedLogin(ports, attempt));
 }
 

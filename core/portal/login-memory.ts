@@ -85,7 +85,7 @@ export class PortalLoginMemory {
       }
       return identity;
     } finally {
-      this.checking.delete(key);
+      if (this.checking.get(key) === answer) this.checking.delete(key);
     }
   }
 
