@@ -129,11 +129,12 @@ async function main() {
     for (const s of served) for (let i = 0; i < 2; i++) await burst(s, targets);
     for (let round = 0; round < ROUNDS; round++) for (const s of served) s.bursts.push(await burst(s, targets));
     for (const s of served) {
-      const median = (pick: (b: Burst) => number) => percentile(s.bursts.map(pick), 50);
+      const median = (pick: (b: Burst) => number, digits: number) => percentile(s.bursts.map(pick), 50).toFixed(digits);
+      const firstByte = `first byte p50 ${median((b) => b.p50, 0)} p99 ${median((b) => b.p99, 0)} ms`;
+      const cpu = `server ${median((b) => b.serverMs, 2)}, Postgres ${median((b) => b.postgresMs, 2)} ms`;
+      const files = `${AT_ONCE} ${KIND === 'small' ? '10 MiB' : '1 KiB'} files`;
       console.log(
-        `${s.build.checkout}: first byte p50 ${median((b) => b.p50).toFixed(0)} p99 ${median((b) => b.p99).toFixed(0)} ms, ` +
-          `CPU per download: server ${median((b) => b.serverMs).toFixed(2)}, Postgres ${median((b) => b.postgresMs).toFixed(2)} ms ` +
-          `(medians of ${ROUNDS} bursts of ${AT_ONCE} ${KIND === 'small' ? '10 MiB' : '1 KiB'} files)`,
+        `${s.build.checkout}: ${firstByte}, CPU per download: ${cpu} (medians of ${ROUNDS} bursts of ${files})`,
       );
     }
   } finally {

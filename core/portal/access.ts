@@ -53,7 +53,8 @@ const portalFailures = (log: FailureLog): FailureLog => ({
  * The one login check of the data portal, for every protocol: the reference's order (checkLogin),
  * under the API's failed-authentication rules for wrong credentials (wire-decisions §2: 429 for a
  * pair that failed too often, never a lock-out of a right password). A refusal writes a DEA line
- * and throws PortalLoginRefused; a throttled pair gets the API's 429.
+ * and throws PortalLoginRefused; a throttled pair gets the API's 429. A success with credentials
+ * lets the same credentials in again for a moment without the check (PortalLoginMemory).
  */
 export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<PortalIdentity> {
   const { password } = attempt;
