@@ -9,6 +9,7 @@ import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
 import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
+import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
@@ -31,6 +32,8 @@ export interface Ports {
   views: ViewCache;
   /** The failed-authentication rules, for the API and the console's sign-in (see checkLimited). */
   failedAuth: FailedAuthLimits;
+  /** The portal's successful logins of the last moment (see PortalLoginMemory). */
+  portalLogins: PortalLoginMemory;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
   /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */

@@ -7,15 +7,17 @@ import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
 import { httpNotePublisher } from '../core/metadata/notes.ts';
+import { PortalLoginMemory } from '../core/portal/login-memory.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
 
 /**
  * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
- * authentications, reference data and rendered lists. Never a database client or a request's I/O.
+ * authentications, the portal's logins of the last moment, reference data and rendered lists.
+ * Never a database client or a request's I/O.
  */
-export type ProcessState = Pick<Ports, 'credentialCache' | 'failedAuth' | 'memo' | 'views'>;
+export type ProcessState = Pick<Ports, 'credentialCache' | 'failedAuth' | 'portalLogins' | 'memo' | 'views'>;
 
 export interface ProcessStateOptions {
   /** Other failed-authentication rules than the production ones (tests). */
@@ -32,6 +34,7 @@ export function createProcessState(options: ProcessStateOptions = {}): ProcessSt
       apiLog: memoryFailureLog(),
       sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     },
+    portalLogins: new PortalLoginMemory(crypto.getRandomValues(new Uint8Array(32))),
     memo: createMemo(),
     views: createViewCache(),
   };

@@ -59,9 +59,48 @@ const portalFailures = (log: FailureLog): FailureLog => ({
  * The one login check of the data portal, for every protocol: the reference's order (checkLogin),
  * under the API's failed-authentication rules for wrong credentials (wire-decisions §2: 429 for a
  * pair that failed too often, never a lock-out of a right password). A refusal writes a DEA line
- * and throws PortalLoginRefused; a throttled pair gets the API's 429.
+ * and throws PortalLoginRefused; a throttled pair gets the API's 429. A success with credentials
+ * lets the same credentials in again for a moment without the check (PortalLoginMemory).
  */
 export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<PortalIdentity> {
+  const { password } = attempt;
+  // An open-access visit gives no credentials to remember.
+  if (password === null) return checkedLogin(ports, attempt);
+  const presented = { ...attempt, password };
+  const memory = ports.portalLogins;
+  const now = ports.clock().getTime();
+  // Nothing awaited before a check is under way: logins arriving together find it and wait for it.
+  const known = memory.recall(presented, now) ?? memory.underWay(presented);
+  const identity = known === null ? null : await known;
+  if (identity !== null) return readmit(ports, identity, attempt);
+  return memory.check(presented, now, () => checkedLogin(ports, attempt));
+}
+
+/**
+ * A login with the same credentials as one let in a moment ago (PortalLoginMemory): its identity
+ * again, if the user's quotas, read on every login, are not spent meanwhile. Its running
+ * connections are not counted again: a transfer's start counts them (startPortalTransfer).
+ */
+async function readmit(ports: Ports, identity: PortalIdentity, attempt: PortalLoginAttempt) {
+  const now = ports.clock();
+  const spent = await quotasSpent(ports, identity.userId, identity.settings, now);
+  const decision = checkLogin({
+    ...emptyFacts,
+    user: { id: identity.userId, active: true, portalService: identity.mode },
+    userPasswordMatches: true,
+    subscriberPasswordMatches: true,
+    uploadQuotaSpent: spent.upload,
+    downloadQuotaSpent: spent.download,
+  });
+  if (!decision.ok) {
+    deny(ports, attempt, decision.reason, now);
+    throw new PortalLoginRefused(decision.overLimit === true);
+  }
+  return identity;
+}
+
+/** The login check itself, every fact read now. */
+async function checkedLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<PortalIdentity> {
   const now = ports.clock();
   const { repos } = ports;
   type Judged = { refused: string } | { user: IncomingUser; subscriberId: number | null };
@@ -108,6 +147,7 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
           async () => {
             const result = await judged();
             if ('refused' in result) {
+              ports.portalLogins.failed(attempt.login);
               deny(ports, attempt, result.refused, now);
               return null;
             }

@@ -53,7 +53,7 @@ export function checkLogin(facts: LoginFacts): LoginDecision {
   }
   if (facts.excludedProtocol) return refused(`Protocol ${facts.excludedProtocol} not allowed`);
   if (facts.maxConnections >= 0 && facts.connections >= facts.maxConnections) {
-    return overLimit(`Maximum number of connections exceeded (${facts.maxConnections})`);
+    return overLimit(connectionsExceeded(facts.maxConnections));
   }
   if (facts.uploadQuotaSpent) return overLimit('Upload quota exceeded');
   if (facts.downloadQuotaSpent) return overLimit('Download quota exceeded');
@@ -61,6 +61,9 @@ export function checkLogin(facts: LoginFacts): LoginDecision {
   if (facts.permissions === 0) return refused('No associated Permissions');
   return { ok: true, mode };
 }
+
+/** The reason of a refusal over `portal.maxConnections`, at login or at a transfer's start. */
+export const connectionsExceeded = (max: number) => `Maximum number of connections exceeded (${max})`;
 
 const refused = (reason: string): LoginDecision => ({ ok: false, reason });
 /** A refusal that passes with time (a transfer ends, a quota's period rolls on): HTTP answers it 429. */

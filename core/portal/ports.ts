@@ -127,6 +127,8 @@ export interface PortalRepo {
   }): Promise<number | null>;
   renewConnections(ids: readonly number[], until: Date): Promise<void>;
   closeConnection(id: number): Promise<void>;
+  /** The end of a transfer: closes its connection and adds its traffic, in one statement. */
+  endConnection(id: number, traffic: { userId: string; minute: Date; protocol: string } & Traffic): Promise<void>;
   /** The user's transfers running now, on every server. */
   connections(userId: string, now: Date): Promise<number>;
 

@@ -1,7 +1,8 @@
-import { inhEvent } from '../common/events.ts';
+import { deaEvent, inhEvent } from '../common/events.ts';
 import type { Ports } from '../ports.ts';
 import type { PortalIdentity } from './access.ts';
 import { PortalLoginRefused } from './access.ts';
+import { connectionsExceeded } from './login.ts';
 import type { PortalFile } from './ports.ts';
 
 /** How long a running transfer's count holds without renewal: a server that died frees it after this. */
@@ -26,7 +27,7 @@ export interface PortalTransfer {
 /**
  * Counts a download or upload against the user's `portal.maxConnections` on every server, for as
  * long as it runs: the count is renewed while it runs, and lapses if this server dies. Throws
- * PortalLoginRefused (over its limit) when the user already has that many running.
+ * PortalLoginRefused (over its limit), with its DEA line, when the user already has that many running.
  */
 export async function startPortalTransfer(
   ports: Ports,
@@ -42,7 +43,13 @@ export async function startPortalTransfer(
     now: startedAt,
     leaseMs: PORTAL_CONNECTION_LEASE_MS,
   });
-  if (id === null) throw new PortalLoginRefused(true);
+  if (id === null) {
+    // As a login over the limit is: a login let in a moment ago (PortalLoginMemory) counts nothing.
+    const reason = connectionsExceeded(who.settings.maxConnections);
+    const context = `${start.protocol}:${start.address}`;
+    ports.events.write(deaEvent({ at: startedAt, userId: who.userId, message: reason, context }));
+    throw new PortalLoginRefused(true);
+  }
   const renew = setInterval(() => {
     const until = new Date(ports.clock().getTime() + PORTAL_CONNECTION_LEASE_MS);
     ports.repos.portal
@@ -58,15 +65,15 @@ export async function startPortalTransfer(
       const at = ports.clock();
       const minute = new Date(Math.floor(startedAt.getTime() / 60_000) * 60_000);
       const upload = start.action === 'upload';
-      await Promise.all([
-        ports.repos.portal.closeConnection(id),
-        ports.repos.portal.addTraffic(who.userId, minute, start.protocol, {
-          downloadBytes: upload ? 0 : bytes,
-          uploadBytes: upload ? bytes : 0,
-          downloads: upload || file === null ? 0 : 1,
-          uploads: upload && file !== null ? 1 : 0,
-        }),
-      ]);
+      await ports.repos.portal.endConnection(id, {
+        userId: who.userId,
+        minute,
+        protocol: start.protocol,
+        downloadBytes: upload ? 0 : bytes,
+        uploadBytes: upload ? bytes : 0,
+        downloads: upload || file === null ? 0 : 1,
+        uploads: upload && file !== null ? 1 : 0,
+      });
       if (file === null) return;
       ports.events.write(
         inhEvent({

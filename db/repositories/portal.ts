@@ -198,23 +198,26 @@ export const portalRepo = (db: Database): PortalRepo => ({
     return db.transaction(async (tx) => {
       // The user's row serialises the count and the insert across servers. Downloads that start
       // together wait here in turn, each holding a connection of the pool: the lock is held for as
-      // few round trips as can be (prepared statements, and the count made by the insert, a
-      // statement of its own that sees the connections committed before the lock was granted).
-      await runPrepared(
-        tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update'),
-        'portalLockUser',
-      );
+      // few round trips as can be. The count is made by the insert, a statement of its own run
+      // once the lock is granted, so it sees the connections committed before; the two are sent
+      // together (postgres.js pipelines them), which spares a round trip and changes no order.
       const at = now.toISOString();
-      const opened = await executePrepared(
-        tx as unknown as Database,
-        sql`
+      const [, opened] = await Promise.all([
+        runPrepared(
+          tx.select({ id: incomingUsers.id }).from(incomingUsers).where(eq(incomingUsers.id, userId)).for('update'),
+          'portalLockUser',
+        ),
+        executePrepared(
+          tx as unknown as Database,
+          sql`
           insert into portal_connections (user_id, server, protocol, started_at, lease_until)
           select ${userId}, ${server}, ${protocol}, ${at}::timestamptz, ${leaseUntil.toISOString()}::timestamptz
           where (select count(*) from portal_connections where user_id = ${userId} and lease_until > ${at}::timestamptz)
             < ${max}
           returning id`,
-        'portalOpenLimitedConnection',
-      );
+          'portalOpenLimitedConnection',
+        ),
+      ]);
       const row = rowsOf<{ id: string | number }>(opened)[0];
       return row === undefined ? null : Number(row.id);
     });
@@ -228,6 +231,22 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
   async closeConnection(id) {
     await runPrepared(db.delete(portalConnections).where(eq(portalConnections.id, id)), 'portalCloseConnection');
+  },
+  async endConnection(id, t) {
+    // One round trip at the end of every download: the two changes are independent of each other.
+    await executePrepared(
+      db,
+      sql`with closed as (delete from portal_connections where id = ${id})
+        insert into portal_traffic (user_id, minute, protocol, download_bytes, upload_bytes, downloads, uploads)
+        values (${t.userId}, ${t.minute.toISOString()}::timestamptz, ${t.protocol}, ${t.downloadBytes},
+          ${t.uploadBytes}, ${t.downloads}, ${t.uploads})
+        on conflict (user_id, minute, protocol) do update set
+          download_bytes = portal_traffic.download_bytes + excluded.download_bytes,
+          upload_bytes = portal_traffic.upload_bytes + excluded.upload_bytes,
+          downloads = portal_traffic.downloads + excluded.downloads,
+          uploads = portal_traffic.uploads + excluded.uploads`,
+      'portalEndConnection',
+    );
   },
   async connections(userId, now) {
     const [row] = await runPrepared(

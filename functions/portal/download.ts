@@ -91,8 +91,10 @@ export async function downloadAnswer(
   ports.waitUntil(new Promise<void>((resolve) => (recorded = resolve)));
   const expected = answer.range ? answer.range.end - answer.range.start + 1 : 0;
   const body = countedBody(source.stream, expected, deps.abandonAfterMs, {
-    end: async (bytes, error) => {
-      closeSource.abort();
+    end: async (bytes, error, released) => {
+      // A source read whole was let go of (countedBody): aborting it too would only cost an error
+      // thrown through its stream at the end of every download.
+      if (!released) closeSource.abort();
       if (error !== null) {
         ports.logger.warn('portal download cut short', { requestId: deps.requestId, path: file.path, bytes, error });
       }
@@ -110,16 +112,25 @@ export async function downloadAnswer(
  * many went out, as the last ones go (so the INH line is written by the time a client has them),
  * when the client went away (or nothing read for `abandonAfterMs`), or when the source failed or ran
  * short (the body then fails rather than end: the client sees an incomplete answer, never a whole one).
+ * `released` tells `end` whether the source was let go of, read whole; otherwise it is the caller's to stop.
  */
 function countedBody(
   stream: AsyncIterable<Uint8Array>,
   expected: number,
   abandonAfterMs: number | null,
-  hooks: { end(bytes: number, error: string | null): Promise<void> },
+  hooks: { end(bytes: number, error: string | null, released: boolean): Promise<void> },
 ) {
   const chunks = stream[Symbol.asyncIterator]();
   let sent = 0;
   let ended = false;
+  let released = false;
+  /** Once every byte is read: the source's iterator returns, which closes it without an error. */
+  const release = async () => {
+    released = await Promise.resolve(chunks.return?.()).then(
+      () => chunks.return !== undefined,
+      () => false,
+    );
+  };
   let reading = false;
   let lastRead = Date.now();
   const watch =
@@ -136,7 +147,7 @@ function countedBody(
     if (ended) return;
     ended = true;
     clearInterval(watch);
-    await hooks.end(sent, error);
+    await hooks.end(sent, error, released);
   };
   const source = {
     // workerd's own: sends a Content-Length for a stream made here (elsewhere it is left aside).
@@ -144,6 +155,7 @@ function countedBody(
     async pull(controller: ReadableStreamDefaultController<Uint8Array>) {
       try {
         if (sent === expected) {
+          await release();
           await end(null);
           controller.close();
           return;
@@ -157,8 +169,11 @@ function countedBody(
         // A source that grew meanwhile gives no more than was promised.
         const chunk = next.value.subarray(0, expected - sent);
         sent += chunk.byteLength;
-        // Accounted before the last bytes go: a client that has them all finds its INH line written.
-        if (sent === expected) await end(null);
+        if (sent === expected) {
+          await release();
+          // Accounted before the last bytes go: a client that has them all finds its INH line written.
+          await end(null);
+        }
         controller.enqueue(chunk);
         if (sent === expected) controller.close();
       } catch (e) {

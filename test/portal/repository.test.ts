@@ -14,7 +14,7 @@ beforeAll(async () => {
   await h.addDestination('TREE');
   const add = (id: string) =>
     h.call('POST', `/v1/incoming/user/add?id=${id}&email=${id}@example.org&iso=gb&pass=Secret-1`, { auth: admin });
-  for (const id of ['alice', 'bob']) expect((await add(id)).status).toBe(200);
+  for (const id of ['alice', 'bob', 'carol']) expect((await add(id)).status).toBe(200);
 });
 afterAll(() => h.close());
 
@@ -208,6 +208,20 @@ describe('the portal repository', () => {
     expect(await repo.connections('alice', now)).toBe(0);
   });
 
+  it("ends a transfer in one statement: its connection closed, its bytes added to the minute's traffic", async () => {
+    const repo = h.ports.repos.portal;
+    const minute = new Date('2026-11-26T08:30:00Z');
+    const open = () =>
+      repo.openConnection({ userId: 'carol', server: 's1', protocol: 'sftp', max: 5, now, leaseMs: 60_000 });
+    const [first, second] = [await open(), await open()];
+    expect(await repo.connections('carol', now)).toBe(2);
+    await repo.endConnection(first!, { userId: 'carol', minute, protocol: 'sftp', ...traffic(10, 0, 1, 0) });
+    expect(await repo.connections('carol', now)).toBe(1);
+    await repo.endConnection(second!, { userId: 'carol', minute, protocol: 'sftp', ...traffic(5, 7, 0, 1) });
+    expect(await repo.connections('carol', now)).toBe(0);
+    expect(await repo.trafficSince('carol', minute)).toEqual(traffic(15, 7, 1, 1));
+  });
+
   it('adds traffic per user and minute and sums it over a period', async () => {
     const repo = h.ports.repos.portal;
     const minute = new Date('2026-11-27T11:59:00Z');
@@ -247,4 +261,11 @@ describe('the portal repository', () => {
     expect(await repo.changeSubscriber(id!, ['active'], { status: 'revoked', at: now })).toBe(true);
     expect(await repo.activeSubscriberByPassword('alice', 'p1')).toBeNull();
   });
+});
+
+const traffic = (downloadBytes: number, uploadBytes: number, downloads: number, uploads: number) => ({
+  downloadBytes,
+  uploadBytes,
+  downloads,
+  uploads,
 });
