@@ -38,6 +38,7 @@ async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefa
     },
     now,
   );
+  ctx.ports.portalLogins.forget(input.id);
   return {};
 }
 
@@ -73,6 +74,7 @@ async function requireUser(ctx: Ctx, id: string) {
 export async function del({ ctx, input }: Args<'incomingUserDel'>) {
   await requireUser(ctx, input.id);
   await ctx.ports.repos.incomingUsers.update(input.id, { active: false }, ctx.ports.clock());
+  ctx.ports.portalLogins.forget(input.id);
   return {};
 }
 
@@ -83,6 +85,7 @@ export const hasActivationMarker = (categories: readonly string[]) =>
 export async function addCategories({ ctx, input }: Args<'incomingCategoryAdd'>) {
   await requireUser(ctx, input.id);
   await ctx.ports.repos.incomingUsers.update(input.id, { active: hasActivationMarker(input.body) }, ctx.ports.clock());
+  ctx.ports.portalLogins.forget(input.id);
   return {};
 }
 
@@ -91,6 +94,7 @@ export async function addAssociation({ ctx, input }: Args<'incomingAssociationAd
   if (!user?.active) throw notFound(`User ${input.id} not found/active`);
   await requireDestination(ctx, input.destination);
   await ctx.ports.repos.incomingUsers.addAssociation(input.id, input.destination);
+  ctx.ports.portalLogins.forget(input.id);
   return {};
 }
 
@@ -100,6 +104,7 @@ export async function removeAssociation({ ctx, input }: Args<'incomingAssociatio
   if (!(await ctx.ports.repos.incomingUsers.removeAssociation(input.id, input.destination))) {
     throw notFound(`Association of user ${input.id} with destination ${input.destination} not found`);
   }
+  ctx.ports.portalLogins.forget(input.id);
   return {};
 }
 

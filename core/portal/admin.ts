@@ -36,7 +36,7 @@ async function changePermissions(
   userId: string,
   wanted: (current: ReadonlySet<PortalOperation>) => ReadonlySet<PortalOperation>,
 ): Promise<PortalOperation[]> {
-  return ports.repos.transaction(async (repos) => {
+  const after = await ports.repos.transaction(async (repos) => {
     await requireUser(repos, userId);
     const current = new Set(await repos.portal.permissions(userId));
     const target = wanted(current);
@@ -59,6 +59,8 @@ async function changePermissions(
     }
     return PORTAL_OPERATIONS.filter((op) => target.has(op));
   });
+  ports.portalLogins.forget(userId);
+  return after;
 }
 
 export function grantPermissions(ports: Ports, actor: string, userId: string, names: readonly string[]) {
@@ -126,7 +128,7 @@ export async function setOption(
     const refusal = checkPortalOption(name, text);
     if (refusal !== null) throw invalid(refusal);
   }
-  return ports.repos.transaction(async (repos) => {
+  const changed = await ports.repos.transaction(async (repos) => {
     await requireUser(repos, userId);
     const stored = await repos.portal.options(userId);
     // Removing is allowed for any stored name, so an option this version no longer knows can go.
@@ -144,6 +146,8 @@ export async function setOption(
     });
     return true;
   });
+  if (changed) ports.portalLogins.forget(userId);
+  return changed;
 }
 
 export async function listSubscribers(ports: Ports, userId: string): Promise<Subscriber[]> {
@@ -182,6 +186,7 @@ export async function revoke(ports: Ports, actor: string, userId: string, id: nu
   await audited(ports, subscriberChange(actor, 'revoke portal subscriber', subscriber), (repos) =>
     revokeSubscriber({ ...ports, repos }, id),
   );
+  ports.portalLogins.forget(userId);
   return { ...subscriber, status: 'revoked' };
 }
 

@@ -39,8 +39,8 @@ export class PortalLoginMemory {
   /** Per user (its login in lower case, as the failed-authentication rules count it). */
   private readonly remembered: ExpiringCache<Remembered[]>;
   private readonly checking = new Map<string, Promise<PortalIdentity | null>>();
-  /** Counts the failed logins seen: a check that saw one begin meanwhile remembers nothing. */
-  private failures = 0;
+  /** Counts the failed logins and changes seen: a check that saw one meanwhile remembers nothing. */
+  private forgotten = 0;
 
   constructor(
     private readonly hashKey: Uint8Array,
@@ -68,7 +68,7 @@ export class PortalLoginMemory {
   async check(presented: PresentedLogin, now: number, check: () => Promise<PortalIdentity>): Promise<PortalIdentity> {
     const key = this.keyOf(presented);
     const user = userKey(presented.login);
-    const failuresBefore = this.failures;
+    const forgottenBefore = this.forgotten;
     const running = check();
     const answer = running.then(
       (identity) => identity,
@@ -77,7 +77,7 @@ export class PortalLoginMemory {
     this.checking.set(key, answer);
     try {
       const identity = await running;
-      if (this.failures === failuresBefore) {
+      if (this.forgotten === forgottenBefore) {
         const others = (this.remembered.get(user, now) ?? []).filter(
           (r) => r.key !== key && now - r.at < this.rememberMs,
         );
@@ -91,7 +91,15 @@ export class PortalLoginMemory {
 
   /** A login of this user failed (wrong credentials, or refused): nothing of it is remembered any more. */
   failed(login: string) {
-    this.failures++;
+    this.forget(login);
+  }
+
+  /**
+   * The user was changed here (its account, destinations, permissions, options or subscribers):
+   * its next request is checked as it is now, and a check under way is not remembered.
+   */
+  forget(login: string) {
+    this.forgotten++;
     this.remembered.delete(userKey(login));
   }
 

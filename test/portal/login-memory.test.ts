@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isServiceError } from '../../core/common/errors.ts';
 import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
+import { grantPermissions, setOption } from '../../core/portal/admin.ts';
 import { PortalLoginMemory, REMEMBER_PORTAL_LOGIN_MS } from '../../core/portal/login-memory.ts';
 import type { Ports } from '../../core/ports.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -177,14 +178,36 @@ describe('the portal login with its memory', () => {
     expect(decrypts).toBe(checked + 1);
   });
 
-  it('refuses a disabled user once its time is up', async () => {
+  it('refuses a user disabled through this server at once, and one disabled elsewhere once its time is up', async () => {
     await user('mem_disabled', 'Disabled-1');
     const address = freshAddress();
     expect(await attempt('mem_disabled', 'Disabled-1', address)).toEqual({ in: 'mem_disabled' });
     await user('mem_disabled', 'Disabled-1', false, false);
-    expect(await attempt('mem_disabled', 'Disabled-1', address)).toEqual({ in: 'mem_disabled' });
-    lapse();
     expect(await attempt('mem_disabled', 'Disabled-1', address)).toEqual({ refused: 'Disabled' });
+
+    await user('mem_elsewhere', 'Elsewhere-1');
+    expect(await attempt('mem_elsewhere', 'Elsewhere-1', address)).toEqual({ in: 'mem_elsewhere' });
+    // Another server sharing the database: written there, unseen by this one's memory.
+    await h.ports.repos.incomingUsers.update('mem_elsewhere', { active: false }, h.ports.clock());
+    expect(await attempt('mem_elsewhere', 'Elsewhere-1', address)).toEqual({ in: 'mem_elsewhere' });
+    lapse();
+    expect(await attempt('mem_elsewhere', 'Elsewhere-1', address)).toEqual({ refused: 'Disabled' });
+  });
+
+  it("sees a user's new destination, permissions and options at once when they change through this server", async () => {
+    await user('mem_grown', 'Grown-1');
+    await h.addDestination('MEMORY_B');
+    const address = freshAddress();
+    expect((await attempt('mem_grown', 'Grown-1', address)).in).toBe('mem_grown');
+    const login = () => portalLogin(ports, { login: 'mem_grown', password: 'Grown-1', address, protocol: 'https' });
+    expect((await login()).destinations).toEqual(['MEMORY_A']);
+    const q = new URLSearchParams({ id: 'mem_grown', destination: 'MEMORY_B' });
+    expect((await h.call('POST', `/v1/incoming/association/add?${q}`, { auth: admin })).status).toBe(200);
+    expect((await login()).destinations).toEqual(['MEMORY_A', 'MEMORY_B']);
+    await grantPermissions(ports, 'test', 'mem_grown', ['put']);
+    expect((await login()).permissions).toContain('put');
+    await setOption(ports, 'test', 'mem_grown', 'portal.maxConnections', '3');
+    expect((await login()).settings.maxConnections).toBe(3);
   });
 
   it('checks a new password for real, and refuses the old one once its time is up', async () => {
