@@ -334,3 +334,14 @@ describe('permissions', () => {
     expect(allowed.json.status).toBe('ok');
   });
 });
+
+describe('POST /v1/incoming/association/add', () => {
+  it('adds an association that exists already as a no-op: ok, and listed once', async () => {
+    const [id, dest] = [uid(), uid('dest')];
+    await h.addDestination(dest);
+    await add({ ...fields(id), pass: 'p', active: 'true' });
+    expect((await associate(id, dest)).text).toBe(OK);
+    expect((await associate(id, dest)).text).toBe(OK);
+    expect(await associations(id)).toEqual([dest]);
+  });
+});
