@@ -443,6 +443,18 @@ describe('downloads through the runtime', () => {
 });
 
 describe('the S3 endpoint on the Worker', () => {
+  /** The files below a directory of the tree, by their paths under the destination, through the JSON listings. */
+  async function filesUnder(dir: string, prefix = ''): Promise<string[]> {
+    const r = await portal('GET', `/portal/data/${dir}`, { auth: AUTH, headers: { accept: 'application/json' } });
+    const entries = JSON.parse(r.text) as { name: string; type: string }[];
+    const paths: string[] = [];
+    for (const e of entries) {
+      if (e.type === 'file') paths.push(`${prefix}${e.name}`);
+      else paths.push(...(await filesUnder(`${dir}${e.name}/`, `${prefix}${e.name}/`)));
+    }
+    return paths.sort();
+  }
+
   /** A request signed as an SDK signs it (aws4fetch), through the Worker's fetch handler. */
   async function s3(path: string, headers: Record<string, string> = {}) {
     const signer = new AwsV4Signer({
@@ -460,7 +472,10 @@ describe('the S3 endpoint on the Worker', () => {
   it('lists a bucket and serves a range of an object, counted under the protocol s3', async () => {
     const listed = await s3(`${DEST}?list-type=2`);
     expect(listed.status, listed.text).toBe(200);
-    expect([...listed.text.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1])).toEqual([RANGED.target, WHOLE.target]);
+    // Every file of the destination's tree, as its HTTPS listings show them, in byte order.
+    const keys = [...listed.text.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+    expect(keys).toEqual(await filesUnder(`${DEST}/`));
+    expect(keys).toEqual(expect.arrayContaining([RANGED.target, WHOLE.target]));
     const part = await s3(`${DEST}/${RANGED.target}`, { range: 'bytes=1000-1999' });
     expect(part.status, part.text).toBe(206);
     expect(part.headers.get('content-range')).toBe(`bytes 1000-1999/${RANGED.size}`);
