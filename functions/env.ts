@@ -128,6 +128,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_SMTP_URL: text(),
   ECPDS_MAIL_FROM: text(),
   ECPDS_PORTAL_UPLOAD_DIR: text(),
+  ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

@@ -23,8 +23,14 @@ export interface PortalIdentity {
 
 export interface PortalLoginAttempt {
   login: string;
-  /** Null for an open-access visit, which gives none. */
+  /** Null for an open-access visit, which gives none (and for a login by key). */
   password: string | null;
+  /**
+   * A login by key: the fingerprint of the public key whose signature the transport (SSH) verified.
+   * It opens only the account that lists that key among its own, in standard-login mode, where it
+   * stands for the password; the rest of the check is the same.
+   */
+  keyFingerprint?: string;
   address: string;
   /** `https`, `sftp`, `s3`: for `portal.excludeProtocols` and the DEA line. */
   protocol: string;
@@ -63,9 +69,14 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
     const user = await repos.incomingUsers.find(attempt.login);
     const mode = portalMode(user?.portalService ?? '');
     const checked = user === null ? 'user' : credentialsToCheck(mode);
+    const byKey = attempt.keyFingerprint !== undefined;
     const [userPasswordMatches, subscriber] = await Promise.all([
-      checked === 'user' ? userPasswordIs(ports, user?.passwordSealed ?? null, attempt.password) : false,
-      checked === 'subscriber' && user !== null && attempt.password !== null
+      checked !== 'user' || user === null
+        ? false
+        : byKey
+          ? repos.portal.authorizedKey(user.id, attempt.keyFingerprint!).then((key) => key !== null)
+          : userPasswordIs(ports, user.passwordSealed, attempt.password),
+      checked === 'subscriber' && user !== null && attempt.password !== null && !byKey
         ? repos.portal.activeSubscriberByPassword(user.id, sha256Base64(attempt.password))
         : null,
     ]);
@@ -87,13 +98,14 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
       user,
       userPasswordMatches: userOk,
       subscriberPasswordMatches: subOk,
+      credentials: attempt.keyFingerprint === undefined ? 'password' : 'key',
     });
     return decision.ok ? 'Login failed' : decision.reason;
   };
 
   // An open-access visit gives no credentials to count; a login with some goes through the limits.
   const outcome =
-    attempt.password === null
+    attempt.password === null && attempt.keyFingerprint === undefined
       ? await judged()
       : await checkLimited(
           ports.failedAuth,

@@ -52,6 +52,8 @@ export interface MailConfig {
 export interface PortalConfig {
   /** Where uploaded files are stored (a source root, so that they can be read and sent). */
   uploadDir: string;
+  /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
+  sftpPort: number | null;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -119,7 +121,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         : [path.join(e.ECPDS_DATA_DIR, 'delivered')]
       ).map((p) => path.resolve(p)),
     },
-    portal: { uploadDir },
+    portal: { uploadDir, sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT },
   };
 }
 
