@@ -28,9 +28,10 @@ export interface PortalLoginAttempt {
   /**
    * A login by key: the fingerprint of the public key whose signature the transport (SSH) verified.
    * It opens only the account that lists that key among its own, in standard-login mode, where it
-   * stands for the password; the rest of the check is the same.
+   * stands for the password; the rest of the check is the same. Null: a key whose signature did not
+   * verify, which opens nothing (a failed authentication like a wrong password).
    */
-  keyFingerprint?: string;
+  keyFingerprint?: string | null;
   address: string;
   /** `https`, `sftp`, `s3`: for `portal.excludeProtocols` and the DEA line. */
   protocol: string;
@@ -74,7 +75,8 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
       checked !== 'user' || user === null
         ? false
         : byKey
-          ? repos.portal.authorizedKey(user.id, attempt.keyFingerprint!).then((key) => key !== null)
+          ? attempt.keyFingerprint !== null &&
+            (await repos.portal.authorizedKey(user.id, attempt.keyFingerprint!)) !== null
           : userPasswordIs(ports, user.passwordSealed, attempt.password),
       checked === 'subscriber' && user !== null && attempt.password !== null && !byKey
         ? repos.portal.activeSubscriberByPassword(user.id, sha256Base64(attempt.password))

@@ -1,6 +1,6 @@
 import { sha256 } from '@noble/hashes/sha2.js';
-import { invalid } from '../common/errors.ts';
 import { base64ToBytes, bytesToBase64 } from '../common/encoding.ts';
+import { invalid } from '../common/errors.ts';
 
 /**
  * An incoming user's authorized public keys for the portal's SFTP server: the `<algorithm>
@@ -54,7 +54,10 @@ export function parseAuthorizedKey(line: string): AuthorizedKey {
   }
   const problem = blobProblem(algorithm, blob);
   if (problem !== null) throw invalid(`Invalid ${algorithm} public key: ${problem}`);
-  const comment = rest.join(' ').replace(/\p{Cc}/gu, '').slice(0, 200);
+  const comment = rest
+    .join(' ')
+    .replace(/\p{Cc}/gu, '')
+    .slice(0, 200);
   return { algorithm, blob: bytesToBase64(blob), fingerprint: keyFingerprint(blob), comment };
 }
 
@@ -75,7 +78,7 @@ function blobProblem(algorithm: string, blob: Uint8Array): string | null {
     const curve = reader.text();
     if (`ecdsa-sha2-${curve}` !== algorithm) return `the curve '${curve ?? '?'}' does not match`;
     const point = reader.bytes();
-    if (!point || point[0] !== 4) return 'an uncompressed curve point is expected';
+    if (point?.[0] !== 4) return 'an uncompressed curve point is expected';
   }
   return reader.done() ? null : 'unexpected bytes after the key';
 }

@@ -113,7 +113,7 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
     .usage('<id> [list | add <public key line> | remove <fingerprint>]')
     .description(
       "list a user's public keys for the portal's SFTP server (fingerprints), add one (an OpenSSH " +
-        "public key line, e.g. \"$(cat id_ed25519.pub)\"), or remove one by its fingerprint",
+        'public key line, e.g. "$(cat id_ed25519.pub)"), or remove one by its fingerprint',
     )
     .argument('[id]')
     .argument('[action]')

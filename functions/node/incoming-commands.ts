@@ -80,7 +80,8 @@ export async function keyList(ctx: CommandContext, userId: string) {
   const keys = await withRuntime(ctx, ({ ports }) => keyAdmin.listKeys(ports, userId));
   if (keys.length === 0) return ctx.out(`'${userId}' has no public keys: it logs in to SFTP with its password only.`);
   // As `ssh-keygen -l` prints them: bits are left out, the type says enough here.
-  for (const key of keys) ctx.out(`${key.fingerprint} ${key.comment === '' ? '(no comment)' : key.comment} (${key.algorithm})`);
+  for (const key of keys)
+    ctx.out(`${key.fingerprint} ${key.comment === '' ? '(no comment)' : key.comment} (${key.algorithm})`);
 }
 
 export async function keyAdd(ctx: CommandContext, userId: string, line: string) {

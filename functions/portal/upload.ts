@@ -26,6 +26,12 @@ export interface ReceivedUpload {
   discard(): Promise<void>;
 }
 
+/** Moves an upload already in place (its `source`) to another path; what a rename over SFTP does to the bytes. */
+export interface UploadMover {
+  /** Where it is now; null when `source` is not one of the store's files (it is then left where it is). */
+  move(source: string, destination: string, path: string): Promise<string | null>;
+}
+
 /** The directory of temporary files in the store: no destination of that name takes uploads. */
 export const PARTIAL_DIRECTORY = '.partial';
 
@@ -35,6 +41,8 @@ export interface UploadDeps {
   serverName: string;
   address: string;
   requestId: string;
+  /** The protocol of the INH line, the traffic and `portal.excludeProtocols` (`https` when left out). */
+  protocol?: string;
 }
 
 export interface Uploaded {
@@ -54,7 +62,7 @@ export interface Uploaded {
 export async function receiveUpload(
   deps: UploadDeps,
   visitor: Visitor,
-  target: { destination: string; path: string },
+  target: { destination: string; path: string; temporaryNames?: boolean },
   body: AsyncIterable<Uint8Array>,
   declaredLength: number | null,
 ): Promise<Uploaded> {
@@ -67,7 +75,7 @@ export async function receiveUpload(
   const allowance = await uploadAllowance(ports, visitor);
   if (declaredLength !== null && declaredLength > allowance) throw quotaExceeded();
   const transfer = await startPortalTransfer(ports, who, {
-    protocol: HTTPS,
+    protocol: deps.protocol ?? HTTPS,
     server: deps.serverName,
     address: deps.address,
     action: 'upload',
