@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+// A CommonJS module whose `utils` Node's ESM loader does not see as a named export.
+const { utils } = ssh2;
 
 /** The portal SFTP server's host key: its private key (OpenSSH PEM) and its fingerprint. */
 export interface HostKey {

@@ -1,5 +1,5 @@
 import type { FileEntry, SFTPWrapper } from 'ssh2';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
@@ -15,7 +15,7 @@ import { receiveUpload, type UploadMover, type UploadStore } from '../portal/upl
 import { directoryAttributes, entryOf, fileAttributes } from './attributes.ts';
 import { DownloadHandle, SourceChanged, UploadBody } from './file-handles.ts';
 
-const { STATUS_CODE, OPEN_MODE } = utils.sftp;
+const { STATUS_CODE, OPEN_MODE } = ssh2.utils.sftp;
 
 /** The portal's protocol name for SFTP: `portal.excludeProtocols`, DEA and INH lines. */
 export const SFTP = 'sftp';
@@ -33,6 +33,8 @@ export interface SubsystemDeps {
   identity(): Promise<PortalIdentity>;
   /** Called on each request: the session is not idle. */
   touch(): void;
+  /** Sends an answer with the others of the same turn, in as few writes as the socket takes. */
+  batch(send: () => void): void;
 }
 
 /** An answer to a request other than OK: its status and message. */
@@ -282,7 +284,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (handle?.kind !== 'read') throw failure('Invalid handle');
       const data = await handle.download.read(offset, length);
       if (data === null) sftp.status(id, STATUS_CODE.EOF);
-      else sftp.data(id, data);
+      else deps.batch(() => sftp.data(id, data));
     }),
   );
   sftp.on('WRITE', (id, raw, offset, data) =>
