@@ -1,4 +1,4 @@
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { AuthContext, Connection } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
@@ -62,6 +62,9 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
   const loginTimeoutMs = options.loginTimeoutMs ?? LOGIN_TIMEOUT_MS;
   const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const open = new Set<Connection>();
+  /** Every socket gets `loginTimeoutMs` to log in, from its first byte: ssh2 tells of a connection only after the handshake. */
+  const loginTimers = new Map<Socket, NodeJS.Timeout>();
+  const sockets = new Set<Socket>();
 
   const server = new ssh2.Server(
     { hostKeys: [options.hostKey.privateKey], algorithms: ALGORITHMS as never, ident: 'ecpds-edge' },
@@ -70,7 +73,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       // Each answer goes out at once: with Nagle's algorithm, a small answer waits for the ACK of the
       // one before, which the client delays (40 ms a file when many small ones are fetched). The
       // data answers of one turn of the event loop leave together instead (see `batch`).
-      const socket = (client as unknown as { _sock?: Socket })._sock;
+      const socket = socketOf(client);
       socket?.setNoDelay(true);
       let corked = false;
       const batch = (send: () => void) => {
@@ -87,17 +90,15 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       const address = info.ip;
       let who: { identity: PortalIdentity; checkedAt: number; subscriberId: number | null } | null = null;
       const closers: Array<() => Promise<void>> = [];
-      const loginTimer = setTimeout(() => client.end(), loginTimeoutMs);
       let lastActivity = Date.now();
       const idleTimer = setInterval(
         () => {
-          if (Date.now() - lastActivity >= idleTimeoutMs) client.end();
+          if (Date.now() - lastActivity >= idleTimeoutMs) hangUp(client);
         },
         Math.min(30_000, Math.max(50, idleTimeoutMs / 4)),
       );
       client.on('close', () => {
         open.delete(client);
-        clearTimeout(loginTimer);
         clearInterval(idleTimer);
         for (const close of closers) void close();
       });
@@ -121,7 +122,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
           });
       });
       client.on('ready', () => {
-        clearTimeout(loginTimer);
+        if (socket) clearTimeout(loginTimers.get(socket));
         lastActivity = Date.now();
       });
 
@@ -211,24 +212,52 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     }
   }
 
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    loginTimers.set(
+      socket,
+      setTimeout(() => socket.destroy(), loginTimeoutMs),
+    );
+    socket.once('close', () => {
+      clearTimeout(loginTimers.get(socket));
+      loginTimers.delete(socket);
+      sockets.delete(socket);
+    });
+    server.injectSocket(socket);
+  });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
+    tcp.once('error', reject);
+    tcp.listen(options.port, options.host, () => {
+      tcp.off('error', reject);
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
+  const port = (tcp.address() as AddressInfo).port;
   return {
     port,
     fingerprint: options.hostKey.fingerprint,
     async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const client of open) client.end();
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const client of open) hangUp(client);
+      // Those still in their handshake.
+      for (const socket of sockets) if (![...open].some((c) => socketOf(c) === socket)) socket.destroy();
       await closed;
     },
   };
 }
+
+/**
+ * Ends a connection: politely (ssh2's end), then its socket, which a client that never finished its
+ * handshake, or does not answer, would otherwise keep open.
+ */
+function hangUp(client: Connection) {
+  client.end();
+  const socket = socketOf(client);
+  setTimeout(() => socket?.destroy(), 1000).unref();
+}
+
+/** ssh2 keeps a connection's socket to itself; the server needs it for its timers and writes. */
+const socketOf = (client: Connection) => (client as unknown as { _sock?: Socket })._sock;
 
 /** What ssh2's server-side SFTP channel keeps of its channel (lib/protocol/SFTP.js). */
 interface SftpChannelInternals {
