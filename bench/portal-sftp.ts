@@ -30,6 +30,10 @@ const CIPHER = 'aes128-gcm@openssh.com';
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const HTTPS_PORT = 19710;
 const SFTP_PORT = 19711;
+const loadBefore = os
+  .loadavg()
+  .map((l) => l.toFixed(1))
+  .join(' ');
 const manyName = (i: number) => `many/f${String(i).padStart(4, '0')}.bin`;
 
 const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-portal-sftp-')));
@@ -144,10 +148,14 @@ function report(rows: Row[]) {
   const speed = (r: Row) => BIG_BYTES / median(r.bigSeconds) / 1e6;
   const filesPerSecond = (r: Row) => MANY / median(r.manySeconds);
   const size = `${(BIG_BYTES / 2 ** 30).toFixed(BIG_BYTES % 2 ** 30 ? 2 : 0)} GiB`;
+  const range = (values: number[], of: (v: number) => number) => {
+    const shown = values.map(of).sort((a, b) => a - b);
+    return `${shown[0]!.toFixed(0)}–${shown.at(-1)!.toFixed(0)}`;
+  };
   const line = (r: Row) =>
-    `| ${r.name} | ${r.cipher} | ${speed(r).toFixed(0)} | ${
+    `| ${r.name} | ${r.cipher} | ${speed(r).toFixed(0)} (${range(r.bigSeconds, (v) => BIG_BYTES / v / 1e6)}) | ${
       Number.isNaN(median(r.bigCpu)) ? '—' : median(r.bigCpu).toFixed(1)
-    } | ${filesPerSecond(r).toFixed(0)} |`;
+    } | ${filesPerSecond(r).toFixed(0)} (${range(r.manySeconds, (v) => MANY / v)}) |`;
   return [
     '## Data portal over SFTP',
     '',
@@ -159,6 +167,8 @@ function report(rows: Row[]) {
       `${RUNS} runs. A ${size} file with \`get\`; then ${MANY} files of 64 KiB, listed (\`ls -l\`) and ` +
       "fetched (`get many/*`) in one session. The CPU is the serving process's (user + system) during the " +
       'download: the service with its embedded mover off; sshd forks a process per session, not measured.',
+    '',
+    `Load average before the runs: ${loadBefore}; the runs' spread is in brackets (lowest–highest).`,
     '',
     `| Server | Cipher | ${size} download (MB/s) | Server CPU (s) | ${MANY} × 64 KiB (files/s) |`,
     '| --- | --- | --- | --- | --- |',

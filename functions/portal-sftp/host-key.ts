@@ -24,7 +24,7 @@ export function loadOrCreateHostKey(dataDir: string): HostKey {
   const file = path.join(dataDir, HOST_KEY_FILE);
   if (!fs.existsSync(file)) {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const pair = utils.generateKeyPairSync('ed25519', { comment: 'ecpds-edge portal' });
+    const pair = newKeyPair();
     const temporary = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(temporary, pair.private, { mode: 0o600 });
     fs.writeFileSync(`${file}.pub`, `${pair.public}\n`, { mode: 0o644 });
@@ -34,6 +34,18 @@ export function loadOrCreateHostKey(dataDir: string): HostKey {
   const parsed = utils.parseKey(privateKey);
   if (parsed instanceof Error) throw new Error(`The SFTP host key ${file} cannot be read: ${parsed.message}`);
   return { privateKey, fingerprint: sshFingerprint(parsed.getPublicSSH()) };
+}
+
+/**
+ * A new ed25519 pair that reads back. ssh2's generator drops a leading zero byte of the public key
+ * (about 1 key in 300), which makes a key no client or parser takes: such a pair is made again.
+ */
+function newKeyPair() {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const pair = utils.generateKeyPairSync('ed25519', { comment: 'ecpds-edge portal' });
+    if (!(utils.parseKey(pair.private) instanceof Error)) return pair;
+  }
+  throw new Error('could not generate an ed25519 host key');
 }
 
 /** A public key blob's fingerprint as OpenSSH prints it. */
