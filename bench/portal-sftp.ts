@@ -144,11 +144,12 @@ async function measure(endpoints: Endpoint[]) {
 }
 
 const WHERE_THE_TIME_GOES =
-  "Where the time goes: the service is one Node process; each READ of OpenSSH's client (32 KiB) is one " +
-  'SFTP packet that ssh2 frames and encrypts on the main thread, so the download is bound by that threa' +
-  'd when the two cores are shared with the client and other work (hence the spread), where sshd runs a' +
-  ' C process per session. Each small file is one transfer of the user: its connection counted in the d' +
-  'atabase while it is open, its traffic and INH line written when it closes.';
+  "Where the time goes: the service is one Node process; each READ of OpenSSH's client (32 KiB) is " +
+  'one SFTP packet that ssh2 frames and encrypts on the main thread, so the download is bound by ' +
+  'that thread when the two cores are shared with the client and other work (hence the spread), ' +
+  'where sshd runs a C process per session. Each small file is one transfer of the user: its ' +
+  'connection counted in the database while it is open, its traffic and INH line written when it ' +
+  'closes.';
 
 function report(rows: Row[]) {
   const [portal, sshd] = rows as [Row, Row];
