@@ -13,7 +13,7 @@ export function KeysTable(props: { id: string; csrf: string; mode: string; keys:
         <p class="muted">Keys open only standard-login users' accounts; this user's mode takes none.</p>
       )}
       {keys.length === 0 ? (
-        <p>No key: the user logs in to SFTP with its password only.</p>
+        <p>{mode === 'standard-login' ? 'No key: the user logs in to SFTP with its password only.' : 'No key.'}</p>
       ) : (
         <div class="table-wrap">
           <table class="monitor">
