@@ -243,7 +243,8 @@ async function main() {
     writeBenchFile(text);
     process.stdout.write(`${text}\n`);
   } finally {
-    if (service) await stop(service);
+    // A service that died at its start (its message is above) has no exit left to wait for.
+    if (service && service.exitCode === null && service.signalCode === null) await stop(service);
     await sshd.stop();
     await admin.unsafe(`drop database if exists "${database}" with (force)`).catch(() => undefined);
     await admin.end();
