@@ -65,6 +65,8 @@ export function startService(tmp: string, port: number, env: Record<string, stri
     PORT: String(port),
     ECPDS_SECRET_KEY: secretKey,
     ECPDS_DEMO: '0',
+    // The portal's SFTP server only for a bench that asks for it (a port of its own).
+    ECPDS_PORTAL_SFTP_PORT: env.ECPDS_PORTAL_SFTP_PORT ?? '0',
     ECPDS_SWEEP_SECONDS: '0',
     // The API alone: the bench's destinations are never started, so a mover would only poll.
     ECPDS_MOVER: '0',

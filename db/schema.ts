@@ -689,3 +689,20 @@ export const wis2Outbox = pgTable(
   },
   (t) => [index('wis2_outbox_due').on(t.notBefore, t.id).where(sql`${t.doneAt} is null`)],
 );
+
+/**
+ * The public keys that open an incoming user's account on the portal's SFTP server, as `ssh-keygen`
+ * would list them: a key is found by its fingerprint within its own user only.
+ */
+export const portalAuthorizedKeys = pgTable(
+  'portal_authorized_keys',
+  {
+    userId: incomingUserRef('user_id'),
+    fingerprint: text('fingerprint').notNull(),
+    algorithm: text('algorithm').notNull(),
+    blob: text('blob').notNull(),
+    comment: text('comment').notNull().default(''),
+    addedAt: created(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.fingerprint] })],
+);

@@ -155,6 +155,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
   ECPDS_MQTT_URL: text(),
   ECPDS_PORTAL_URL: text(),
+  ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

@@ -23,7 +23,7 @@ export interface PortalIdentity {
 
 export interface PortalLoginAttempt {
   login: string;
-  /** Null for an open-access visit, which gives none, or for a request proving it holds the password. */
+  /** Null for an open-access visit, which gives none, for a request proving it holds the password, or a login by key. */
   password: string | null;
   /**
    * In place of the password, a proof of holding it (an S3 request's signature, made with it as the
@@ -31,6 +31,13 @@ export interface PortalLoginAttempt {
    * only as hashes, so a proof never opens a self-service user.
    */
   proof?: (password: string) => Promise<boolean>;
+  /**
+   * A login by key: the fingerprint of the public key whose signature the transport (SSH) verified.
+   * It opens only the account that lists that key among its own, in standard-login mode, where it
+   * stands for the password; the rest of the check is the same. Null: a key whose signature did not
+   * verify, which opens nothing (a failed authentication like a wrong password).
+   */
+  keyFingerprint?: string | null;
   address: string;
   /** `https`, `sftp`, `s3`: for `portal.excludeProtocols` and the DEA line. */
   protocol: string;
@@ -108,9 +115,15 @@ async function checkedLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<
     const user = await repos.incomingUsers.find(attempt.login);
     const mode = portalMode(user?.portalService ?? '');
     const checked = user === null ? 'user' : credentialsToCheck(mode);
+    const byKey = attempt.keyFingerprint !== undefined;
     const [userPasswordMatches, subscriber] = await Promise.all([
-      checked === 'user' ? userPasswordIs(ports, user?.passwordSealed ?? null, attempt) : false,
-      checked === 'subscriber' && user !== null && attempt.password !== null
+      checked !== 'user' || user === null
+        ? false
+        : byKey
+          ? attempt.keyFingerprint !== null &&
+            (await repos.portal.authorizedKey(user.id, attempt.keyFingerprint!)) !== null
+          : userPasswordIs(ports, user.passwordSealed, attempt),
+      checked === 'subscriber' && user !== null && attempt.password !== null && !byKey
         ? repos.portal.activeSubscriberByPassword(user.id, sha256Base64(attempt.password))
         : null,
     ]);
@@ -132,13 +145,14 @@ async function checkedLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<
       user,
       userPasswordMatches: userOk,
       subscriberPasswordMatches: subOk,
+      credentials: attempt.keyFingerprint === undefined ? 'password' : 'key',
     });
     return decision.ok ? 'Login failed' : decision.reason;
   };
 
   // An open-access visit gives no credentials to count; a login with some goes through the limits.
   const outcome =
-    attempt.password === null && attempt.proof === undefined
+    attempt.password === null && attempt.proof === undefined && attempt.keyFingerprint === undefined
       ? await judged()
       : await checkLimited(
           ports.failedAuth,

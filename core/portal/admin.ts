@@ -15,7 +15,7 @@ import { approveSubscriber, revokeSubscriber } from './registration.ts';
 
 const TARGET_KIND = 'incoming user';
 
-async function requireUser(repos: Repositories, id: string): Promise<IncomingUser> {
+export async function requireUser(repos: Repositories, id: string): Promise<IncomingUser> {
   const user = await repos.incomingUsers.find(id);
   if (!user) throw notFound(`Incoming user ${id} not found`);
   return user;

@@ -13,8 +13,10 @@ export const LOGIN_FAILED = 'Login failed';
 /** The facts a login is judged on. */
 export interface LoginFacts {
   user: { id: string; active: boolean; portalService: string } | null;
-  /** The password given matched the user's own. */
+  /** The password given matched the user's own (or, with `credentials: 'key'`, a key of its own signed). */
   userPasswordMatches: boolean;
+  /** What the user's credentials were: its password (the default), or one of its authorized keys. */
+  credentials?: 'password' | 'key';
   /** The password given matched one of the user's active subscribers' (self-service). */
   subscriberPasswordMatches: boolean;
   /** The protocol of this login, when the user's `portal.excludeProtocols` names it. */
@@ -47,7 +49,9 @@ export function checkLogin(facts: LoginFacts): LoginDecision {
   if (!user.active) return refused('Disabled');
   const mode = portalMode(user.portalService);
   const checked = credentialsToCheck(mode);
-  if (checked === 'user' && !facts.userPasswordMatches) return refused('Password authentication failed');
+  if (checked === 'user' && !facts.userPasswordMatches) {
+    return refused(facts.credentials === 'key' ? 'Public key authentication failed' : 'Password authentication failed');
+  }
   if (checked === 'subscriber' && !facts.subscriberPasswordMatches) {
     return refused('Subscriber password authentication failed');
   }

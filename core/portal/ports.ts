@@ -1,5 +1,7 @@
 /** What the data portal needs from the database, for every protocol it speaks. */
 
+import type { AuthorizedKey } from './authorized-keys.ts';
+
 /** The operations a portal permission can grant. */
 export const PORTAL_OPERATIONS = ['dir', 'get', 'mtime', 'size', 'put', 'delete', 'mkdir', 'rename', 'rmdir'] as const;
 export type PortalOperation = (typeof PORTAL_OPERATIONS)[number];
@@ -167,4 +169,13 @@ export interface PortalRepo {
   recordChecksum(dataFileId: number, md5: string): Promise<void>;
   /** A data file's live transfer to this destination, available or not (an upload's INH line). */
   registered(destination: string, dataFileId: number): Promise<PortalFile | null>;
+
+  /** The user's authorized keys for SFTP, oldest first. */
+  authorizedKeys(userId: string): Promise<AuthorizedKey[]>;
+  /** The user's key of this fingerprint, or null: a key is only ever looked up within its user. */
+  authorizedKey(userId: string, fingerprint: string): Promise<AuthorizedKey | null>;
+  /** Adds a key; false when the user already has it. */
+  addAuthorizedKey(userId: string, key: AuthorizedKey, at: Date): Promise<boolean>;
+  /** Removes a key; false when the user has none of that fingerprint. */
+  removeAuthorizedKey(userId: string, fingerprint: string): Promise<boolean>;
 }

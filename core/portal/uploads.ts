@@ -6,6 +6,7 @@ import { readOptions } from '../hosts/options.ts';
 import type { Ctx, Ports } from '../ports.ts';
 import type { PortalIdentity } from './access.ts';
 import type { PortalFile } from './ports.ts';
+import { DEFAULT_TMP_PATTERN } from './sftp-paths.ts';
 
 /** The history comment of a file registered by an upload to the portal, as the reference writes it. */
 export const VIA_DATA_PORTAL = 'Via Data Portal';
@@ -30,6 +31,22 @@ export function incomingOptions(data: string): Pick<PutInput, 'standby' | 'prior
   return chosen;
 }
 
+/**
+ * Whether the file name (the last segment of a path) is a temporary one by the destination's
+ * `incoming.tmpPattern` (a regular expression matching whole names; by default a leading `.` or a
+ * `.tmp` ending). A pattern that does not compile is left aside for the default, as other options.
+ */
+export function isTemporaryName(data: string, path: string): boolean {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const given = readOptions(data).get('incoming.tmpPattern')?.trim();
+  for (const source of given ? [given, DEFAULT_TMP_PATTERN] : [DEFAULT_TMP_PATTERN]) {
+    try {
+      return new RegExp(`^(?:${source})$`, 'u').test(name);
+    } catch {}
+  }
+  return false;
+}
+
 /** Who registers and deletes files through the portal: the user, as `portal:<user>`. */
 const portalCtx = (ports: Ports, who: PortalIdentity, requestId: string): Ctx => ({
   ports,
@@ -46,8 +63,15 @@ const portalCtx = (ports: Ports, who: PortalIdentity, requestId: string): Ctx =>
 export async function registerUpload(
   ports: Ports,
   who: PortalIdentity,
-  upload: { destination: string; path: string; source: string; requestId: string },
-): Promise<{ dataFileId: number; replaced: boolean; file: PortalFile | null }> {
+  upload: {
+    destination: string;
+    path: string;
+    source: string;
+    requestId: string;
+    /** A temporary name (isTemporaryName) registers in standby: SFTP uploads, renamed once whole. */
+    temporaryNames?: boolean;
+  },
+): Promise<{ dataFileId: number; replaced: boolean; file: PortalFile | null; temporary: boolean }> {
   const destination = await ports.repos.destinations.get(upload.destination);
   if (destination === null) throw notFound(`Destination ${upload.destination} not found`);
   const input: PutInput = {
@@ -57,10 +81,12 @@ export async function registerUpload(
     force: true,
     ...incomingOptions(destination.data),
   };
+  const temporary = upload.temporaryNames === true && isTemporaryName(destination.data, upload.path);
+  if (temporary) input.standby = true;
   const { id, replaced } = await registerDataFile(portalCtx(ports, who, upload.requestId), input, {
     comment: VIA_DATA_PORTAL,
   });
-  return { dataFileId: id, replaced, file: await ports.repos.portal.registered(upload.destination, id) };
+  return { dataFileId: id, replaced, file: await ports.repos.portal.registered(upload.destination, id), temporary };
 }
 
 /** Deletes a file of the tree as datafile/del does: the data file is marked deleted, its transfers stopped. */

@@ -12,6 +12,7 @@ import {
   portalSubscribers,
   portalTraffic,
 } from '../schema.ts';
+import { portalKeys } from './portal-keys.ts';
 import { portalTree } from './portal-tree.ts';
 
 type SubscriberRow = typeof portalSubscribers.$inferSelect;
@@ -305,6 +306,7 @@ export const portalRepo = (db: Database): PortalRepo => ({
   },
 
   ...portalTree(db),
+  ...portalKeys(db),
 });
 
 const numbers = (row: Record<keyof Traffic, string | number> | undefined): Traffic => ({

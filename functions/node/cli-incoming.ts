@@ -32,7 +32,7 @@ ${Object.entries(PORTAL_OPTIONS)
 
 export function addIncomingCommands(program: Command, ctx: CommandContext) {
   const usage = (group: Command) =>
-    `usage: ecpds-edge incoming permission|option|subscriber <id> ...\n\n${usageOf(group)}`;
+    `usage: ecpds-edge incoming permission|option|subscriber|key <id> ...\n\n${usageOf(group)}`;
   const incoming = commandGroup(program, 'incoming', "incoming users' data portal access", usage);
 
   const permissionUsage = 'usage: ecpds-edge incoming permission <id> [grant|revoke <operation>...]';
@@ -105,6 +105,32 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
         );
       }
       await (await bodies()).subscriberChange(ctx, user, action, Number(subscriber));
+    });
+
+  const keyUsage = 'usage: ecpds-edge incoming key <id> [list | add <public key line> | remove <SHA256:fingerprint>]';
+  incoming
+    .command('key')
+    .usage('<id> [list | add <public key line> | remove <fingerprint>]')
+    .description(
+      "list a user's public keys for the portal's SFTP server (fingerprints), add one (an OpenSSH " +
+        'public key line, e.g. "$(cat id_ed25519.pub)"), or remove one by its fingerprint',
+    )
+    .argument('[id]')
+    .argument('[action]')
+    .argument('[key...]')
+    .action(async (id: string | undefined, action: string | undefined, words: string[]) => {
+      const user = userId(id, keyUsage);
+      if (action === undefined || action === 'list') {
+        if (words.length > 0) throw new ConfigError(`list takes nothing more\n\n${keyUsage}`);
+        return (await bodies()).keyList(ctx, user);
+      }
+      if (action !== 'add' && action !== 'remove') {
+        throw new ConfigError(`unknown key action '${action}' (list, add or remove expected)\n\n${keyUsage}`);
+      }
+      if (words.length === 0) throw new ConfigError(keyUsage);
+      if (action === 'add') return (await bodies()).keyAdd(ctx, user, words.join(' '));
+      if (words.length !== 1) throw new ConfigError(`remove takes one fingerprint\n\n${keyUsage}`);
+      await (await bodies()).keyRemove(ctx, user, words[0]!);
     });
 }
 

@@ -65,6 +65,8 @@ export interface PortalConfig {
   uploadDir: string;
   /** The S3 endpoint's domain for virtual-host style (ECPDS_PORTAL_S3_DOMAIN); null: path style only. */
   s3Domain: string | null;
+  /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
+  sftpPort: number | null;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -132,7 +134,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         : [path.join(e.ECPDS_DATA_DIR, 'delivered')]
       ).map((p) => path.resolve(p)),
     },
-    portal: { uploadDir, s3Domain: e.ECPDS_PORTAL_S3_DOMAIN },
+    portal: {
+      uploadDir,
+      s3Domain: e.ECPDS_PORTAL_S3_DOMAIN,
+      sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT,
+    },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };
 }

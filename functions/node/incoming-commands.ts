@@ -1,5 +1,6 @@
 import { isServiceError } from '../../core/common/errors.ts';
 import * as portalAdmin from '../../core/portal/admin.ts';
+import * as keyAdmin from '../../core/portal/key-admin.ts';
 import { PORTAL_OPTIONS } from '../../core/portal/options.ts';
 import type { PortalOperation } from '../../core/portal/ports.ts';
 import { CLI_ACTOR, withRuntime } from './admin-commands.ts';
@@ -73,4 +74,22 @@ export async function subscriberChange(ctx: CommandContext, userId: string, acti
       ? `Subscriber ${id} of '${userId}' approved; its password was e-mailed to ${subscriber.email}.`
       : `Subscriber ${id} of '${userId}' revoked.`,
   );
+}
+
+export async function keyList(ctx: CommandContext, userId: string) {
+  const keys = await withRuntime(ctx, ({ ports }) => keyAdmin.listKeys(ports, userId));
+  if (keys.length === 0) return ctx.out(`'${userId}' has no public keys: it logs in to SFTP with its password only.`);
+  // As `ssh-keygen -l` prints them: bits are left out, the type says enough here.
+  for (const key of keys)
+    ctx.out(`${key.fingerprint} ${key.comment === '' ? '(no comment)' : key.comment} (${key.algorithm})`);
+}
+
+export async function keyAdd(ctx: CommandContext, userId: string, line: string) {
+  const key = await withRuntime(ctx, ({ ports }) => keyAdmin.addKey(ports, CLI_ACTOR, userId, line));
+  ctx.out(`Key ${key.fingerprint} (${key.algorithm}) added to '${userId}'.`);
+}
+
+export async function keyRemove(ctx: CommandContext, userId: string, fingerprint: string) {
+  await withRuntime(ctx, ({ ports }) => keyAdmin.removeKey(ports, CLI_ACTOR, userId, fingerprint));
+  ctx.out(`Key ${fingerprint} removed from '${userId}'.`);
 }

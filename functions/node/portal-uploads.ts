@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { inTheWay, PARTIAL_DIRECTORY, type UploadStore } from '../portal/upload.ts';
+import { inTheWay, PARTIAL_DIRECTORY, type UploadMover, type UploadStore } from '../portal/upload.ts';
 import { nodeMultipartStore } from './portal-multipart.ts';
 import { isWithin } from './sources.ts';
 
@@ -13,7 +13,7 @@ import { isWithin } from './sources.ts';
  * on the same file system, so the final name only ever holds a whole file. A download reading the
  * file it replaces keeps reading the old one.
  */
-export function nodeUploadStore(dir: string): UploadStore {
+export function nodeUploadStore(dir: string): UploadStore & UploadMover {
   const root = path.resolve(dir);
   const partial = path.join(root, PARTIAL_DIRECTORY);
   return {
@@ -46,6 +46,23 @@ export function nodeUploadStore(dir: string): UploadStore {
         },
         discard: () => fs.promises.rm(temporary, { force: true }),
       };
+    },
+    async move(source, destination, target) {
+      const from = path.resolve(source);
+      const final = path.resolve(root, destination, ...target.split('/'));
+      if (!isWithin(root, from) || isWithin(partial, from) || from === root) return null;
+      if (!isWithin(root, final) || isWithin(partial, final)) throw inTheWay(target);
+      try {
+        await fs.promises.mkdir(path.dirname(final), { recursive: true });
+        // As an upload's place: what the new name held is replaced (a download of it keeps its bytes).
+        await fs.promises.rename(from, final);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return null;
+        if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') throw inTheWay(target);
+        throw e;
+      }
+      return final;
     },
   };
 }

@@ -28,7 +28,12 @@ import { isWithin, nodeSourceReader } from './sources.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
-  return createApp({
+  const portal = {
+    serverName: config.mover.name,
+    sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
+    uploads: nodeUploadStore(config.portal.uploadDir),
+  };
+  const app = createApp({
     logger: ports.logger,
     trustProxy: config.trustProxy,
     maxBodyBytes: config.maxBodyBytes,
@@ -38,14 +43,30 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
     basePath: config.basePath,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
-    portal: {
-      serverName: config.mover.name,
-      sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
-      uploads: nodeUploadStore(config.portal.uploadDir),
-      s3Domain: config.portal.s3Domain,
-      cookieSecret: ports.secrets.derive('portal-cookie'),
-    },
+    portal: { ...portal, s3Domain: config.portal.s3Domain, cookieSecret: ports.secrets.derive('portal-cookie') },
   });
+  return Object.assign(app, { portal });
+}
+
+/** The portal's SFTP server on its own port, next to HTTPS (not when ECPDS_PORTAL_SFTP_PORT is 0). */
+async function startSftp(config: NodeConfig, ports: Ports, portal: ReturnType<typeof nodeApp>['portal']) {
+  if (config.portal.sftpPort === null) return null;
+  const { startPortalSftp } = await import('../portal-sftp/server.ts');
+  const { loadOrCreateHostKey } = await import('../portal-sftp/host-key.ts');
+  try {
+    return await startPortalSftp({
+      ports,
+      host: config.host,
+      port: config.portal.sftpPort,
+      hostKey: loadOrCreateHostKey(config.dataDir),
+      ...portal,
+    });
+  } catch (e) {
+    throw new ConfigError(
+      `cannot start the portal's SFTP server on ${config.host}:${config.portal.sftpPort} ` +
+        `(ECPDS_PORTAL_SFTP_PORT; 0 turns it off): ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
 }
 
 /** The peer address, or behind a trusted proxy the first X-Forwarded-For hop. */
@@ -118,6 +139,11 @@ export async function runServer(config: NodeConfig) {
       `cannot listen on ${config.host}:${config.port}: ${e instanceof Error ? e.message : String(e)}`,
     );
   });
+  const sftp = await startSftp(config, ports, app.portal).catch(async (e: unknown) => {
+    server.close();
+    await runtime.close();
+    throw e;
+  });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -125,6 +151,10 @@ export async function runServer(config: NodeConfig) {
   const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
   const webAdminPassword = await bootstrapWebAdmin(ports);
   logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
+  if (sftp) {
+    logger.info('portal sftp listening', { port: sftp.port, hostKey: sftp.fingerprint });
+    stdout.write(`Data portal SFTP on ${config.host}:${sftp.port}, host key ${sftp.fingerprint}\n`);
+  }
   if (bootstrapSecret) {
     stdout.write(
       "\nBootstrap API client 'admin' created with full access. " +
@@ -171,11 +201,14 @@ export async function runServer(config: NodeConfig) {
     if (sweep) clearInterval(sweep);
     const force = setTimeout(() => server.closeAllConnections?.(), 8000);
     force.unref();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections?.();
-      dropPlainHttp();
-    });
+    await Promise.all([
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections?.();
+        dropPlainHttp();
+      }),
+      sftp?.close(),
+    ]);
     await mover?.stop(config.mover.drainMs);
     await notifier?.stop();
     await runtime.close();
@@ -184,5 +217,5 @@ export async function runServer(config: NodeConfig) {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  return { server, url, stop };
+  return { server, url, stop, sftp };
 }

@@ -59,6 +59,12 @@ export interface ReceivedUpload {
   discard(): Promise<void>;
 }
 
+/** Moves an upload already in place (its `source`) to another path; what a rename over SFTP does to the bytes. */
+export interface UploadMover {
+  /** Where it is now; null when `source` is not one of the store's files (it is then left where it is). */
+  move(source: string, destination: string, path: string): Promise<string | null>;
+}
+
 /** The directory of temporary files in the store: no destination of that name takes uploads. */
 export const PARTIAL_DIRECTORY = '.partial';
 
@@ -68,7 +74,7 @@ export interface UploadDeps {
   serverName: string;
   address: string;
   requestId: string;
-  /** The protocol the upload is counted under; HTTPS when left out. */
+  /** The protocol of the INH line, the traffic and `portal.excludeProtocols` (`https` when left out). */
   protocol?: string;
 }
 
@@ -89,7 +95,7 @@ export interface Uploaded {
 export async function receiveUpload(
   deps: UploadDeps,
   visitor: Pick<Visitor, 'identity'>,
-  target: { destination: string; path: string },
+  target: { destination: string; path: string; temporaryNames?: boolean },
   body: AsyncIterable<Uint8Array>,
   declaredLength: number | null,
 ): Promise<Uploaded> {

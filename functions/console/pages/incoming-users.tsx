@@ -1,8 +1,10 @@
 import type { Context, Hono } from 'hono';
 import { isServiceError, type ServiceError } from '../../../core/common/errors.ts';
 import * as portalAdmin from '../../../core/portal/admin.ts';
+import * as keyAdmin from '../../../core/portal/key-admin.ts';
 import { ErrorNote } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
+import { KeysTable } from './incoming-keys.tsx';
 import {
   incomingPath,
   MODE_HELP,
@@ -23,6 +25,8 @@ const DONE: Record<string, string> = {
   option: 'Option saved.',
   approved: 'Subscriber approved: its password was e-mailed to it.',
   revoked: 'Subscriber revoked: its password opens nothing any more.',
+  keyAdded: 'Key added.',
+  keyRemoved: 'Key removed: it opens nothing any more.',
 };
 
 const isNotFound = (e: unknown): e is ServiceError => isServiceError(e) && e.kind === 'notFound';
@@ -88,6 +92,7 @@ async function userPage(c: C, id: string, problem?: { error: string; refused?: R
   });
   if (!account) return page(c, 'Not found', <p>No incoming user named {id}.</p>, 404);
   const { user, destinations, permissions, options, subscribers, lastLogin, traffic } = account;
+  const keys = await keyAdmin.listKeys(c.get('ports'), id);
   const csrf = c.get('user')!.csrf;
   const done = DONE[c.req.query('done') ?? ''];
   const inRow = problem?.refused !== undefined && options.some((o) => o.name === problem.refused!.name);
@@ -136,6 +141,7 @@ async function userPage(c: C, id: string, problem?: { error: string; refused?: R
       <PermissionsForm id={id} csrf={csrf} granted={permissions} />
       <OptionsTable id={id} csrf={csrf} options={options} refused={inRow ? problem!.refused : undefined} />
       <SubscribersTable id={id} csrf={csrf} mode={user.portalService} subscribers={subscribers} />
+      <KeysTable id={id} csrf={csrf} mode={user.portalService} keys={keys} />
       <TrafficChart buckets={traffic.buckets} total={traffic.total} />
     </>,
     problem ? 400 : 200,
@@ -194,6 +200,17 @@ export function incomingUserPages(app: Hono<ConsoleEnv>) {
         return portalAdmin.setOption(c.get('ports'), actor(c), id, String(form.name ?? ''), value);
       },
       (form, message) => ({ name: String(form.name ?? ''), value: String(form.value ?? ''), message }),
+    ),
+  );
+
+  app.post(
+    '/incoming/:id/keys',
+    change('keys', 'keyAdded', (c, id, form) => keyAdmin.addKey(c.get('ports'), actor(c), id, String(form.key ?? ''))),
+  );
+  app.post(
+    '/incoming/:id/keys/remove',
+    change('keys', 'keyRemoved', (c, id, form) =>
+      keyAdmin.removeKey(c.get('ports'), actor(c), id, String(form.fingerprint ?? '')),
     ),
   );
 

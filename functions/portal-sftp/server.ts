@@ -1,0 +1,275 @@
+import net, { type AddressInfo, type Socket } from 'node:net';
+import type { AuthContext, Connection } from 'ssh2';
+import ssh2 from 'ssh2';
+import { isServiceError } from '../../core/common/errors.ts';
+import type { SourceReader } from '../../core/dissemination/send.ts';
+import { admit, type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
+import { portalMode } from '../../core/portal/login.ts';
+import type { Ports } from '../../core/ports.ts';
+import type { UploadMover, UploadStore } from '../portal/upload.ts';
+import { type HostKey, sshFingerprint } from './host-key.ts';
+import { SFTP, serveSubsystem } from './subsystem.ts';
+
+export interface PortalSftpOptions {
+  ports: Ports;
+  host: string;
+  /** 0: any free port (tests). */
+  port: number;
+  hostKey: HostKey;
+  sources: SourceReader;
+  uploads: (UploadStore & UploadMover) | null;
+  serverName: string;
+  /** A connection not logged in by then is closed (default 30 s). */
+  loginTimeoutMs?: number;
+  /** A session with no request for this long is closed (default 10 minutes). */
+  idleTimeoutMs?: number;
+}
+
+export interface PortalSftpServer {
+  port: number;
+  fingerprint: string;
+  /** Stops accepting connections and ends those open (their downloads accounted). */
+  close(): Promise<void>;
+}
+
+const LOGIN_TIMEOUT_MS = 30_000;
+const IDLE_TIMEOUT_MS = 10 * 60_000;
+/** How long a session goes on the identity of its last login check before checking again. */
+const RECHECK_MS = 10_000;
+
+/**
+ * AES-GCM first, as the SFTP method's client: Node's OpenSSL runs it with AES-NI; chacha20 next
+ * (ssh2's binding), then CTR with an HMAC for older clients.
+ */
+const ALGORITHMS = {
+  cipher: [
+    'aes128-gcm@openssh.com',
+    'aes256-gcm@openssh.com',
+    'chacha20-poly1305@openssh.com',
+    'aes128-ctr',
+    'aes192-ctr',
+    'aes256-ctr',
+  ],
+} as const;
+
+/**
+ * The data portal over SFTP (and `scp`, which speaks SFTP by default): ssh2's server on its own
+ * port, with the portal's login check for passwords and the user's own keys, and nothing but the
+ * `sftp` subsystem once logged in: no shell, no command, no forwarding.
+ */
+export async function startPortalSftp(options: PortalSftpOptions): Promise<PortalSftpServer> {
+  const { ports } = options;
+  const loginTimeoutMs = options.loginTimeoutMs ?? LOGIN_TIMEOUT_MS;
+  const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+  const open = new Set<Connection>();
+  /** Every socket gets `loginTimeoutMs` to log in, from its first byte: ssh2 tells of a connection only after the handshake. */
+  const loginTimers = new Map<Socket, NodeJS.Timeout>();
+  const sockets = new Set<Socket>();
+
+  const server = new ssh2.Server(
+    { hostKeys: [options.hostKey.privateKey], algorithms: ALGORITHMS as never, ident: 'ecpds-edge' },
+    (client, info) => {
+      open.add(client);
+      // Each answer goes out at once: with Nagle's algorithm, a small answer waits for the ACK of the
+      // one before, which the client delays (40 ms a file when many small ones are fetched). The
+      // data answers of one turn of the event loop leave together instead (see `batch`).
+      const socket = socketOf(client);
+      socket?.setNoDelay(true);
+      let corked = false;
+      const batch = (send: () => void) => {
+        if (socket && !corked) {
+          corked = true;
+          socket.cork();
+          setImmediate(() => {
+            corked = false;
+            socket.uncork();
+          });
+        }
+        send();
+      };
+      const address = info.ip;
+      let who: { identity: PortalIdentity; checkedAt: number; subscriberId: number | null } | null = null;
+      const closers: Array<() => Promise<void>> = [];
+      let lastActivity = Date.now();
+      const idleTimer = setInterval(
+        () => {
+          if (Date.now() - lastActivity >= idleTimeoutMs) hangUp(client);
+        },
+        Math.min(30_000, Math.max(50, idleTimeoutMs / 4)),
+      );
+      client.on('close', () => {
+        open.delete(client);
+        clearInterval(idleTimer);
+        for (const close of closers) void close();
+      });
+      client.on('error', (e: Error) =>
+        ports.logger.info('portal sftp connection error', { address, reason: e.message }),
+      );
+
+      client.on('authentication', (ctx) => {
+        authenticate(ctx, address)
+          .then((identity) => {
+            if (identity === null) return;
+            who = { identity, checkedAt: Date.now(), subscriberId: identity.subscriberId };
+            ctx.accept();
+          })
+          .catch((e: unknown) => {
+            // A refusal was written to its DEA line; anything else is a fault of this side.
+            if (!isServiceError(e)) {
+              ports.logger.warn('portal sftp login could not be checked', { address, reason: String(e) });
+            }
+            ctx.reject(['publickey', 'password']);
+          });
+      });
+      client.on('ready', () => {
+        if (socket) clearTimeout(loginTimers.get(socket));
+        lastActivity = Date.now();
+      });
+
+      /** The session's user as it is now: the login check again every few seconds, as the HTTPS portal does per request. */
+      const identity = async () => {
+        if (who === null) throw new PortalLoginRefused(false);
+        if (Date.now() - who.checkedAt >= RECHECK_MS) {
+          const user = await ports.repos.incomingUsers.find(who.identity.userId);
+          if (user === null) throw new PortalLoginRefused(false);
+          who = {
+            ...who,
+            identity: await admit(ports, user, who.subscriberId, { login: user.id, address, protocol: SFTP }),
+            checkedAt: Date.now(),
+          };
+        }
+        return who.identity;
+      };
+
+      client.on('session', (accept) => {
+        const session = accept();
+        session.on('sftp', (acceptSftp) => {
+          const sftp = acceptSftp();
+          const closeAll = serveSubsystem(sftp, {
+            ports,
+            sources: options.sources,
+            uploads: options.uploads,
+            serverName: options.serverName,
+            address,
+            identity,
+            batch,
+            touch: () => {
+              lastActivity = Date.now();
+            },
+          });
+          closers.push(closeAll);
+          sftp.on('close', () => void closeAll());
+          // The client's end of the channel (its EOF) ends ours, with the exit status 0 sshd sends
+          // for a subsystem that ended well: OpenSSH's sftp waits for the close, and scp exits 1
+          // without the status. ssh2's SFTP channel has no public call for it.
+          sftp.on('end', () => {
+            const channel = sftp as unknown as SftpChannelInternals;
+            if (channel.outgoing?.state === 'open') channel._protocol?.exitStatus(channel.outgoing.id, 0);
+            sftp.end();
+          });
+        });
+        // Nothing else runs here: no shell, no command (legacy `scp -O`), no terminal, no agent.
+        for (const refused of ['pty', 'shell', 'exec', 'x11', 'auth-agent', 'env', 'subsystem', 'signal']) {
+          session.on(refused, (_accept: unknown, reject?: () => void) => reject?.());
+        }
+      });
+      client.on('tcpip', (_accept, reject) => reject());
+      client.on('openssh.streamlocal', (_accept: unknown, reject: () => void) => reject());
+      client.on('request', (_accept, reject) => reject?.());
+    },
+  );
+
+  /** The portal's login check for one authentication request; null when it is answered already. */
+  async function authenticate(ctx: AuthContext, address: string): Promise<PortalIdentity | null> {
+    const attempt = { login: ctx.username, address, protocol: SFTP };
+    switch (ctx.method) {
+      case 'password':
+        return portalLogin(ports, { ...attempt, password: ctx.password });
+      case 'publickey': {
+        const fingerprint = sshFingerprint(ctx.key.data);
+        const stored = await ports.repos.portal.authorizedKey(ctx.username, fingerprint);
+        // A client asks first whether a key would do: only the user's own ever does.
+        if (ctx.signature === undefined) {
+          if (stored !== null) ctx.accept();
+          else ctx.reject(['publickey', 'password']);
+          return null;
+        }
+        const verified = stored !== null && signatureVerifies(stored, ctx);
+        return portalLogin(ports, { ...attempt, password: null, keyFingerprint: verified ? fingerprint : null });
+      }
+      case 'none': {
+        // Open access needs no credentials; for any other user this is the client asking what it may use.
+        const user = await ports.repos.incomingUsers.find(ctx.username);
+        if (user === null || portalMode(user.portalService) !== 'open-access') {
+          ctx.reject(['publickey', 'password']);
+          return null;
+        }
+        return portalLogin(ports, { ...attempt, password: null });
+      }
+      default:
+        ctx.reject(['publickey', 'password']);
+        return null;
+    }
+  }
+
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    loginTimers.set(
+      socket,
+      setTimeout(() => socket.destroy(), loginTimeoutMs),
+    );
+    socket.once('close', () => {
+      clearTimeout(loginTimers.get(socket));
+      loginTimers.delete(socket);
+      sockets.delete(socket);
+    });
+    server.injectSocket(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    tcp.once('error', reject);
+    tcp.listen(options.port, options.host, () => {
+      tcp.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (tcp.address() as AddressInfo).port;
+  return {
+    port,
+    fingerprint: options.hostKey.fingerprint,
+    async close() {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      for (const client of open) hangUp(client);
+      // Those still in their handshake.
+      for (const socket of sockets) if (![...open].some((c) => socketOf(c) === socket)) socket.destroy();
+      await closed;
+    },
+  };
+}
+
+/**
+ * Ends a connection: politely (ssh2's end), then its socket, which a client that never finished its
+ * handshake, or does not answer, would otherwise keep open.
+ */
+function hangUp(client: Connection) {
+  client.end();
+  const socket = socketOf(client);
+  setTimeout(() => socket?.destroy(), 1000).unref();
+}
+
+/** ssh2 keeps a connection's socket to itself; the server needs it for its timers and writes. */
+const socketOf = (client: Connection) => (client as unknown as { _sock?: Socket })._sock;
+
+/** What ssh2's server-side SFTP channel keeps of its channel (lib/protocol/SFTP.js). */
+interface SftpChannelInternals {
+  outgoing?: { id: number; state: string };
+  _protocol?: { exitStatus(channel: number, status: number): void };
+}
+
+function signatureVerifies(
+  stored: { algorithm: string; blob: string },
+  ctx: Extract<AuthContext, { method: 'publickey' }>,
+): boolean {
+  const key = ssh2.utils.parseKey(`${stored.algorithm} ${stored.blob}`);
+  if (key instanceof Error || ctx.blob === undefined || ctx.signature === undefined) return false;
+  return key.verify(ctx.blob, ctx.signature, ctx.hashAlgo as never) === true;
+}
