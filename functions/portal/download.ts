@@ -22,6 +22,25 @@ export interface DownloadDeps {
 
 const MD5 = /^[0-9a-f]{32}$/i;
 
+/** What a GET or HEAD of a file asks for in its headers: a range and the preconditions RFC 9110 defines. */
+export function downloadRequest(
+  header: (name: string) => string | undefined,
+  method: 'GET' | 'HEAD',
+  download: boolean,
+): DownloadRequest & { download: boolean } {
+  const named = (name: string) => header(name) ?? null;
+  return {
+    method,
+    range: named('range'),
+    ifRange: named('if-range'),
+    ifMatch: named('if-match'),
+    ifNoneMatch: named('if-none-match'),
+    ifModifiedSince: named('if-modified-since'),
+    ifUnmodifiedSince: named('if-unmodified-since'),
+    download,
+  };
+}
+
 /**
  * A GET or HEAD of a file of the tree, as download tools expect it (core/portal/download.ts): the
  * bytes of the range asked for, from the data file's source through the movers' reader (its

@@ -16,7 +16,7 @@ import {
 import { deletePortalFile } from '../../core/portal/uploads.ts';
 import type { Ports } from '../../core/ports.ts';
 import { plain } from '../http/errors.ts';
-import { downloadAnswer } from './download.ts';
+import { downloadAnswer, downloadRequest } from './download.ts';
 import { notFoundAnswer, PortalAnswer, permissionDenied } from './errors.ts';
 import { listingResponse } from './listing.tsx';
 import { formBoundary, formParts } from './multipart.ts';
@@ -85,17 +85,11 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
         return new Response(null, { status: 204 });
       }
       requirePermission(visitor, 'get', ruled);
-      const header = (name: string) => c.req.header(name) ?? null;
-      const request = {
-        method: method as 'GET' | 'HEAD',
-        range: header('range'),
-        ifRange: header('if-range'),
-        ifMatch: header('if-match'),
-        ifNoneMatch: header('if-none-match'),
-        ifModifiedSince: header('if-modified-since'),
-        ifUnmodifiedSince: header('if-unmodified-since'),
-        download: c.req.query('download') === '1',
-      };
+      const request = downloadRequest(
+        (name) => c.req.header(name),
+        method as 'GET' | 'HEAD',
+        c.req.query('download') === '1',
+      );
       const download = { ...deps, sources: options.sources, abandonAfterMs: options.abandonAfterMs ?? null };
       return downloadAnswer(download, visitor, request, target.destination, file);
     }

@@ -3,7 +3,7 @@ import { allowed } from '../../../core/portal/options.ts';
 import type { PortalOperation } from '../../../core/portal/ports.ts';
 import { isServableKey, listObjects, MAX_KEYS } from '../../../core/portal/s3-objects.ts';
 import { deletePortalFile } from '../../../core/portal/uploads.ts';
-import { downloadAnswer } from '../download.ts';
+import { downloadAnswer, downloadRequest } from '../download.ts';
 import { accessDenied, notImplemented, S3Failure } from './errors.ts';
 import type { S3Request } from './index.ts';
 import { abortMultipart, completeMultipart, createMultipart, putObject, uploadPart } from './uploads.ts';
@@ -144,17 +144,7 @@ async function getObject(r: S3Request, key: string, method: 'GET' | 'HEAD') {
     if (method === 'HEAD') return new Response(null, { status: 404 });
     throw new S3Failure(404, 'NoSuchKey', 'The specified key does not exist.');
   }
-  const header = (name: string) => c.req.header(name) ?? null;
-  const request = {
-    method,
-    range: header('range'),
-    ifRange: header('if-range'),
-    ifMatch: header('if-match'),
-    ifNoneMatch: header('if-none-match'),
-    ifModifiedSince: header('if-modified-since'),
-    ifUnmodifiedSince: header('if-unmodified-since'),
-    download: false,
-  };
+  const request = downloadRequest((name) => c.req.header(name), method, false);
   const deps = {
     ports,
     sources: r.options.sources,
