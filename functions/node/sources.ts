@@ -135,7 +135,7 @@ export function nodeSourceReader(options: { roots: readonly string[]; hosts: rea
         fd: file.fd,
         fs: { read: fs.read, close: (_fd: number, done: (error: null) => void) => done(null) },
         autoClose: false,
-        highWaterMark: 256 * 1024,
+        highWaterMark: 1024 * 1024,
         signal,
         ...(range && { start: range.start, end: range.end }),
       });

@@ -71,22 +71,13 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     (client, info) => {
       open.add(client);
       // Each answer goes out at once: with Nagle's algorithm, a small answer waits for the ACK of the
-      // one before, which the client delays (40 ms a file when many small ones are fetched). The
-      // data answers of one turn of the event loop leave together instead (see `batch`).
+      // one before, which the client delays (40 ms a file when many small ones are fetched). What is
+      // written in one turn of the event loop leaves together instead (see `coalesceWrites`).
       const socket = socketOf(client);
-      socket?.setNoDelay(true);
-      let corked = false;
-      const batch = (send: () => void) => {
-        if (socket && !corked) {
-          corked = true;
-          socket.cork();
-          setImmediate(() => {
-            corked = false;
-            socket.uncork();
-          });
-        }
-        send();
-      };
+      if (socket) {
+        socket.setNoDelay(true);
+        coalesceWrites(socket);
+      }
       const address = info.ip;
       let who: { identity: PortalIdentity; checkedAt: number; subscriberId: number | null } | null = null;
       const closers: Array<() => Promise<void>> = [];
@@ -152,7 +143,6 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
             serverName: options.serverName,
             address,
             identity,
-            batch,
             touch: () => {
               lastActivity = Date.now();
             },
@@ -272,4 +262,26 @@ function signatureVerifies(
   const key = ssh2.utils.parseKey(`${stored.algorithm} ${stored.blob}`);
   if (key instanceof Error || ctx.blob === undefined || ctx.signature === undefined) return false;
   return key.verify(ctx.blob, ctx.signature, ctx.hashAlgo as never) === true;
+}
+
+/**
+ * Holds a socket's writes until the end of the event loop's turn and hands them to the kernel in
+ * one call: ssh2 writes every SSH packet on its own, two per SFTP data answer, and many at once when
+ * the client's window opens.
+ */
+function coalesceWrites(socket: Socket) {
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket.uncork();
+  };
+  socket.write = ((...args: unknown[]) => {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      setImmediate(uncork);
+    }
+    return write(...args);
+  }) as Socket['write'];
 }

@@ -33,8 +33,6 @@ export interface SubsystemDeps {
   identity(): Promise<PortalIdentity>;
   /** Called on each request: the session is not idle. */
   touch(): void;
-  /** Sends an answer with the others of the same turn, in as few writes as the socket takes. */
-  batch(send: () => void): void;
 }
 
 /** An answer to a request other than OK: its status and message. */
@@ -284,7 +282,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (handle?.kind !== 'read') throw failure('Invalid handle');
       const data = await handle.download.read(offset, length);
       if (data === null) sftp.status(id, STATUS_CODE.EOF);
-      else deps.batch(() => sftp.data(id, data));
+      else sftp.data(id, data);
     }),
   );
   sftp.on('WRITE', (id, raw, offset, data) =>
