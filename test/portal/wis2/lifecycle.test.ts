@@ -7,7 +7,15 @@ import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { WIS2_OPTIONS } from '../../../core/wis2/options.ts';
 import { destinations, wis2Outbox } from '../../../db/schema.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
-import { expectValidMessage, type Mosquitto, publisherOf, setOptions, startMosquitto, subscriber } from './support.ts';
+import {
+  expectValidMessage,
+  type Mosquitto,
+  publisherOf,
+  type Received,
+  setOptions,
+  startMosquitto,
+  subscriber,
+} from './support.ts';
 
 /**
  * What makes a WIS2 notice go out besides a put: a delete (API or portal) and an expiry, each
@@ -53,8 +61,7 @@ function portalDelete(href: string) {
   });
 }
 
-const shape = (messages: Array<{ message: { properties: { data_id: string }; links: Array<{ rel: string }> } }>) =>
-  messages.map((m) => [m.message.properties.data_id, m.message.links[0].rel]);
+const shape = (messages: Received[]) => messages.map((m) => [m.message.properties.data_id, m.message.links[0].rel]);
 
 beforeAll(async () => {
   s = await portalScene({ wakeMovers: () => wake() });
