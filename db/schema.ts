@@ -390,6 +390,11 @@ export const dataTransfers = pgTable(
     startedAt: stamp('started_at'),
     finishedAt: stamp('finished_at'),
     sent: bigint('sent', { mode: 'number' }).notNull().default(0),
+    /**
+     * A WIS2 notice (new or update) was written for it and its deletion not yet: when it leaves the
+     * portal by expiry, the sweep announces the deletion once and clears this.
+     */
+    wis2Announced: flag('wis2_announced'),
     createdAt: created(),
     updatedAt: updated(),
   },
@@ -409,6 +414,8 @@ export const dataTransfers = pgTable(
       .where(sql`${t.status} not in ('STOP', 'FAIL')`),
     index('data_transfers_expiry').on(t.expiresAt).where(sql`${t.status} not in ('DONE', 'FAIL', 'STOP')`),
     index('data_transfers_file').on(t.dataFileId),
+    // The sweep's announced transfers that expired: only those still to be told.
+    index('data_transfers_wis2_expiry').on(t.expiresAt).where(sql`${t.wis2Announced}`),
     // The monitor's counts per status and its pages of a destination's transfers by status, newest
     // first: an index-only count and a keyset page, whatever the table's size.
     index('data_transfers_monitor').on(t.destination, t.status, t.id),

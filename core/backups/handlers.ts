@@ -5,6 +5,7 @@ import { DESTINATION_KEYS, type Destination, HOST_KEYS, type Host } from '../des
 import { revealSecretOptions, sealGivenOptions, withoutSecretOptions } from '../hosts/secret-options.ts';
 import { seedDefaultsFor } from '../metadata/seeding.ts';
 import type { Ctx, Repositories } from '../ports.ts';
+import { checkWis2Options } from '../wis2/options.ts';
 import type { backupOperations } from './operations.ts';
 import { type Backup, parseBackupBody } from './schema.ts';
 
@@ -76,6 +77,11 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
     if (name)
       await repos.references.ensureEcuser({ name, uid: null, gid: null, dir: null, shell: null, comment: null });
   };
+  // Refused before anything is written: a destination's options are checked where they are stored.
+  for (const { destination: d } of backup.destinations) {
+    const refusal = checkWis2Options(d.data ?? '');
+    if (refusal !== null) throw invalid(`Destination ${d.name}: ${refusal}`);
+  }
   for (const e of backup.ecusers) {
     await repos.references.ensureEcuser({
       name: e.name,

@@ -139,14 +139,21 @@ export async function del({ ctx, input }: Args<'datafileDel'>) {
   const file = await ctx.ports.repos.dataFiles.find(input.id);
   if (!file) throw notFound(`DataFile ${input.id} not found`);
   if (file.deletedAt) throw invalid('Already deleted');
-  await ctx.ports.repos.dataFiles.markDeleted(input.id, ctx.ports.clock());
+  const notices = await ctx.ports.repos.dataFiles.markDeleted(input.id, ctx.ports.clock());
+  // The WIS2 publisher listens as the movers do: its deletion notices go out now, not at its next poll.
+  if (notices > 0) ctx.ports.wakeMovers();
   return {};
 }
 
-/** Fails transfers not done before their expiry, with an ERR event entry each. */
+/**
+ * Fails transfers not done before their expiry, with an ERR event entry each, and announces the
+ * deletion of the expired files that were announced over WIS2.
+ */
 export async function sweepExpired(ports: Ports): Promise<number> {
   const now = ports.clock();
   const expired = await ports.repos.dataFiles.expire(now, EXPIRED_MESSAGE);
+  // An expired file leaves the portal: its WIS2 deletion goes out now.
+  if ((await ports.repos.dataFiles.noticeExpired(now)) > 0) ports.wakeMovers();
   for (const e of expired) {
     ports.events.write(
       errEvent({

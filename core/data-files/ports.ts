@@ -53,8 +53,13 @@ export interface DataFileRepo {
     transfer: NewTransfer,
   ): Promise<void>;
   find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;
-  /** Marks the file deleted and its transfers STOP. */
-  markDeleted(id: number, at: Date): Promise<void>;
+  /** Marks the file deleted and its transfers STOP; answers how many WIS2 notices it wrote. */
+  markDeleted(id: number, at: Date): Promise<number>;
+  /**
+   * Writes a WIS2 deletion notice for each transfer announced as new or updated that expired since
+   * (it left the portal), once; answers how many.
+   */
+  noticeExpired(now: Date): Promise<number>;
   /** Fails every transfer not done before its expiry; returns what it failed. */
   expire(now: Date, message: string): Promise<ExpiredTransfer[]>;
 }

@@ -66,6 +66,22 @@ function readGeometry(text: string): Wis2Geometry | null {
 }
 
 /**
+ * Why a destination's options text can't be stored, for its `wis2.*` options, or null when it can:
+ * the rule every write of a destination's options applies (the publisher applies it again to
+ * options written otherwise). An empty `wis2.topic` is no topic: the destination publishes nothing.
+ */
+export function checkWis2Options(data: string): string | null {
+  for (const [name, value] of readOptions(data)) {
+    if (!name.startsWith('wis2.')) continue;
+    const given = name === 'wis2.topic' ? value.trim() : value;
+    if (name === 'wis2.topic' && given === '') continue;
+    const reason = checkWis2Option(name, given);
+    if (reason !== null) return reason;
+  }
+  return null;
+}
+
+/**
  * What a destination's options say of its notifications: null when it has no `wis2.topic`, a
  * message when an option can't be used (its files are then not notified, and the reason logged).
  */

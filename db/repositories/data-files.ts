@@ -21,7 +21,7 @@ const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 // The columns register fills, in the order of its select.
 const TRANSFER_COLUMNS = sql.raw(
   'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, queue_at, expires_at, ' +
-    'metadata',
+    'metadata, wis2_announced',
 );
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
@@ -41,7 +41,8 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
           ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz,
           ${scheduledAt}::timestamptz,
-          ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb
+          ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb,
+          ${mentionsWis2Topic(sql`data`)}
         from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
         returning id, data_file_id, destination, status
@@ -115,13 +116,13 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     return row ?? null;
   },
   async markDeleted(id, at) {
-    await db.transaction(async (tx) => {
+    return db.transaction(async (tx) => {
       const deleted = await tx
         .update(dataFiles)
         .set({ deletedAt: at })
         .where(and(eq(dataFiles.id, id), isNull(dataFiles.deletedAt)))
         .returning({ id: dataFiles.id });
-      if (deleted.length > 0) await noticeDeletion(tx, id, at);
+      const notices = deleted.length > 0 ? await noticeDeletion(tx, id, at) : 0;
       const live = and(eq(dataTransfers.dataFileId, id), ne(dataTransfers.status, 'STOP'));
       const before = await tx
         .select({ transferId: dataTransfers.id, destination: dataTransfers.destination, status: dataTransfers.status })
@@ -135,7 +136,26 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         { ...t, at, status: 'STOP', comment },
       ]);
       if (rows.length) await tx.insert(transferHistory).values(rows);
+      return notices;
     });
+  },
+  async noticeExpired(now) {
+    // The portal stops listing a transfer at its expiry time without any write (portal-tree.ts): the
+    // deletion of each announced one is told here once, in the statement that clears its mark.
+    const at = now.toISOString();
+    const rows = await db.execute(sql`
+      with expired as (
+        update data_transfers set wis2_announced = false
+        where wis2_announced and expires_at <= ${at}::timestamptz
+        returning id, data_file_id, destination, target, status, scheduled_at, expires_at
+      )
+      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+      select e.data_file_id, e.id, e.destination, e.target, 'deletion', ${at}::timestamptz
+      from expired e join destinations d on d.name = e.destination join data_files f on f.id = e.data_file_id
+      where ${mentionsWis2Topic(sql`d.data`)} and f.deleted_at is null
+        and e.status not in ('INIT', 'SCHE', 'FETC') and e.scheduled_at < e.expires_at
+      returning id`);
+    return rowsOf(rows).length;
   },
   async expire(now, message) {
     // A transfer being sent is never expired (as in the reference): its attempt decides how it ends.
@@ -190,26 +210,34 @@ async function noticeRequeue(
         and not_before > ${now}::timestamptz
       returning id
     )
-    insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
-    select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
-      case when exists (select 1 from unseen) then 'new' else 'update' end,
-      greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
-    from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}`);
+    , notice as (
+      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+      select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
+        case when exists (select 1 from unseen) then 'new' else 'update' end,
+        greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
+      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
+      returning transfer_id
+    )
+    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`);
 }
 
 /**
  * The WIS2 notifications of a deleted file, in its transaction: a deletion for each of its
  * transfers the portal showed; the notices of those it did not show yet are withdrawn.
  */
-async function noticeDeletion(tx: Tx, dataFileId: number, at: Date) {
+async function noticeDeletion(tx: Tx, dataFileId: number, at: Date): Promise<number> {
   const now = at.toISOString();
-  await tx.execute(sql`
+  const rows = await tx.execute(sql`
     with withdrawn as (
       delete from wis2_outbox
       where data_file_id = ${dataFileId} and done_at is null and not_before > ${now}::timestamptz
+    ), told as (
+      update data_transfers set wis2_announced = false where data_file_id = ${dataFileId} and wis2_announced
     )
     insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
     select t.data_file_id, t.id, t.destination, t.target, 'deletion', ${now}::timestamptz
     from data_transfers t join destinations d on d.name = t.destination
-    where t.data_file_id = ${dataFileId} and ${listedAt(sql`t`, now)} and ${mentionsWis2Topic(sql`d.data`)}`);
+    where t.data_file_id = ${dataFileId} and ${listedAt(sql`t`, now)} and ${mentionsWis2Topic(sql`d.data`)}
+    returning id`);
+  return rowsOf(rows).length;
 }

@@ -53,6 +53,8 @@ export interface HarnessOptions {
   portalSession?: PortalOptions['sessionIdentity'];
   /** A database of the test's own (closed by `close`), such as the one server processes will use. */
   database?: DbHandle;
+  /** Called where the server wakes its movers and WIS2 publisher (after a put, a delete, a sweep). */
+  wakeMovers?: () => void;
   /** The secret key, when processes started on the same database must read what the harness sealed. */
   secretKey?: Uint8Array;
 }
@@ -77,6 +79,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     sources: nodeSourceProber({ roots: sourceRoots, hosts: options.sourceHosts ?? [], timeoutMs: 2000 }),
     waitUntil: background.waitUntil,
     mailer: options.mailer ?? null,
+    wakeMovers: options.wakeMovers,
   });
   const clientAddress = (c: Context) => c.req.header('x-test-address') ?? 'test';
   const app = createApp({

@@ -129,8 +129,20 @@ export async function subscriber(url: string) {
 }
 
 /** A publisher of the scene's database, as the server runs it, short waits between tries. */
-export function publisherOf(scene: PortalScene, brokerUrl: string, db: Database = scene.h.db) {
-  const options: PublisherOptions = { batch: 100, leaseMs: 60_000, pollMs: 50, firstRetryMs: 100, maxRetryMs: 400 };
+export function publisherOf(
+  scene: PortalScene,
+  brokerUrl: string,
+  db: Database = scene.h.db,
+  given: Partial<PublisherOptions> = {},
+) {
+  const options: PublisherOptions = {
+    batch: 100,
+    leaseMs: 60_000,
+    pollMs: 50,
+    firstRetryMs: 100,
+    maxRetryMs: 400,
+    ...given,
+  };
   const broker = mqttBroker(brokerUrl, scene.h.ports.logger, brokerUrl);
   const publisher = startWis2Publisher(
     {

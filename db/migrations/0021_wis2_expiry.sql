@@ -1,0 +1,2 @@
+ALTER TABLE "data_transfers" ADD COLUMN "wis2_announced" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+CREATE INDEX "data_transfers_wis2_expiry" ON "data_transfers" USING btree ("expires_at") WHERE "data_transfers"."wis2_announced";
