@@ -178,13 +178,14 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       case 'publickey': {
         const fingerprint = sshFingerprint(ctx.key.data);
         const stored = await ports.repos.portal.authorizedKey(ctx.username, fingerprint);
-        // A client asks first whether a key would do: only the user's own ever does.
-        if (ctx.signature === undefined) {
-          if (stored !== null) ctx.accept();
+        // A client asks first whether a key would do: only the user's own ever does. A key that is not
+        // the user's is a client trying its keys in turn, not a failed login, signed or not.
+        if (ctx.signature === undefined || stored === null) {
+          if (ctx.signature === undefined && stored !== null) ctx.accept();
           else ctx.reject(['publickey', 'password']);
           return null;
         }
-        const verified = stored !== null && signatureVerifies(stored, ctx);
+        const verified = signatureVerifies(stored, ctx);
         return portalLogin(ports, { ...attempt, password: null, keyFingerprint: verified ? fingerprint : null });
       }
       case 'none': {

@@ -382,7 +382,21 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     }),
   );
 
-  for (const event of ['SETSTAT', 'FSETSTAT', 'READLINK', 'SYMLINK', 'EXTENDED'] as const) {
+  // A registered file's attributes are its own (size, time of registration): clients that set a
+  // modification time or mode after an upload (rclone, scp -p) are answered OK and the attributes ignored.
+  sftp.on('SETSTAT', (id, path) =>
+    answer(id, async () => {
+      await statOf(path);
+      sftp.status(id, STATUS_CODE.OK);
+    }),
+  );
+  sftp.on('FSETSTAT', (id, raw) =>
+    answer(id, async () => {
+      if (handleOf(raw) === undefined) throw failure('Invalid handle');
+      sftp.status(id, STATUS_CODE.OK);
+    }),
+  );
+  for (const event of ['READLINK', 'SYMLINK', 'EXTENDED'] as const) {
     sftp.on(event, (id: number) => {
       deps.touch();
       sftp.status(id, STATUS_CODE.OP_UNSUPPORTED, `${event} is not supported here`);

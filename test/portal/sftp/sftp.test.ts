@@ -169,6 +169,51 @@ describe('rclone sftp remote', () => {
   });
 });
 
+describe('rclone sftp remote uploading', () => {
+  it('copies files into a destination with put, modification times accepted and ignored', async () => {
+    const env = {
+      RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
+      RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
+      RCLONE_CONFIG_PORTAL_PORT: String(s.sftp.port),
+      RCLONE_CONFIG_PORTAL_USER: 'alice',
+      RCLONE_CONFIG_PORTAL_KEY_FILE: alice.file,
+      RCLONE_CONFIG_PORTAL_SHELL_TYPE: 'none',
+      RCLONE_CONFIG_PORTAL_DISABLE_HASHCHECK: 'true',
+      RCLONE_CONFIG: '/dev/null',
+    };
+    const local = path.join(s.work, 'rclone-up');
+    fs.mkdirSync(local, { recursive: true });
+    const files = { 'one.bin': bytesOf(120_000, 21), 'two.txt': Buffer.from('two\n'), 'three.bin': bytesOf(7, 3) };
+    for (const [name, bytes] of Object.entries(files)) fs.writeFileSync(path.join(local, name), bytes);
+    const copied = await tool('rclone', ['copy', local, 'portal:DEST/rc'], { env });
+    expect(copied.code, copied.stderr).toBe(0);
+    const checked = await tool('rclone', ['check', '--size-only', local, 'portal:DEST/rc'], { env });
+    expect(checked.code, checked.stderr).toBe(0);
+    const listed = await tool('rclone', ['lsjson', 'portal:DEST/rc'], { env });
+    expect(listed.code, listed.stderr).toBe(0);
+    const sizes = Object.fromEntries(
+      (JSON.parse(listed.stdout.toString()) as { Path: string; Size: number }[]).map((e) => [e.Path, e.Size]),
+    );
+    expect(sizes).toEqual({ 'one.bin': 120_000, 'two.txt': 4, 'three.bin': 7 });
+    for (const [name, bytes] of Object.entries(files)) {
+      const file = await s.h.ports.repos.portal.file('DEST', `rc/${name}`, new Date());
+      expect(md5(fs.readFileSync(file!.source))).toBe(md5(bytes));
+    }
+    const { client, sftp } = await connect(s.sftp.port, { username: 'alice', password: 'Secret-1' });
+    try {
+      await call((done) => sftp.setstat('/DEST/rc/one.bin', { mtime: 1, atime: 1 }, done));
+      await expect(
+        call((done) => sftp.setstat('/OTHER/secret.txt', { mtime: 1, atime: 1 }, done)),
+      ).rejects.toMatchObject({ code: 2 });
+      await expect(call((done) => sftp.setstat('/DEST/rc/none', { mtime: 1, atime: 1 }, done))).rejects.toMatchObject({
+        code: 2,
+      });
+    } finally {
+      client.end();
+    }
+  });
+});
+
 describe('who gets in, and where', () => {
   it('takes passwords through the login check, and refuses a wrong one with a DEA line', async () => {
     expect(await logsIn(s.sftp.port, { username: 'alice', password: 'Secret-1' })).toBe(true);
@@ -185,11 +230,18 @@ describe('who gets in, and where', () => {
     expect(dea().at(-1)).toMatchObject({ UserId: 'carol', Message: 'Disabled' });
     expect(await logsIn(s.sftp.port, { username: 'dave', password: 'Secret-5' })).toBe(false);
     expect(dea().at(-1)).toMatchObject({ UserId: 'dave', Message: 'Protocol sftp not allowed' });
+    const deaBefore = dea().length;
     expect(await logsIn(s.sftp.port, { username: 'alice', privateKey: bob.privateKey })).toBe(false);
     expect(await logsIn(s.sftp.port, { username: 'bob', privateKey: bob.privateKey })).toBe(true);
     const r = await batch(bob.file, 'alice', ['ls /']);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/Permission denied/);
+    // A key offered for another account is a client trying its keys, not a failed login.
+    expect(
+      dea()
+        .slice(deaBefore)
+        .filter((l) => l.UserId === 'alice'),
+    ).toEqual([]);
   });
 
   it("never leaves the user's tree, whatever the path", async () => {
