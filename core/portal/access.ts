@@ -193,11 +193,15 @@ export async function admit(
   const { repos } = ports;
   const { options, destinations, permissions, connections } = await repos.portal.admission(user.id, now);
   const settings = portalSettings(options);
-  const spent = await quotasSpent(ports, user.id, settings, now);
+  const [spent, subscriberActive] = await Promise.all([
+    quotasSpent(ports, user.id, settings, now),
+    // A session opened by a subscriber's password lasts while that subscriber is active.
+    subscriberId === null ? true : repos.portal.subscriber(subscriberId).then((s) => s?.status === 'active'),
+  ]);
   const decision = checkLogin({
     user,
     userPasswordMatches: true,
-    subscriberPasswordMatches: true,
+    subscriberPasswordMatches: subscriberActive,
     excludedProtocol: settings.excludeProtocols.includes(attempt.protocol) ? attempt.protocol : null,
     connections,
     maxConnections: settings.maxConnections,

@@ -41,6 +41,8 @@ export class PortalLoginMemory {
   private readonly checking = new Map<string, Promise<PortalIdentity | null>>();
   /** Counts the failed logins and changes seen: a check that saw one meanwhile remembers nothing. */
   private forgotten = 0;
+  /** Per user, the value of `forgotten` at its last failed login or change (see `changedSince`). */
+  private readonly lastChange = new Map<string, number>();
 
   constructor(
     private readonly hashKey: Uint8Array,
@@ -100,7 +102,21 @@ export class PortalLoginMemory {
    */
   forget(login: string) {
     this.forgotten++;
+    this.lastChange.set(userKey(login), this.forgotten);
     this.remembered.delete(userKey(login));
+  }
+
+  /** A mark of now, for `changedSince`. */
+  mark(): number {
+    return this.forgotten;
+  }
+
+  /**
+   * Whether the user was changed here (or failed to log in) after `mark`: a session that stays logged
+   * in (SFTP) checks its user again at its next request rather than after its usual interval.
+   */
+  changedSince(login: string, mark: number): boolean {
+    return (this.lastChange.get(userKey(login)) ?? 0) > mark;
   }
 
   private keyOf({ login, password, address, protocol }: PresentedLogin) {

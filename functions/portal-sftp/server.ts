@@ -79,7 +79,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
         coalesceWrites(socket);
       }
       const address = info.ip;
-      let who: { identity: PortalIdentity; checkedAt: number; subscriberId: number | null } | null = null;
+      let who: { identity: PortalIdentity; checkedAt: number; mark: number; subscriberId: number | null } | null = null;
       const closers: Array<() => Promise<void>> = [];
       let lastActivity = Date.now();
       const idleTimer = setInterval(
@@ -98,10 +98,12 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       );
 
       client.on('authentication', (ctx) => {
+        // Taken before the check: a change of the user while it runs is seen at the next request.
+        const mark = ports.portalLogins.mark();
         authenticate(ctx, address)
           .then((identity) => {
             if (identity === null) return;
-            who = { identity, checkedAt: Date.now(), subscriberId: identity.subscriberId };
+            who = { identity, checkedAt: Date.now(), mark, subscriberId: identity.subscriberId };
             ctx.accept();
           })
           .catch((e: unknown) => {
@@ -117,16 +119,22 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
         lastActivity = Date.now();
       });
 
-      /** The session's user as it is now: the login check again every few seconds, as the HTTPS portal does per request. */
+      /**
+       * The session's user as it is now: the login check again every few seconds, as the HTTPS portal
+       * does per request, and at once after a change of the user made in this process.
+       */
       const identity = async () => {
         if (who === null) throw new PortalLoginRefused(false);
-        if (Date.now() - who.checkedAt >= RECHECK_MS) {
-          const user = await ports.repos.incomingUsers.find(who.identity.userId);
+        const userId = who.identity.userId;
+        if (Date.now() - who.checkedAt >= RECHECK_MS || ports.portalLogins.changedSince(userId, who.mark)) {
+          const mark = ports.portalLogins.mark();
+          const user = await ports.repos.incomingUsers.find(userId);
           if (user === null) throw new PortalLoginRefused(false);
           who = {
             ...who,
             identity: await admit(ports, user, who.subscriberId, { login: user.id, address, protocol: SFTP }),
             checkedAt: Date.now(),
+            mark,
           };
         }
         return who.identity;
