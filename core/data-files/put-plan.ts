@@ -146,9 +146,10 @@ export function planPut(
   return planned;
 }
 
-function aliasComment(from: string, via: string[]) {
-  const through = via.slice(0, -1);
-  return `aliased from Destination=${from}${through.length ? ` via Destination=${through.join(', Destination=')}` : ''}`;
+function aliasComment(from: string, path: string[]) {
+  const through = path.slice(0, -1);
+  const via = through.length ? ` via Destination=${through.join(', Destination=')}` : '';
+  return `aliased from Destination=${from}${via}`;
 }
 
 function checkLimits(d: PutDestination, size: number) {

@@ -146,7 +146,8 @@ export function requeueWinner(rule: string, current: RequeueFile, others: Requeu
 /** The reference's comment of a transfer held for a duplicate. */
 export function duplicateComment(rule: string, winner: RequeueFile): string {
   const dated = winner.scheduledAt.toISOString().replace('T', ' ').replace('Z', '');
-  return `Duplicate file found dated ${dated} sized ${winner.size} bytes (DataTransferId=${winner.transferId}) with rule '${rule}' false`;
+  const found = `Duplicate file found dated ${dated} sized ${winner.size} bytes`;
+  return `${found} (DataTransferId=${winner.transferId}) with rule '${rule}' false`;
 }
 
 /** The waiting transfers (of one destination and target) that another one displaces, with their comment. */

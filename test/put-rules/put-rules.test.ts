@@ -83,7 +83,7 @@ describe('scheduler options at datafile/put', () => {
     expect((await historyOf(held!.id)).map((x) => x.status)).toEqual(['HOLD']);
   });
 
-  it('scheduler.lifetime replaces the put lifetime; scheduler.delay moves schedule, queue time and expiry', async () => {
+  it('scheduler.lifetime replaces the put lifetime; scheduler.delay moves schedule, queue and expiry', async () => {
     await restored([
       { name: 'PR_LIFETIME', data: 'scheduler.lifetime = "3d"' },
       { name: 'PR_DELAY', data: 'scheduler.delay = "15m"' },
