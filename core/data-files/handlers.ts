@@ -9,6 +9,7 @@ import { planPut } from './put-plan.ts';
 import { isWorkerSource } from './r2-sources.ts';
 import { duplicateHolds, registerClosure, registerOne } from './register.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
+import { forcesDuplicates } from './scheduler-options.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -84,6 +85,8 @@ export async function registerDataFile(
   if (!reach) throw notFound(`Destination ${input.destination} not found`);
   const planned = planPut(transfer, reach, file.size, ctx.ports.clock());
   const holds = duplicateHolds(reach);
+  // `scheduler.force = "yes"`: a duplicate put to the destination requeues, as with force=true.
+  if (forcesDuplicates(reach.get(input.destination)!.data)) input = { ...input, force: true };
   const outcome =
     planned.length === 1 && !holds.active(planned[0]!.destination)
       ? await registerOne(ctx, input, file, planned[0]!, options.comment)

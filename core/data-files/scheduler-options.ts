@@ -41,6 +41,14 @@ export function schedulerOptions(data: string): SchedulerOptions {
   };
 }
 
+/**
+ * `scheduler.force` given as a plain yes or true (no rule): a duplicate put is taken as a forced
+ * one. The reference reads the option only as rules, where such a value changes nothing.
+ */
+export function forcesDuplicates(data: string): boolean {
+  return ruleBoolean(readOptions(data).get('scheduler.force')) === true;
+}
+
 export interface PutSchedule {
   standby: boolean;
   scheduledAt: Date;

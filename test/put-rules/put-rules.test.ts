@@ -246,6 +246,17 @@ describe('aliases at datafile/put', () => {
   });
 });
 
+describe('scheduler.force = yes', () => {
+  it('scheduler.force = yes takes a duplicate put as a forced one', async () => {
+    await restored([{ name: 'PR_FORCED', data: 'scheduler.force = "yes"' }]);
+    const id = await idOf({ destination: 'PR_FORCED' });
+    expect((await put({ destination: 'PR_FORCED', at: '+1h' })).text).toBe(`{"status":"ok","id":${id}}`);
+    const [t] = await transfersOf(id);
+    expect(t!.scheduledAt.getTime()).toBe(NOW.getTime() + HOUR);
+    expect((await historyOf(t!.id)).map((x) => x.comment)).toEqual(['Registered by admin', 'Requeued by a forced put']);
+  });
+});
+
 describe('scheduler.requeueon at datafile/put', () => {
   it('the transfer the rule prefers wins; the other waiting one goes to HOLD with the reference comment', async () => {
     const data = 'scheduler.requeueon = "$size2 > $size1"\nscheduler.requeueignore = ".*\\\\.txt"';
