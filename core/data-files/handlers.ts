@@ -1,12 +1,15 @@
-import { badRequest, conflict, invalid, notFound } from '../common/errors.ts';
+import { badRequest, invalid, notFound } from '../common/errors.ts';
 import { errEvent } from '../common/events.ts';
 import type { Args, Handlers } from '../common/operation.ts';
 import { requireDestination } from '../destinations/lookups.ts';
 import type { Ctx, Ports } from '../ports.ts';
 import type { dataFileOperations } from './operations.ts';
 import type { NewTransfer, RegisteredFile } from './ports.ts';
+import { planPut } from './put-plan.ts';
 import { isWorkerSource } from './r2-sources.ts';
+import { duplicateHolds, registerClosure, registerOne } from './register.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
+import { forcesDuplicates } from './scheduler-options.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -78,25 +81,18 @@ export async function registerDataFile(
     throw e;
   }
 
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const outcome = await ctx.ports.repos.dataFiles.register(file, transfer);
-    if (outcome === 'no destination') throw notFound(`Destination ${input.destination} not found`);
-    if (outcome !== 'taken') {
-      ctx.ports.wakeMovers();
-      return { id: outcome, replaced: false };
-    }
-    const live = await ctx.ports.repos.dataFiles.findLive(transfer.destination, transfer.target, transfer.uniqueName);
-    if (!live) continue; // the holder was deleted meanwhile: try again
-    if (!input.force) throw conflict(`DataFile already exists (DataFileId=${live.dataFileId})`);
-    await ctx.ports.repos.dataFiles.requeue(
-      live.transferId,
-      { ...file, comment: options.comment ?? 'Requeued by a forced put' },
-      transfer,
-    );
-    ctx.ports.wakeMovers();
-    return { id: live.dataFileId, replaced: true };
-  }
-  throw conflict('DataFile could not be registered: the unique key kept changing, try again');
+  const reach = await ctx.ports.repos.dataFiles.putReach(input.destination);
+  if (!reach) throw notFound(`Destination ${input.destination} not found`);
+  const planned = planPut(transfer, reach, file.size, ctx.ports.clock());
+  const holds = duplicateHolds(reach);
+  // `scheduler.force = "yes"`: a duplicate put to the destination requeues, as with force=true.
+  if (forcesDuplicates(reach.get(input.destination)!.data)) input = { ...input, force: true };
+  const outcome =
+    planned.length === 1 && !holds.active(planned[0]!.destination)
+      ? await registerOne(ctx, input, file, planned[0]!, options.comment)
+      : await registerClosure(ctx, input, file, planned, holds.decide, options.comment);
+  ctx.ports.wakeMovers();
+  return outcome;
 }
 
 function newTransfer(now: Date, input: PutInput): NewTransfer {

@@ -1,3 +1,6 @@
+import type { PlannedTransfer, PutDestination } from './put-plan.ts';
+import type { RequeueFile } from './requeue-on.ts';
+
 export interface SourceProber {
   probe(source: string): Promise<{ size: number }>;
 }
@@ -10,6 +13,8 @@ export interface NewTransfer {
   status: 'WAIT' | 'HOLD';
   standby: boolean;
   scheduledAt: Date;
+  /** When it may first be sent: its scheduled time, or the put's time with asap. */
+  queueAt?: Date;
   expiresAt: Date;
   metadata: Array<[string, string]>;
 }
@@ -34,7 +39,32 @@ export interface ExpiredTransfer {
   network: string | null;
 }
 
+/** Which waiting transfers of one destination and target go to HOLD, with their history comment. */
+export type DuplicateHolds = (
+  destination: string,
+  target: string,
+  transfers: RequeueFile[],
+) => Array<{ transferId: number; comment: string }>;
+
+export type RegisterAllOutcome = { id: number; replaced: boolean } | { taken: number } | 'taken';
+
 export interface DataFileRepo {
+  /**
+   * The destination and every destination reachable from it through aliases (whatever their
+   * rules), with their options, limits and waiting transfers; null when it does not exist.
+   */
+  putReach(destination: string): Promise<Map<string, PutDestination> | null>;
+  /**
+   * Registers one file and its transfers (a put over an alias closure) in one transaction. A live
+   * transfer holding one of the keys gives `{ taken }` (its file), unless `force`: then the live ones
+   * are requeued with the file and the missing ones added to it. `holds` picks the waiting
+   * transfers of a target that a newer one displaces (requeueon); 'taken' when a concurrent put won.
+   */
+  registerAll(
+    file: RegisteredFile,
+    transfers: PlannedTransfer[],
+    options: { force: boolean; forcedComment: string; holds: DuplicateHolds },
+  ): Promise<RegisterAllOutcome>;
   /**
    * Inserts file and transfer and gives the file's id; 'taken' when a live transfer already
    * holds the unique key, 'no destination' when the destination does not exist.

@@ -3,6 +3,8 @@ import type { DataFileRepo } from '../../core/data-files/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
+import { dataFilePutRepo } from './data-file-puts.ts';
+import { requeueIn } from './data-file-requeue.ts';
 import { interruption } from './transfers.ts';
 import { listedAt, mentionsWis2Topic } from './wis2-outbox.ts';
 
@@ -40,7 +42,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
         insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
           ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz,
-          ${scheduledAt}::timestamptz,
+          ${(transfer.queueAt ?? transfer.scheduledAt).toISOString()}::timestamptz,
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb,
           ${mentionsWis2Topic(sql`data`)}
         from destination
@@ -80,34 +82,9 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     return row ?? null;
   },
   async requeue(transferId, file, transfer) {
-    await db.transaction(async (tx) => {
-      const at = new Date();
-      const [before] = await tx
-        .select({ status: dataTransfers.status })
-        .from(dataTransfers)
-        .where(eq(dataTransfers.id, transferId))
-        .for('update');
-      if (!before) return;
-      // The attempt running now (if any) keeps its mover: it is ended, not joined by a second writer.
-      const [row] = await tx
-        .update(dataTransfers)
-        .set({ ...transfer, queueAt: transfer.scheduledAt, message: null, updatedAt: at })
-        .where(eq(dataTransfers.id, transferId))
-        .returning({ dataFileId: dataTransfers.dataFileId });
-      if (!row) return;
-      const entry = { transferId, destination: transfer.destination, at };
-      const { comment } = file;
-      await tx
-        .insert(transferHistory)
-        .values([...interruption(before.status, entry, comment), { ...entry, status: transfer.status, comment }]);
-      // What is sent next is measured and hashed again.
-      await tx
-        .update(dataFiles)
-        .set({ source: file.source, size: file.size, checksum: null, sha512: null })
-        .where(eq(dataFiles.id, row.dataFileId));
-      await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at);
-    });
+    await db.transaction((tx) => requeueIn(tx, transferId, file, transfer));
   },
+  ...dataFilePutRepo(db),
   async find(id) {
     const [row] = await db
       .select({ id: dataFiles.id, size: dataFiles.size, deletedAt: dataFiles.deletedAt })
@@ -191,35 +168,6 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
 });
 
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
-
-/**
- * A forced put's WIS2 notification, in its transaction: an update of a file already shown, or,
- * when the file's own notice is still waiting for its queue time (never shown yet), that notice
- * again with the new queue time.
- */
-async function noticeRequeue(
-  tx: Tx,
-  t: { transferId: number; dataFileId: number; destination: string; target: string; scheduledAt: Date },
-  at: Date,
-) {
-  const now = at.toISOString();
-  await tx.execute(sql`
-    with unseen as (
-      delete from wis2_outbox
-      where transfer_id = ${t.transferId} and done_at is null and kind <> 'deletion'
-        and not_before > ${now}::timestamptz
-      returning id
-    )
-    , notice as (
-      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
-      select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
-        case when exists (select 1 from unseen) then 'new' else 'update' end,
-        greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
-      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
-      returning transfer_id
-    )
-    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`);
-}
 
 /**
  * The WIS2 notifications of a deleted file, in its transaction: a deletion for each of its

@@ -4,6 +4,7 @@ import type { DisseminationHost, DisseminationRepo } from '../../core/disseminat
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
+import { closedByTimeRange } from './active-time-ranges.ts';
 
 type ClaimedRow = {
   id: string | number;
@@ -221,6 +222,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
   },
   async dueDestinations(now, limit, filter = {}) {
     const at = now.toISOString();
+    const closed = await closedByTimeRange(db, now);
     // One index probe per started destination: the claim index, on its first due row.
     const rows = rowsOf<DueRow>(
       await executePrepared(
@@ -246,6 +248,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           ${filter.destination === undefined ? sql`` : sql`and d.name = ${filter.destination}`}
           ${withModules(filter.modules)}
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
+          and d.name not in (select jsonb_array_elements_text(${closed}::jsonb))
         order by due.at, d.name
         limit ${limit}::int`,
         'dueDestinations',

@@ -1,0 +1,83 @@
+import { eq, sql } from 'drizzle-orm';
+import type { NewTransfer } from '../../core/data-files/ports.ts';
+import type { Database } from '../client.ts';
+import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
+import { interruption } from './transfers.ts';
+import { mentionsWis2Topic } from './wis2-outbox.ts';
+
+export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+/** A forced put on a live transfer, in the caller's transaction: the new file and schedule, with history. */
+export async function requeueIn(
+  tx: Tx,
+  transferId: number,
+  file: { source: string; size: number; comment: string },
+  transfer: NewTransfer,
+) {
+  const at = new Date();
+  const [before] = await tx
+    .select({ status: dataTransfers.status })
+    .from(dataTransfers)
+    .where(eq(dataTransfers.id, transferId))
+    .for('update');
+  if (!before) return;
+  const { queueAt, ...fields } = transfer;
+  const columns = {
+    destination: fields.destination,
+    target: fields.target,
+    uniqueName: fields.uniqueName,
+    priority: fields.priority,
+    status: fields.status,
+    standby: fields.standby,
+    scheduledAt: fields.scheduledAt,
+    expiresAt: fields.expiresAt,
+    metadata: fields.metadata,
+  };
+  // The attempt running now (if any) keeps its mover: it is ended, not joined by a second writer.
+  const [row] = await tx
+    .update(dataTransfers)
+    .set({ ...columns, queueAt: queueAt ?? transfer.scheduledAt, message: null, updatedAt: at })
+    .where(eq(dataTransfers.id, transferId))
+    .returning({ dataFileId: dataTransfers.dataFileId });
+  if (!row) return;
+  const entry = { transferId, destination: transfer.destination, at };
+  const { comment } = file;
+  await tx
+    .insert(transferHistory)
+    .values([...interruption(before.status, entry, comment), { ...entry, status: transfer.status, comment }]);
+  // What is sent next is measured and hashed again.
+  await tx
+    .update(dataFiles)
+    .set({ source: file.source, size: file.size, checksum: null, sha512: null })
+    .where(eq(dataFiles.id, row.dataFileId));
+  await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at);
+}
+
+/**
+ * A forced put's WIS2 notification, in its transaction: an update of a file already shown, or,
+ * when the file's own notice is still waiting for its queue time (never shown yet), that notice
+ * again with the new queue time.
+ */
+async function noticeRequeue(
+  tx: Tx,
+  t: { transferId: number; dataFileId: number; destination: string; target: string; scheduledAt: Date },
+  at: Date,
+) {
+  const now = at.toISOString();
+  await tx.execute(sql`
+    with unseen as (
+      delete from wis2_outbox
+      where transfer_id = ${t.transferId} and done_at is null and kind <> 'deletion'
+        and not_before > ${now}::timestamptz
+      returning id
+    )
+    , notice as (
+      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+      select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
+        case when exists (select 1 from unseen) then 'new' else 'update' end,
+        greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
+      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
+      returning transfer_id
+    )
+    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`);
+}
