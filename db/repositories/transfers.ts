@@ -83,8 +83,12 @@ export const transferRepo = (db: Database): TransferRepo => ({
       return await db.transaction(async (tx) => {
         const [row] = await tx
           .update(dataTransfers)
-          // A requeue is due at once.
-          .set(to === 'RETR' ? { status: to, queueAt: at, updatedAt: at } : { status: to, updatedAt: at })
+          // A requeue is due at once, with its start and requeue limits counted afresh (as the reference's console).
+          .set(
+            to === 'RETR'
+              ? { status: to, queueAt: at, startCount: 0, requeueCount: 0, updatedAt: at }
+              : { status: to, updatedAt: at },
+          )
           .where(and(eq(dataTransfers.id, id), eq(dataTransfers.status, from)))
           .returning({ destination: dataTransfers.destination });
         if (!row) return 'changed meanwhile' as const;
