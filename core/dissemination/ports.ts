@@ -42,9 +42,12 @@ export interface TransferRepo {
   forChange(id: number): Promise<{
     status: string;
     destination: string;
+    priority: number;
     expiresAt: Date;
     deleted: boolean;
   } | null>;
+  /** Sets the priority of a transfer locked by forChange, with a history row in its current status. */
+  setPriority(id: number, priority: number, at: Date, comment: string): Promise<void>;
   /**
    * Ends the running attempts of a destination (held or stopped): its transfers in EXEC become INTR,
    * with their history rows; each mover stops writing at its next heartbeat.

@@ -68,6 +68,7 @@ export const transferRepo = (db: Database): TransferRepo => ({
       .select({
         status: dataTransfers.status,
         destination: dataTransfers.destination,
+        priority: dataTransfers.priority,
         expiresAt: dataTransfers.expiresAt,
         deletedAt: dataFiles.deletedAt,
       })
@@ -102,6 +103,14 @@ export const transferRepo = (db: Database): TransferRepo => ({
       if (isUniqueViolation(error)) return 'key taken';
       throw error;
     }
+  },
+  async setPriority(id, priority, at, comment) {
+    const [row] = await db
+      .update(dataTransfers)
+      .set({ priority, updatedAt: at })
+      .where(eq(dataTransfers.id, id))
+      .returning({ destination: dataTransfers.destination, status: dataTransfers.status });
+    if (row) await db.insert(transferHistory).values({ transferId: id, ...row, at, comment });
   },
   async history(id) {
     // In the order the changes were made: a transfer's changes are serialized by its row lock, while
