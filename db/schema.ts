@@ -380,6 +380,15 @@ export const dataTransfers = pgTable(
     /** Counts the claims; a mover's finish names the attempt it was given, so a stale one changes nothing. */
     attempt: integer('attempt').notNull().default(0),
     /**
+     * Starts since the last start-limit requeue (the reference's DAT_START_COUNT): +1 per claim, back
+     * to 0 when the destination's maxStart delays the transfer. Unlike `attempt`, it is reset.
+     */
+    startCount: integer('start_count').notNull().default(0),
+    /** Start-limit requeues counted against the destination's maxRequeue; 0 again on a manual requeue. */
+    requeueCount: integer('requeue_count').notNull().default(0),
+    /** Every start-limit requeue the transfer had, never reset by an operator. */
+    requeueHistory: integer('requeue_history').notNull().default(0),
+    /**
      * The mover whose attempt may still be writing, until `lease_until`: set by a claim, cleared only
      * when that attempt ends or its lease lapses, also when an operator changed the status meanwhile.
      */
@@ -405,6 +414,10 @@ export const dataTransfers = pgTable(
       .on(t.destination, t.priority, t.queueAt, t.id)
       .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR') and ${t.mover} is null`),
     // The attempts that may be writing, per destination and per host (limits) and by lease (the reaper).
+    // The due transfers that started before: where a claim looks for those at their start limit.
+    index('data_transfers_restarted')
+      .on(t.destination, t.priority, t.queueAt, t.id)
+      .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR') and ${t.mover} is null and ${t.startCount} > 0`),
     index('data_transfers_running').on(t.destination).where(sql`${t.mover} is not null`),
     index('data_transfers_host_running').on(t.hostId).where(sql`${t.mover} is not null`),
     index('data_transfers_lease').on(t.leaseUntil).where(sql`${t.mover} is not null`),
@@ -545,6 +558,19 @@ export const destinationState = pgTable('destination_state', {
   lastErrorAt: stamp('last_error_at'),
   lastError: text('last_error'),
   lastHostId: text('last_host_id'),
+});
+
+/**
+ * The destinations that delayed a transfer at its start limit since their last success (the
+ * reference's SCHEDULER_VALUE.hasRequeued): the next DONE gives their requeued transfers back their
+ * scheduled times. Apart from `destination_state`: a claim writes it under the destination's row
+ * lock, which an ending attempt takes after the state's, so the two never wait on each other.
+ */
+export const destinationRequeues = pgTable('destination_requeues', {
+  destination: text('destination')
+    .primaryKey()
+    .references(() => destinations.name, { onDelete: 'cascade' }),
+  at: stamp('at').notNull(),
 });
 
 /**

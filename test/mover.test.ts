@@ -144,15 +144,22 @@ describe('a mover', () => {
 
   it('delivers on the backup host when the primary is down, with history STOP and RETR and an ERR line', async () => {
     const dir = path.join(delivered, 'FAILOVER');
-    await restoreDestination(h, admin, 'FAILOVER', [
-      {
-        method: 'test',
-        data: 'test.fail = "yes"\ntest.error = "Connection refused"',
-        retryCount: 1,
-        retryFrequency: 50,
-      },
-      { method: 'file', dir },
-    ]);
+    await restoreDestination(
+      h,
+      admin,
+      'FAILOVER',
+      [
+        {
+          method: 'test',
+          data: 'test.fail = "yes"\ntest.error = "Connection refused"',
+          retryCount: 1,
+          retryFrequency: 50,
+        },
+        { method: 'file', dir },
+        // No start limit: the transfer's third start is the one on the backup host.
+      ],
+      { destination: { maxStart: 0 } },
+    );
     mover();
     const sent = await put('FAILOVER');
     await eventually(statusIs(sent.transferId, 'DONE'), 15_000, 'DONE on the backup');

@@ -2,6 +2,7 @@ import type { Ports } from '../ports.ts';
 import { refreshShownStatus } from './destination-status.ts';
 import { type Attempt, currentHost, decideOutcome, type OutcomeDecision, type SendResult } from './outcome.ts';
 import type { DueDestination } from './ports.ts';
+import { rescheduleAfterRequeue } from './requeue-at-limit.ts';
 
 /**
  * The host the next attempt of a due destination goes to; a started destination without any
@@ -46,6 +47,8 @@ export async function endAttempt(
     await repos.dissemination.saveFailover(destination.name, decision.ring, { at: now, ...decision.ringNote });
     if (decision.holdDestination) await repos.dissemination.holdDestination(destination.name);
     else await refreshShownStatus(repos.dissemination, destination.name, now);
+    // Last: a claim that marks the destination holds its row, which the lines above may wait for.
+    if (decision.transfer.status === 'DONE') await rescheduleAfterRequeue(repos, destination.name, now);
     return true;
   });
   if (owned && decided) {

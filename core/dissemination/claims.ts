@@ -2,6 +2,8 @@ import type { Ports } from '../ports.ts';
 import { TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
 import type { AttemptKey, AttemptOutcome, ClaimedTransfer } from './ports.ts';
+import { requeueAtStartLimit } from './requeue-at-limit.ts';
+import { startLimit } from './start-limits.ts';
 
 export interface ClaimRequest {
   destination: string;
@@ -25,7 +27,8 @@ export interface ClaimRequest {
 export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<ClaimedTransfer[]> {
   const now = ports.clock();
   return ports.repos.transaction(async (repos) => {
-    if (!(await repos.dissemination.lockDestination(request.destination))) return [];
+    const limits = await repos.dissemination.lockForClaim(request.destination);
+    if (!limits) return [];
     // Always after the destination's: every claim takes the two in the same order.
     await repos.dissemination.lockHost(request.hostId);
     const running = await repos.dissemination.running(request.destination, request.hostId, request.mover, now);
@@ -37,6 +40,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
     });
     const limit = Math.min(free, request.wanted);
     if (limit <= 0) return [];
+    await requeueAtStartLimit(repos, request.destination, limits, now);
     return repos.dissemination.takeDue({
       destination: request.destination,
       hostId: request.hostId,
@@ -45,6 +49,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
       now,
       leaseUntil: new Date(now.getTime() + request.leaseMs),
       workerSourcesOnly: request.workerSourcesOnly,
+      startBelow: startLimit(limits) ?? undefined,
     });
   });
 }

@@ -1,4 +1,5 @@
 import type { DestinationRetry, FailoverState } from './failover.ts';
+import type { StartCounts, StartLimitDecision, StartLimits } from './start-limits.ts';
 /** A data transfer as the operator's commands show it. */
 export interface TransferView {
   id: number;
@@ -41,9 +42,12 @@ export interface TransferRepo {
   forChange(id: number): Promise<{
     status: string;
     destination: string;
+    priority: number;
     expiresAt: Date;
     deleted: boolean;
   } | null>;
+  /** Sets the priority of a transfer locked by forChange, with a history row in its current status. */
+  setPriority(id: number, priority: number, at: Date, comment: string): Promise<void>;
   /**
    * Ends the running attempts of a destination (held or stopped): its transfers in EXEC become INTR,
    * with their history rows; each mover stops writing at its next heartbeat.
@@ -196,6 +200,29 @@ export interface DisseminationRepo {
    * it (it will hand out the transfers, so this one moves on).
    */
   lockDestination(destination: string): Promise<boolean>;
+  /** lockDestination for a claim, answering the destination's start limits (null: held by another claimer). */
+  lockForClaim(destination: string): Promise<StartLimits | null>;
+  /**
+   * Up to `limit` due transfers of the destination (as takeDue reads them) started `startLimit`
+   * times or more, locked until the end of the transaction, in the order they would be sent.
+   */
+  atStartLimit(input: {
+    destination: string;
+    startLimit: number;
+    limit: number;
+    now: Date;
+  }): Promise<Array<StartCounts & { id: number }>>;
+  /** Writes a start-limit decision on a transfer locked by atStartLimit, with its history row. */
+  applyStartLimit(id: number, decision: StartLimitDecision, now: Date): Promise<void>;
+  /** Remembers that the destination requeued a transfer at its start limit. */
+  markRequeued(destination: string, now: Date): Promise<void>;
+  /** Forgets that the destination requeued a transfer at its start limit; true when it had. */
+  takeRequeued(destination: string): Promise<boolean>;
+  /**
+   * The destination's WAIT and RETR transfers (not deleted) that started or were requeued before are
+   * due at their scheduled time again; answers how many.
+   */
+  resetToScheduled(destination: string, now: Date): Promise<number>;
   /**
    * Locks the host's row for the rest of the transaction, waiting for other claims on it: the host's
    * limit holds across every destination that uses it.
@@ -235,6 +262,8 @@ export interface DisseminationRepo {
      * system). Otherwise a Node mover's claim: every source but R2 objects, left to Workers.
      */
     workerSourcesOnly?: boolean;
+    /** Only transfers started fewer times than this (those at their start limit are requeued first). */
+    startBelow?: number;
   }): Promise<ClaimedTransfer[]>;
   /**
    * Ends an attempt with its history row, only while the mover still owns it (EXEC, same mover and

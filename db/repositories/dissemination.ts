@@ -5,6 +5,7 @@ import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 import { closedByTimeRange } from './active-time-ranges.ts';
+import { startLimitRepo } from './start-limits.ts';
 
 type ClaimedRow = {
   id: string | number;
@@ -21,6 +22,7 @@ type ClaimedRow = {
 };
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
+  ...startLimitRepo(db),
   async queueDepth() {
     const rows = await db.execute(sql`
       select destination, status, count(*)::int as count from data_transfers
@@ -87,7 +89,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       )
       delete from host_sessions where mover = ${mover} and host_id not in (select host_id from held)`);
   },
-  async takeDue({ destination, hostId, mover, limit, now, leaseUntil, workerSourcesOnly }) {
+  async takeDue({ destination, hostId, mover, limit, now, leaseUntil, workerSourcesOnly, startBelow = MAX_INT }) {
     // Raw SQL parameters carry no column type, so times go as ISO text with an explicit cast.
     const at = now.toISOString();
     const rows = await executePrepared(
@@ -97,12 +99,13 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         select id from data_transfers
         where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
           and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz ${readableSources(workerSourcesOnly)}
+          and start_count < ${startBelow}::int
         order by priority, queue_at, id
         limit ${limit}::int
         for update skip locked
       ), claimed as (
         update data_transfers t
-        set status = 'EXEC', mover = ${mover}, attempt = t.attempt + 1,
+        set status = 'EXEC', mover = ${mover}, attempt = t.attempt + 1, start_count = t.start_count + 1,
           lease_until = ${leaseUntil.toISOString()}::timestamptz,
           host_id = ${hostId}, started_at = coalesce(t.started_at, ${at}::timestamptz), sent = 0,
           updated_at = ${at}::timestamptz
@@ -437,6 +440,8 @@ type HostRow = {
  * objects (core's WORKER_SOURCE_PATTERN, a constant). A Node mover reads everything but R2 objects,
  * which it leaves to Workers rather than fail them against a host.
  */
+const MAX_INT = 2_147_483_647;
+
 const readableSources = (only: boolean | undefined) =>
   only
     ? sql`and exists (select 1 from data_files f where f.id = data_transfers.data_file_id

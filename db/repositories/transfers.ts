@@ -68,6 +68,7 @@ export const transferRepo = (db: Database): TransferRepo => ({
       .select({
         status: dataTransfers.status,
         destination: dataTransfers.destination,
+        priority: dataTransfers.priority,
         expiresAt: dataTransfers.expiresAt,
         deletedAt: dataFiles.deletedAt,
       })
@@ -83,8 +84,12 @@ export const transferRepo = (db: Database): TransferRepo => ({
       return await db.transaction(async (tx) => {
         const [row] = await tx
           .update(dataTransfers)
-          // A requeue is due at once.
-          .set(to === 'RETR' ? { status: to, queueAt: at, updatedAt: at } : { status: to, updatedAt: at })
+          // A requeue is due at once, with its start and requeue limits counted afresh (as the reference's console).
+          .set(
+            to === 'RETR'
+              ? { status: to, queueAt: at, startCount: 0, requeueCount: 0, updatedAt: at }
+              : { status: to, updatedAt: at },
+          )
           .where(and(eq(dataTransfers.id, id), eq(dataTransfers.status, from)))
           .returning({ destination: dataTransfers.destination });
         if (!row) return 'changed meanwhile' as const;
@@ -98,6 +103,14 @@ export const transferRepo = (db: Database): TransferRepo => ({
       if (isUniqueViolation(error)) return 'key taken';
       throw error;
     }
+  },
+  async setPriority(id, priority, at, comment) {
+    const [row] = await db
+      .update(dataTransfers)
+      .set({ priority, updatedAt: at })
+      .where(eq(dataTransfers.id, id))
+      .returning({ destination: dataTransfers.destination, status: dataTransfers.status });
+    if (row) await db.insert(transferHistory).values({ transferId: id, ...row, at, comment });
   },
   async history(id) {
     // In the order the changes were made: a transfer's changes are serialized by its row lock, while

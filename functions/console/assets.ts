@@ -33,6 +33,8 @@ td select { width:auto; max-width:100%; }
 button.danger { background: var(--bad); border-color: var(--bad); }
 form.inline { display:inline; }
 form.inline button { margin-top:0; padding:.2rem .6rem; }
+form.priority { display:flex; gap:.25rem; margin-top:.25rem; }
+form.priority input[type=number] { width:4.5rem; padding:.2rem .4rem; }
 .secret { font-family: ui-monospace, monospace; padding:.5rem; border:2px dashed var(--warn); word-break: break-all; }
 .notice { padding:.5rem .75rem; border-left:4px solid var(--accent); background:#f3f7ff; }
 .error { padding:.5rem .75rem; border-left:4px solid var(--bad); background:#fff4f2; }

@@ -2,6 +2,7 @@ import * as apiClients from '../../core/api-clients/clients.ts';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { changeTransfer, type TransferAction } from '../../core/dissemination/manual.ts';
 import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
+import { changePriority } from '../../core/dissemination/priority.ts';
 import { listTransfers, showTransfer } from '../../core/dissemination/transfers.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
 import { exportNotes } from '../../core/metadata/notes.ts';
@@ -77,6 +78,11 @@ export async function transferList(ctx: CommandContext, filter: { destination?: 
 export async function transferChange(ctx: CommandContext, action: TransferAction, id: number) {
   const status = await withRuntime(ctx, ({ ports }) => changeTransfer(ports, CLI_ACTOR, id, action));
   ctx.out(`Transfer ${id} is now ${status}.`);
+}
+
+export async function transferPriority(ctx: CommandContext, id: number, priority: string) {
+  const changed = await withRuntime(ctx, ({ ports }) => changePriority(ports, CLI_ACTOR, id, priority));
+  ctx.out(`Transfer ${id} priority changed from ${changed.from} to ${changed.to}.`);
 }
 
 export async function transferShow(ctx: CommandContext, id: number) {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { parsePriority } from '../../core/dissemination/priority.ts';
 import { commandGroup, usageOf } from './cli-help.ts';
 import { addIncomingCommands } from './cli-incoming.ts';
 import type { CommandContext } from './cli-io.ts';
@@ -163,7 +164,8 @@ function transferId(id: string | undefined, command: string): number {
 }
 
 function addTransferCommands(program: Command, ctx: CommandContext) {
-  const usage = (group: Command) => `usage: ecpds-edge transfer list|show|requeue|hold|stop ...\n\n${usageOf(group)}`;
+  const usage = (group: Command) =>
+    `usage: ecpds-edge transfer list|show|requeue|hold|stop|priority ...\n\n${usageOf(group)}`;
   const transfer = commandGroup(program, 'transfer', 'data transfers and their history', usage);
   transfer
     .command('list')
@@ -192,6 +194,19 @@ function addTransferCommands(program: Command, ctx: CommandContext) {
         await (await bodies()).transferChange(ctx, action, checked);
       });
   }
+  transfer
+    .command('priority')
+    .usage('<id> <0-99>')
+    .description('set its priority (0 is sent first), with a history row')
+    .argument('[id]')
+    .argument('[priority]')
+    .action(async (id: string | undefined, priority: string | undefined) => {
+      const checked = transferId(id, 'priority');
+      if (priority === undefined) throw new ConfigError('transfer priority needs a <priority> from 0 to 99');
+      const parsed = parsePriority(priority);
+      if ('refusal' in parsed) throw new ConfigError(parsed.refusal);
+      await (await bodies()).transferPriority(ctx, checked, priority);
+    });
   transfer
     .command('show')
     .usage('<id>')

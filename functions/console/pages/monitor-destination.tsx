@@ -12,6 +12,7 @@ import { Csrf, ErrorNote } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
 import { Counts, CurrentHost, DestinationActions, destinationPath, LastError } from './monitor-destinations.tsx';
 import { backTo, bytes, monitorPage, SentChart, Status, when, withError } from './monitor-parts.tsx';
+import { PriorityForm, transferPriorityRoute } from './transfer-priority.tsx';
 
 const TRANSFER_STATUSES = ['WAIT', 'RETR', 'INTR', 'EXEC', 'HOLD', 'STOP', 'FAIL', 'DONE'];
 const ACTION_LABELS: Record<TransferAction, string> = { requeue: 'Requeue', hold: 'Hold', stop: 'Stop' };
@@ -195,6 +196,7 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
                           </form>
                         ))}
                       </div>
+                      <PriorityForm id={t.id} priority={t.priority} csrf={csrf} back={here} />
                     </td>
                   </tr>
                 );
@@ -211,6 +213,7 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
     );
   });
 
+  transferPriorityRoute(app);
   app.post('/monitor/transfers/:id/:action', async (c) => {
     const idText = c.req.param('id');
     const action = c.req.param('action');

@@ -1,0 +1,33 @@
+import type { Repositories } from '../ports.ts';
+import { decideStartLimit, type StartLimits, startLimit } from './start-limits.ts';
+
+/** As many transfers at their start limit as the reference's scheduler holds in its queue at once. */
+const AT_LIMIT_BATCH = 20;
+
+/**
+ * In a claim's transaction, before anything is started: the due transfers of the destination at
+ * their start limit are requeued with a delay, or failed at the requeue limit (decideStartLimit),
+ * each with its history row; the destination remembers the requeue for its next DONE.
+ */
+export async function requeueAtStartLimit(repos: Repositories, destination: string, limits: StartLimits, now: Date) {
+  const limit = startLimit(limits);
+  if (limit === null) return;
+  const due = await repos.dissemination.atStartLimit({ destination, startLimit: limit, limit: AT_LIMIT_BATCH, now });
+  let requeued = false;
+  for (const transfer of due) {
+    const decision = decideStartLimit(transfer, limits, now);
+    if (!decision) continue;
+    await repos.dissemination.applyStartLimit(transfer.id, decision, now);
+    requeued ||= decision.status === 'RETR';
+  }
+  if (requeued) await repos.dissemination.markRequeued(destination, now);
+}
+
+/**
+ * In a DONE's transaction: after the destination requeued a transfer at its start limit, a success
+ * gives the transfers it delayed back their scheduled times (the reference's `_reSchedule`).
+ */
+export async function rescheduleAfterRequeue(repos: Repositories, destination: string, now: Date) {
+  if (!(await repos.dissemination.takeRequeued(destination))) return 0;
+  return repos.dissemination.resetToScheduled(destination, now);
+}

@@ -1,0 +1,101 @@
+import { eq, sql } from 'drizzle-orm';
+import type { DisseminationRepo } from '../../core/dissemination/ports.ts';
+import { type Database, rowsOf } from '../client.ts';
+import { executePrepared, runPrepared } from '../prepared.ts';
+import { destinationRequeues, destinations } from '../schema.ts';
+
+type StartLimitMethods = Pick<
+  DisseminationRepo,
+  'lockForClaim' | 'atStartLimit' | 'applyStartLimit' | 'markRequeued' | 'takeRequeued' | 'resetToScheduled'
+>;
+
+/** The start and requeue limits' storage: the counters on data_transfers, the requeue mark per destination. */
+export const startLimitRepo = (db: Database): StartLimitMethods => ({
+  async lockForClaim(destination) {
+    const [row] = await runPrepared(
+      db
+        .select({
+          maxStart: destinations.maxStart,
+          startFrequency: destinations.startFrequency,
+          maxRequeue: destinations.maxRequeue,
+        })
+        .from(destinations)
+        .where(eq(destinations.name, destination))
+        .for('update', { skipLocked: true }),
+      'lockForClaim',
+    );
+    return row ?? null;
+  },
+  async atStartLimit({ destination, startLimit, limit, now }) {
+    const at = now.toISOString();
+    // `start_count > 0` as written lets the planner use the index of the transfers that started before.
+    const rows = await executePrepared(
+      db,
+      sql`
+      select id, start_count, requeue_count from data_transfers
+      where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
+        and start_count > 0 and start_count >= ${startLimit}::int
+        and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
+      order by priority, queue_at, id
+      limit ${limit}::int
+      for update skip locked`,
+      'atStartLimit',
+    );
+    return rowsOf<{ id: string | number; start_count: number; requeue_count: number }>(rows).map((r) => ({
+      id: Number(r.id),
+      startCount: Number(r.start_count),
+      requeueCount: Number(r.requeue_count),
+    }));
+  },
+  async applyStartLimit(id, decision, now) {
+    const at = now.toISOString();
+    const failed = decision.status === 'FAIL';
+    const queueAt = decision.status === 'RETR' ? decision.queueAt.toISOString() : null;
+    await executePrepared(
+      db,
+      sql`
+      with changed as (
+        update data_transfers
+        set status = ${decision.status}, start_count = 0, requeue_count = ${decision.requeueCount}::int,
+          requeue_history = requeue_history + 1, queue_at = coalesce(${queueAt}::timestamptz, queue_at),
+          message = ${decision.comment}, updated_at = ${at}::timestamptz
+        where id = ${id}
+        returning id, destination, host_id
+      )
+      insert into transfer_history (transfer_id, destination, host_id, status, at, comment, error)
+      select id, destination, host_id, ${decision.status}, ${at}::timestamptz, ${decision.comment}::text,
+        ${failed}::boolean
+      from changed`,
+      'applyStartLimit',
+    );
+  },
+  async markRequeued(destination, now) {
+    await db.insert(destinationRequeues).values({ destination, at: now }).onConflictDoNothing();
+  },
+  async takeRequeued(destination) {
+    const rows = await db
+      .delete(destinationRequeues)
+      .where(eq(destinationRequeues.destination, destination))
+      .returning({ destination: destinationRequeues.destination });
+    return rows.length > 0;
+  },
+  async resetToScheduled(destination, now) {
+    // Rows a claim holds are skipped, not waited for: that claim may be waiting for this transaction's
+    // requeue mark, and whatever it requeues at the start limit marks the destination again.
+    const rows = await db.execute(sql`
+      with due as (
+        select t.id from data_transfers t
+        where t.destination = ${destination} and t.status in ('WAIT', 'RETR')
+          and (t.start_count > 0 or t.requeue_history > 0)
+          and not exists (select 1 from data_files f where f.id = t.data_file_id and f.deleted_at is not null)
+        for update of t skip locked
+      ), reset as (
+        update data_transfers t
+        set queue_at = t.scheduled_at, updated_at = ${now.toISOString()}::timestamptz
+        from due where t.id = due.id
+        returning t.id
+      )
+      select count(*)::int as n from reset`);
+    return Number(rowsOf<{ n: number }>(rows)[0]?.n ?? 0);
+  },
+});
