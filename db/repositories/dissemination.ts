@@ -186,6 +186,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const done = outcome.status === 'DONE';
     const queueAt = done ? null : outcome.queueAt.toISOString();
     const message = done ? null : outcome.message;
+    const filter = done ? (outcome.filter ?? null) : null;
     // A failure is written as the reference writes it: STOP with the error, then RETR with the requeue.
     const steps = done
       ? sql`values (1, 'DONE', ${outcome.comment}::text, false)`
@@ -208,6 +209,10 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       ), checksum as (
         update data_files f set checksum = ${done ? outcome.md5 : null}
         from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
+      ), filtered as (
+        update data_files f set filter_name = ${filter?.name ?? null}::text, filter_size = ${filter?.size ?? null}::bigint,
+          filter_checksum = ${filter?.md5 ?? null}::text
+        from ended where ${filter !== null}::boolean and f.id = ended.data_file_id
       ), released as (
         -- An operator changed the transfer while this attempt ran: nothing of the outcome is written,
         -- but the attempt has stopped writing, so the transfer may be claimed again.
@@ -255,7 +260,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const hostRows = rowsOf<HostRow>(
       await db.execute(sql`
         select a.destination, h.hostid, m.ectrans_module_name as module, h.host, h.login, h.passwd_sealed, h.dir,
-          h.data, h.max_connections, h.retry_count, h.retry_frequency,
+          h.data, h.max_connections, h.retry_count, h.retry_frequency, h.filter_name,
           coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')) as network
         from destination_hosts a
         join hosts h on h.hostid = a.hostid
@@ -281,6 +286,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         retryCount: numberOrNull(h.retry_count),
         retryFrequency: numberOrNull(h.retry_frequency),
         network: h.network,
+        filterName: h.filter_name,
       });
       hostsOf.set(h.destination, list);
     }
@@ -427,6 +433,7 @@ type HostRow = {
   retry_count: number | null;
   retry_frequency: number | null;
   network: string | null;
+  filter_name: string | null;
 };
 
 /**
