@@ -207,12 +207,14 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         from ended e cross join (${steps}) v(step, status, comment, error)
         order by v.step
       ), checksum as (
-        update data_files f set checksum = ${done ? outcome.md5 : null}
-        from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
-      ), filtered as (
-        update data_files f set filter_name = ${filter?.name ?? null}::text, filter_size = ${filter?.size ?? null}::bigint,
-          filter_checksum = ${filter?.md5 ?? null}::text
-        from ended where ${filter !== null}::boolean and f.id = ended.data_file_id
+        -- One update of the file: two of the same row in one statement would keep only one.
+        update data_files f set checksum = coalesce(f.checksum, ${done ? outcome.md5 : null}::text),
+          filter_name = case when ${filter !== null}::boolean then ${filter?.name ?? null}::text else f.filter_name end,
+          filter_size = case when ${filter !== null}::boolean then ${filter?.size ?? null}::bigint else f.filter_size end,
+          filter_checksum = case when ${filter !== null}::boolean then ${filter?.md5 ?? null}::text
+            else f.filter_checksum end
+        from ended where ${done}::boolean and f.id = ended.data_file_id
+          and (f.checksum is null or ${filter !== null}::boolean)
       ), released as (
         -- An operator changed the transfer while this attempt ran: nothing of the outcome is written,
         -- but the attempt has stopped writing, so the transfer may be claimed again.
