@@ -210,7 +210,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         -- One update of the file: two of the same row in one statement would keep only one.
         update data_files f set checksum = coalesce(f.checksum, ${done ? outcome.md5 : null}::text),
           filter_name = case when ${filter !== null}::boolean then ${filter?.name ?? null}::text else f.filter_name end,
-          filter_size = case when ${filter !== null}::boolean then ${filter?.size ?? null}::bigint else f.filter_size end,
+          filter_size = case when ${filter !== null}::boolean then ${filter?.size ?? null}::bigint
+            else f.filter_size end,
           filter_checksum = case when ${filter !== null}::boolean then ${filter?.md5 ?? null}::text
             else f.filter_checksum end
         from ended where ${done}::boolean and f.id = ended.data_file_id

@@ -137,7 +137,7 @@ describe.skipIf(noSshd !== null)(`delivery options through the engine ${noSshd ?
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it('sftp.execCmd with an unexpected exit code fails the attempt with the reference message, secrets scrubbed', async () => {
+  it('an unexpected sftp.execCmd exit code fails the attempt in the reference words, secrets scrubbed', async () => {
     const dir = sshd.scratch('exec-');
     const data = options({ 'sftp.execCmd': `test -z "${sshd.password}" || exit 4`, 'sftp.execCode': '0' });
     await restoreDestination(h, admin, 'OPT_EXEC', [sftpHost(dir, { data })]);

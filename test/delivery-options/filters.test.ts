@@ -35,7 +35,7 @@ describe('the host filter, as the reference chooses it', () => {
     expect(readByteSize('lots', 7)).toBe(7);
   });
 
-  it('leaves methods without a temporary name (S3, HTTP) unfiltered, and refuses a filter it has no compressor for', () => {
+  it('leaves S3 and HTTP unfiltered, and refuses a filter it has no compressor for', () => {
     const options = filterOptions(all({}));
     const file = { source: '/d/a.txt', size: 10 };
     expect(deliveryFilter({}, 's3', { filterName: 'gzip' }, options, file)).toBeNull();

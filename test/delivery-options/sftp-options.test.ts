@@ -89,7 +89,7 @@ describe.skipIf(missing !== null)(
       expect(filesIn(target.directory)).toEqual(['ok.dat']);
     });
 
-    it('fails the attempt when the exit code differs from sftp.execCode (0 by default), in the reference words', async () => {
+    it('fails the attempt on an exit code other than sftp.execCode (0), in the reference words', async () => {
       const target = host({ 'sftp.execCmd': 'exit 7' });
       await expect(method.send(target, { target: 'ko.dat', size: 3 }, chunks(randomBytes(3)), live())).rejects.toThrow(
         "Failed to exec 'exit 7' (Unexpected return code for exec (0!=7))",
