@@ -347,6 +347,10 @@ export const dataFiles = pgTable('data_files', {
   source: text('source').notNull(),
   size: bigint('size', { mode: 'number' }).notNull(),
   checksum: text('checksum'),
+  /** The compression filter the last delivery applied (`gzip`), with the size and MD5 of its output. */
+  filterName: text('filter_name'),
+  filterSize: bigint('filter_size', { mode: 'number' }),
+  filterChecksum: text('filter_checksum'),
   /** The SHA-512 of the source's bytes (base64) once a WIS2 notification computed it; null when unknown. */
   sha512: text('sha512'),
   registeredBy: text('registered_by').notNull(),

@@ -29,12 +29,36 @@ export interface Delivery {
   makeDirectories: boolean;
   ignoreCheck: boolean;
   fence?: AttemptFence;
+  /** Write `<final name><ext>` with the MD5 hex of the delivered bytes (`md5Ext`); null for none. */
+  sidecarExtension?: string | null;
+  /** The host's compression filter: the source's bytes pass through it on their way out. */
+  filter?: DeliveryFilter | null;
+  /** The method's own steps around the upload (raw FTP commands, a command over SSH). */
+  steps?: DeliverySteps;
+}
+
+export interface DeliveryFilter {
+  name: string;
+  /** Compresses as the bytes stream: never the whole file in memory. */
+  transform: (source: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>;
+}
+
+export interface DeliverySteps {
+  /** Before anything is written, with the final path. */
+  beforeWrite?(finalPath: string): Promise<void>;
+  /** Once the bytes are written and checked, before the rename, with the path written. */
+  afterWrite?(writtenPath: string): Promise<void>;
+  /** Once the file (and its sidecar) are in place. */
+  afterPlaced?(finalPath: string, sidecarPath: string | null): Promise<void>;
 }
 
 export interface Delivered {
+  /** Bytes delivered: the filtered size when a filter applied. */
   sent: number;
-  /** MD5 of the bytes sent, in hex; null when the method read none (portal). */
+  /** MD5 of the source's bytes, in hex; null when the method read none (portal). */
   md5: string | null;
+  /** The filter applied, with the size and MD5 of the bytes it produced. */
+  filter?: { name: string; size: number; md5: string };
 }
 
 export const joinRemote = (directory: string, name: string) =>
@@ -63,29 +87,71 @@ export async function deliverFile(
   if (delivery.makeDirectories && parent !== '') await remote.makeDirectories(parent);
   // What attempts cut off before their clean-up left behind (they never rename it into place).
   if (use && fence) await removeEach(remote, fence.previousTags.map(temporaryPath));
+  await delivery.steps?.beforeWrite?.(finalPath);
   const counted = countingMd5(source);
+  const filter = delivery.filter ?? null;
+  const out = filter ? countingMd5(filter.transform(counted.stream)) : counted;
   try {
     fence?.throwIfLapsing();
-    const written = await remote.write(writePath, counted.stream, signal);
-    const sent = counted.bytes();
-    if (sent !== delivery.registeredSize) {
-      throw invalid(`Source changed size: ${sent} bytes read, ${delivery.registeredSize} registered`);
+    const written = await remote.write(writePath, out.stream, signal);
+    const read = counted.bytes();
+    if (read !== delivery.registeredSize) {
+      throw invalid(`Source changed size: ${read} bytes read, ${delivery.registeredSize} registered`);
     }
+    const sent = out.bytes();
     if (written !== sent) throw invalid(`Transfer aborted at ${percent(written, sent)}%`);
     if (!delivery.ignoreCheck) {
       const remoteSize = await remote.size(writePath);
       if (remoteSize !== sent) throw invalid(`Transfer aborted at ${percent(remoteSize ?? 0, sent)}%`);
     }
+    await delivery.steps?.afterWrite?.(writePath);
     // Without a temporary name the final one was written already: the fence can only guard a rename.
     if (use) {
       await fence?.confirm();
       await remote.rename(writePath, finalPath);
     }
-    return { sent, md5: counted.md5() };
+    const md5 = counted.md5();
+    const sentMd5 = filter ? out.md5() : md5;
+    const sidecar = await writeSidecar(remote, delivery, finalPath, sentMd5, signal);
+    await delivery.steps?.afterPlaced?.(finalPath, sidecar);
+    return filter ? { sent, md5, filter: { name: filter.name, size: sent, md5: sentMd5 } } : { sent, md5 };
   } catch (error) {
     if (use) await remote.remove(writePath).catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * The `md5Ext` sidecar: the MD5 hex of the delivered bytes, nothing else (the reference writes the
+ * checksum's bytes alone). Under a temporary name then renamed too, so that a reader who sees
+ * `<name>.md5` never reads half of it.
+ */
+async function writeSidecar(
+  remote: RemoteFiles,
+  delivery: Delivery,
+  finalPath: string,
+  md5: string,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const extension = delivery.sidecarExtension ?? null;
+  if (extension === null) return null;
+  const sidecarPath = `${finalPath}${extension}`;
+  const slash = sidecarPath.lastIndexOf('/');
+  const { use, prefix, suffix } = delivery.temporary;
+  const temporaryName = `${prefix}${sidecarPath.slice(slash + 1)}${delivery.fence?.tag ?? ''}${suffix}`;
+  const writePath = use ? `${sidecarPath.slice(0, slash + 1)}${temporaryName}` : sidecarPath;
+  const content = new TextEncoder().encode(md5);
+  async function* bytes() {
+    yield content;
+  }
+  try {
+    await remote.write(writePath, bytes(), signal);
+    if (writePath !== sidecarPath) await remote.rename(writePath, sidecarPath);
+  } catch (error) {
+    if (writePath !== sidecarPath) await remote.remove(writePath).catch(() => undefined);
+    throw error;
+  }
+  return sidecarPath;
 }
 
 /** Removes the files (best effort, a missing one is no error), a few requests at a time. */

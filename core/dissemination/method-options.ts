@@ -1,4 +1,6 @@
 import { readOptions } from '../hosts/options.ts';
+import { type DeliveryExtras, deliveryExtras } from './delivery-options.ts';
+import { type FilterOptions, filterOptions } from './filters.ts';
 
 /**
  * The options a transfer method reads from its host's `data`, with the reference's names and
@@ -28,6 +30,10 @@ export interface MethodOptions {
   putTimeoutMs: number | null;
   /** A send that moves no byte for this long has stalled: it fails as the host's failure. */
   streamTimeoutMs: number;
+  /** The sidecar, command and raw FTP commands around the upload. */
+  extras: DeliveryExtras;
+  /** Which files the host's compression filter applies to (`ectrans.filterpattern`, `filterMinimumSize`). */
+  filter: FilterOptions;
   /** The module's own options by key (`passive`, `bucketName`, `scheme`, …), as text. */
   raw: ReadonlyMap<string, string>;
 }
@@ -111,6 +117,8 @@ export function methodOptions(method: MethodName, host: string, data: string): M
     connectTimeoutMs: readDuration(all.get('ectrans.connectTimeOut'), 60 * SECOND)!,
     putTimeoutMs: readDuration(all.get('ectrans.putTimeOut'), null),
     streamTimeoutMs: readDuration(all.get('ectrans.streamTimeout'), 5 * 60 * SECOND)!,
+    extras: deliveryExtras(raw, readFlag(all.get('ectrans.createChecksum'), false)),
+    filter: filterOptions(all),
     raw,
   };
 }

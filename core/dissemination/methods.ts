@@ -1,4 +1,5 @@
-import type { Delivered, Delivery } from './deliver.ts';
+import type { Delivered, Delivery, DeliveryFilter, DeliverySteps } from './deliver.ts';
+import { filterExtension } from './filters.ts';
 import type { MethodName, MethodOptions } from './method-options.ts';
 
 /** One host as a transfer method reaches it; the password is unsealed for this attempt only. */
@@ -41,6 +42,8 @@ export interface OutgoingFile {
   size: number;
   /** The attempt sending it, when a mover claimed it (a method tried on its own has none). */
   attempt?: AttemptFence;
+  /** The host's compression filter when it applies to this file: `target` then gets its extension. */
+  filter?: DeliveryFilter | null;
 }
 
 /**
@@ -98,14 +101,18 @@ export interface TransferMethod {
 export type TransferMethods = Partial<Record<MethodName, TransferMethod>>;
 
 /** What `deliverFile` needs, from the host's options, for methods that write by name. */
-export function deliveryFor(host: HostConnection, file: OutgoingFile): Delivery {
+export function deliveryFor(host: HostConnection, file: OutgoingFile, steps?: DeliverySteps): Delivery {
+  const filter = file.filter ?? null;
   return {
     directory: host.directory,
-    target: file.target,
+    target: filter ? `${file.target}${filterExtension(filter.name)}` : file.target,
     registeredSize: file.size,
     temporary: host.options.temporary,
     makeDirectories: host.options.makeDirectories,
     ignoreCheck: host.options.ignoreCheck,
     fence: file.attempt,
+    sidecarExtension: host.options.extras.sidecarExtension,
+    filter,
+    steps,
   };
 }

@@ -3,6 +3,7 @@ import type { Ports } from '../ports.ts';
 import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { attemptKeyOf, type RunningSend, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import type { FilterCodecs } from './filters.ts';
 import { hostSessionLedger } from './host-sessions.ts';
 import { isMethodName } from './method-options.ts';
 import type { TransferMethods } from './methods.ts';
@@ -35,6 +36,8 @@ export interface MoverDeps {
   ports: Ports;
   methods: TransferMethods;
   sources: SourceReader;
+  /** The compressors of hosts' `filterName` (see SendDeps). */
+  filters?: FilterCodecs;
   /** Counters for /metrics. */
   stats?: EngineStats;
   /** Called after each beat, for work that rides on it (the expiry sweep). */

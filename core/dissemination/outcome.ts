@@ -1,6 +1,13 @@
 import { errEvent, uphEvent } from '../common/events.ts';
 import { afterFailure, afterSuccess, beforeAttempt, DEFAULTS } from './failover.ts';
-import type { AttemptOutcome, ClaimedTransfer, DisseminationHost, DueDestination, StoredFailover } from './ports.ts';
+import type {
+  AttemptOutcome,
+  ClaimedTransfer,
+  DeliveredFilter,
+  DisseminationHost,
+  DueDestination,
+  StoredFailover,
+} from './ports.ts';
 
 /** One attempt as a mover runs it: the transfer it was given, through which host of which destination. */
 export interface Attempt {
@@ -17,7 +24,7 @@ export interface Attempt {
  * stopping, the attempt taken away): the transfer is requeued at once and the ring stays.
  */
 export type SendResult =
-  | { kind: 'delivered'; sent: number; md5: string | null }
+  | { kind: 'delivered'; sent: number; md5: string | null; filter?: DeliveredFilter }
   | { kind: 'failed'; message: string; sent: number; counts: boolean };
 
 /** Everything an ended attempt writes, decided before anything is: recorded in one transaction. */
@@ -68,6 +75,7 @@ export function decideOutcome(
         status: 'DONE',
         sent: result.sent,
         md5: result.md5,
+        filter: result.filter ?? null,
         comment:
           `Sent ${result.sent} bytes from DataMover=${mover} to ${host.host} ` +
           `at ${transfer.target} (${mbits} Mbits/s)`,

@@ -88,12 +88,19 @@ export interface ClaimedTransfer {
   startedAt: Date;
 }
 
+/** The compression filter a delivery applied: its name, and the size and MD5 of what it produced. */
+export interface DeliveredFilter {
+  name: string;
+  size: number;
+  md5: string;
+}
+
 /**
  * How an attempt ended. A failure writes history STOP (the error) then RETR (the requeue), as the
  * reference does; `requeueComment` says why it is requeued.
  */
 export type AttemptOutcome =
-  | { status: 'DONE'; sent: number; md5: string | null; comment: string }
+  | { status: 'DONE'; sent: number; md5: string | null; comment: string; filter?: DeliveredFilter | null }
   | {
       status: 'RETR';
       sent: number;
@@ -117,6 +124,8 @@ export interface DisseminationHost {
   retryFrequency: number | null;
   /** The network's label (`Internet`, ...), else its code. */
   network: string | null;
+  /** The compression filter (`gzip`, ...), with the reference's optional size limits; null for none. */
+  filterName?: string | null;
 }
 
 /** How many sessions a mover holds open to a host. */

@@ -7,6 +7,7 @@ import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
 import { refreshShownStatusLocked } from './destination-status.ts';
+import { deliveryFilter, type FilterCodecs } from './filters.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import { attemptFence, type HostConnection, type SessionLedger, type TransferMethods } from './methods.ts';
 import type { Attempt } from './outcome.ts';
@@ -39,6 +40,8 @@ export interface SendDeps {
   methods: TransferMethods;
   sources: SourceReader;
   stats?: EngineStats;
+  /** The compressors of the host's `filterName`; without them a host with a filter cannot be sent to. */
+  filters?: FilterCodecs;
   /** Where the methods tell of the sessions they keep open, for other movers to count (see host-sessions.ts). */
   sessions?: SessionLedger;
 }
@@ -89,7 +92,8 @@ export async function sendClaimed(
         if (lapsing()) throw new TakenAway(lapsingReason(key, mover));
       },
     );
-    const file = { target: transfer.target, size: transfer.size, attempt: fence };
+    const filter = deliveryFilter(deps.filters, protocol, host, connection.options.filter, transfer);
+    const file = { target: transfer.target, size: transfer.size, attempt: fence, filter };
     const delivered = await method
       .send(connection, file, watch.watched(source.stream), attemptSignal)
       .finally(watch.dispose);

@@ -190,6 +190,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const done = outcome.status === 'DONE';
     const queueAt = done ? null : outcome.queueAt.toISOString();
     const message = done ? null : outcome.message;
+    const filter = done ? (outcome.filter ?? null) : null;
     // A failure is written as the reference writes it: STOP with the error, then RETR with the requeue.
     const steps = done
       ? sql`values (1, 'DONE', ${outcome.comment}::text, false)`
@@ -210,8 +211,15 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         from ended e cross join (${steps}) v(step, status, comment, error)
         order by v.step
       ), checksum as (
-        update data_files f set checksum = ${done ? outcome.md5 : null}
-        from ended where ${done}::boolean and f.id = ended.data_file_id and f.checksum is null
+        -- One update of the file: two of the same row in one statement would keep only one.
+        update data_files f set checksum = coalesce(f.checksum, ${done ? outcome.md5 : null}::text),
+          filter_name = case when ${filter !== null}::boolean then ${filter?.name ?? null}::text else f.filter_name end,
+          filter_size = case when ${filter !== null}::boolean then ${filter?.size ?? null}::bigint
+            else f.filter_size end,
+          filter_checksum = case when ${filter !== null}::boolean then ${filter?.md5 ?? null}::text
+            else f.filter_checksum end
+        from ended where ${done}::boolean and f.id = ended.data_file_id
+          and (f.checksum is null or ${filter !== null}::boolean)
       ), released as (
         -- An operator changed the transfer while this attempt ran: nothing of the outcome is written,
         -- but the attempt has stopped writing, so the transfer may be claimed again.
@@ -261,7 +269,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const hostRows = rowsOf<HostRow>(
       await db.execute(sql`
         select a.destination, h.hostid, m.ectrans_module_name as module, h.host, h.login, h.passwd_sealed, h.dir,
-          h.data, h.max_connections, h.retry_count, h.retry_frequency,
+          h.data, h.max_connections, h.retry_count, h.retry_frequency, h.filter_name,
           coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')) as network
         from destination_hosts a
         join hosts h on h.hostid = a.hostid
@@ -287,6 +295,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         retryCount: numberOrNull(h.retry_count),
         retryFrequency: numberOrNull(h.retry_frequency),
         network: h.network,
+        filterName: h.filter_name,
       });
       hostsOf.set(h.destination, list);
     }
@@ -433,6 +442,7 @@ type HostRow = {
   retry_count: number | null;
   retry_frequency: number | null;
   network: string | null;
+  filter_name: string | null;
 };
 
 /**

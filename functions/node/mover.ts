@@ -1,6 +1,7 @@
 import v8 from 'node:v8';
 import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
+import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
@@ -19,6 +20,7 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
       ports: runtime.ports,
       stats: runtime.engineStats,
       methods: nodeTransferMethods({ fileRoots: mover.fileRoots }),
+      filters: nodeFilters,
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
       async onHeartbeat() {
         const now = Date.now();

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Client } from 'basic-ftp';
-import { deliverFile } from '../../core/dissemination/deliver.ts';
+import { type DeliverySteps, deliverFile } from '../../core/dissemination/deliver.ts';
+import type { DeliveryExtras } from '../../core/dissemination/delivery-options.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
 import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient } from './ftp-connect.ts';
@@ -70,7 +71,8 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const remote = ftpRemote(session.client, { deleteOnRename, known: session.known }, signal);
-          const delivered = await deliverFile(remote, deliveryFor(host, file), tracked, signal);
+          const steps = rawCommandSteps(session.client, host.options.extras, signal);
+          const delivered = await deliverFile(remote, deliveryFor(host, file, steps), tracked, signal);
           await idle.release(session, true);
           return delivered;
         } catch (error) {
@@ -91,5 +93,27 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       // A session busy with a send is closed when that send ends.
       await idle.close();
     },
+  };
+}
+
+/**
+ * `ftp.prePutCmd` before the upload (`$filename` = the final name) and `ftp.postPutCmd` once the
+ * bytes are written, before the rename (`$filename` = the name written), as the reference runs
+ * them: each `;`-separated command sent as is, an error reply failing the attempt.
+ */
+function rawCommandSteps(client: Client, extras: DeliveryExtras, signal: AbortSignal): DeliverySteps {
+  const run = async (commands: string[]) => {
+    for (const command of commands) {
+      signal.throwIfAborted();
+      try {
+        await client.send(command);
+      } catch (error) {
+        throw new Error(`FTP command ${command} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  };
+  return {
+    beforeWrite: (finalPath) => run(extras.prePutCommands(finalPath)),
+    afterWrite: (writtenPath) => run(extras.postPutCommands(writtenPath)),
   };
 }

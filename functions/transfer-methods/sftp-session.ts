@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
-import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { HostConnection } from '../../core/dissemination/methods.ts';
 
@@ -26,6 +26,11 @@ export interface SftpSession {
    * most) on its own, and a write request's packets then leave in one system call instead.
    */
   batch(send: () => void): void;
+  /**
+   * Runs a command on an exec channel of the same connection and answers its exit code (-1 when
+   * the server gave none, e.g. a signal ended it). Its output is read and dropped.
+   */
+  exec(command: string, signal: AbortSignal): Promise<number>;
   /** Ends the connection; resolves once it is closed (the server has ended the session by then). */
   end(): Promise<void>;
 }
@@ -154,6 +159,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
               socket.uncork();
             }
           },
+          exec: (command, execSignal) => runCommand(client, command, execSignal, () => lost),
           end: () => {
             lost ??= new Error(`Connection to ${where} closed`);
             // Our socket's close, which follows the server's end of the session, or its destruction.
@@ -231,4 +237,36 @@ function connectError(
     return new Error(`Connection to ${where} timed out after ${host.options.connectTimeoutMs} ms`);
   }
   return new Error(`Connection to ${where} failed: ${error.message}`);
+}
+
+function runCommand(client: Client, command: string, signal: AbortSignal, lost: () => Error | null): Promise<number> {
+  const gone = lost();
+  if (gone) return Promise.reject(gone);
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<number>((resolve, reject) => {
+    let channel: ClientChannel | null = null;
+    const onAbort = () => {
+      channel?.close();
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    const done = () => signal.removeEventListener('abort', onAbort);
+    client.exec(command, (error, stream) => {
+      if (error) {
+        done();
+        return reject(new Error(`Cannot start the command: ${error.message}`));
+      }
+      channel = stream;
+      let code = -1;
+      stream.on('exit', (exitCode: number | null) => {
+        if (typeof exitCode === 'number') code = exitCode;
+      });
+      stream.on('close', () => {
+        done();
+        resolve(code);
+      });
+      stream.resume();
+      stream.stderr.resume();
+    });
+  });
 }

@@ -1,4 +1,5 @@
-import { type Delivered, deliverFile, joinRemote } from '../../core/dissemination/deliver.ts';
+import { messageOf } from '../../core/common/errors.ts';
+import { type Delivered, deliverFile } from '../../core/dissemination/deliver.ts';
 import {
   deliveryFor,
   type HostConnection,
@@ -56,8 +57,17 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       const remote = sftpRemote(session, put.signal, tuning, file.attempt);
       let delivered: Delivered | null = null;
       try {
-        delivered = await deliverFile(remote, deliveryFor(host, file), source, put.signal);
-        if (mode !== null) await remote.chmod(joinRemote(host.directory, file.target), mode);
+        const steps = {
+          // As the reference: chmod the file and its sidecar, then run `sftp.execCmd`.
+          afterPlaced: async (finalPath: string, sidecarPath: string | null) => {
+            if (mode !== null) {
+              await remote.chmod(finalPath, mode);
+              if (sidecarPath !== null) await remote.chmod(sidecarPath, mode);
+            }
+            await runExec(session, host, finalPath, put.signal);
+          },
+        };
+        delivered = await deliverFile(remote, deliveryFor(host, file, steps), source, put.signal);
         return delivered;
       } catch (error) {
         delivered = null;
@@ -75,6 +85,26 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
     },
     stats: () => ({ connections, reused, idle: idle.size() }),
   };
+}
+
+/**
+ * `sftp.execCmd` (with `$filename` = the delivered file's path) on the same connection; an exit
+ * code other than `sftp.execCode` fails the attempt, in the reference's words.
+ */
+async function runExec(session: SftpSession, host: HostConnection, finalPath: string, signal: AbortSignal) {
+  const { execCommand, execCode } = host.options.extras;
+  const command = execCommand(finalPath);
+  if (command === null) return;
+  let code: number;
+  try {
+    code = await session.exec(command, signal);
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw new Error(`Failed to exec '${command}' (${messageOf(error)})`);
+  }
+  if (code !== execCode) {
+    throw new Error(`Failed to exec '${command}' (Unexpected return code for exec (${execCode}!=${code}))`);
+  }
 }
 
 /** `sftp.chmod` in octal (`644`, `0640`); anything else leaves the server's default mode. */

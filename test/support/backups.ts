@@ -11,6 +11,7 @@ export interface TestHost {
   retryFrequency?: number;
   networkName?: string;
   networkCode?: string;
+  filterName?: string;
 }
 
 let hostids = 5000;

@@ -81,7 +81,9 @@ function ensureUser(): { password: string; home: string; uid: number; gid: numbe
  * `openWrites` and `fileOperations` read: what the server itself saw, for the tests of the engine's
  * limits and of one writer per file. `logWrites` adds each write request (`-l DEBUG1`).
  */
-export async function startSshd(options: { logFiles?: boolean; logWrites?: boolean } = {}): Promise<Sshd> {
+export async function startSshd(
+  options: { logFiles?: boolean; logWrites?: boolean; exec?: boolean } = {},
+): Promise<Sshd> {
   const missing = sshdMissing();
   if (missing) throw new Error(`Cannot start sshd: ${missing}`);
   const { password, home, uid, gid } = ensureUser();
@@ -114,6 +116,8 @@ export async function startSshd(options: { logFiles?: boolean; logWrites?: boole
     // A forced command other than internal-sftp runs through the user's shell.
     run('usermod', ['-s', '/bin/sh', TEST_USER]);
   }
+  // `exec`: commands on exec channels run through the user's shell (sftp.execCmd), not the forced sftp server.
+  if (options.exec) run('usermod', ['-s', '/bin/sh', TEST_USER]);
 
   const port = await freePort();
   const config = path.join(dir, 'sshd_config');
@@ -133,7 +137,7 @@ export async function startSshd(options: { logFiles?: boolean; logWrites?: boole
       'PermitRootLogin no',
       `AllowUsers ${TEST_USER}`,
       `Subsystem sftp ${sftpServer}`,
-      `ForceCommand ${sftpServer}`,
+      options.exec ? '' : `ForceCommand ${sftpServer}`,
       // The benchmark opens a burst of connections at once.
       'MaxStartups 64:30:128',
       'LogLevel INFO',
