@@ -70,7 +70,8 @@ async function credentialsOf(host: HostConnection, send: typeof fetch, watch: Up
   const subscriptionKey = host.options.raw.get('sasSubscriptionKey')?.trim() ?? '';
   if (sasUrl === '' || subscriptionKey === '') {
     throw invalid(
-      'No Azure credentials: set the login and password (account name and key), or azure.sasUrl and azure.sasSubscriptionKey',
+      'No Azure credentials: set the login and password (account name and key), ' +
+        'or azure.sasUrl and azure.sasSubscriptionKey',
     );
   }
   const where = new URL(sasUrl);
@@ -174,7 +175,8 @@ class AzureClient {
   }
 
   private async commit(ids: string[], md5: string | null) {
-    const xml = `<?xml version="1.0" encoding="utf-8"?><BlockList>${ids.map((id) => `<Latest>${id}</Latest>`).join('')}</BlockList>`;
+    const latest = ids.map((id) => `<Latest>${id}</Latest>`).join('');
+    const xml = `<?xml version="1.0" encoding="utf-8"?><BlockList>${latest}</BlockList>`;
     const body = new TextEncoder().encode(xml);
     const headers: Record<string, string> = {
       'content-length': String(body.byteLength),

@@ -113,7 +113,7 @@ describe.skipIf(!azurite.run)(`azure: delivering to Azurite ${azurite.reason}`, 
     expect((await server.blob('box', 'in/empty'))?.length).toBe(0);
   });
 
-  it('nothing shows under the name before the commit, which waits for the database to confirm the attempt', async () => {
+  it('nothing shows under the name before the commit, which waits for the attempt to be confirmed', async () => {
     const bytes = payload(2_000_000, 9);
     const h = host({ 'azure.multipartSize': '1m', 'azure.blockSize': '512k' });
     let seen: { blob: Buffer | null; uncommitted: number } | null = null;
@@ -205,7 +205,8 @@ describe.skipIf(!azurite.run)(`azure: delivering to Azurite ${azurite.reason}`, 
 
   it('no credentials at all is a failure that says what to set', async () => {
     await expect(send(host({}, { login: '', password: null }), 'k', payload(10))).rejects.toThrow(
-      'No Azure credentials: set the login and password (account name and key), or azure.sasUrl and azure.sasSubscriptionKey',
+      'No Azure credentials: set the login and password (account name and key), ' +
+        'or azure.sasUrl and azure.sasSubscriptionKey',
     );
   });
 });
