@@ -7,10 +7,21 @@ import { type FilterOptions, filterOptions } from './filters.ts';
  * defaults (its transfer module documentation). Unknown names are ignored; a value that does not
  * read as its kind falls back to the default, as the reference's setup does.
  */
-export type MethodName = 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'file' | 'test' | 'portal';
+export type MethodName =
+  | 'sftp'
+  | 'ftp'
+  | 'ftps'
+  | 's3'
+  | 'http'
+  | 'r2'
+  | 'azure'
+  | 'webdav'
+  | 'file'
+  | 'test'
+  | 'portal';
 
 export interface TemporaryName {
-  /** Upload under a temporary name, then rename into place (S3, HTTP and R2 never need one). */
+  /** Upload under a temporary name, then rename into place (S3, HTTP, R2 and Azure never need one). */
   use: boolean;
   prefix: string;
   suffix: string;
@@ -52,6 +63,8 @@ const DEFAULT_PORTS: Record<MethodName, number | null> = {
   s3: null,
   http: null,
   r2: null,
+  azure: null,
+  webdav: null,
   file: null,
   test: null,
   portal: null,
@@ -99,7 +112,7 @@ export function methodOptions(method: MethodName, host: string, data: string): M
 
   const implicitTls = method === 'ftps' && raw.get('connectionType')?.toUpperCase() === 'FTPS';
   const defaultPort = implicitTls ? 990 : DEFAULT_PORTS[method];
-  const atomicUpload = method === 's3' || method === 'http' || method === 'r2';
+  const atomicUpload = method === 's3' || method === 'http' || method === 'r2' || method === 'azure';
   const prefixOption = raw.get('prefix') ?? '';
   const suffixOption = raw.get('suffix') ?? '';
   return {
@@ -112,8 +125,8 @@ export function methodOptions(method: MethodName, host: string, data: string): M
       suffix: prefixOption === '' && suffixOption === '' ? '.tmp' : suffixOption,
     },
     makeDirectories: readFlag(raw.get('mkdirs'), true),
-    // The reference checks the size after an SFTP upload by default, and trusts FTP servers.
-    ignoreCheck: readFlag(raw.get('ignoreCheck'), method === 'ftp' || method === 'ftps'),
+    // The reference checks the size after an SFTP upload by default, and trusts FTP servers and Azure.
+    ignoreCheck: readFlag(raw.get('ignoreCheck'), method === 'ftp' || method === 'ftps' || method === 'azure'),
     connectTimeoutMs: readDuration(all.get('ectrans.connectTimeOut'), 60 * SECOND)!,
     putTimeoutMs: readDuration(all.get('ectrans.putTimeOut'), null),
     streamTimeoutMs: readDuration(all.get('ectrans.streamTimeout'), 5 * 60 * SECOND)!,

@@ -3,9 +3,9 @@ import type { DisseminationHost } from './ports.ts';
 
 /**
  * Which dissemination hosts a Worker can deliver to. A Worker has no sockets of its own (only
- * fetch, which reaches public Internet addresses) and no file system, so it takes `s3`, `http`
- * over https, R2 buckets bound to it and `portal` hosts (which move nothing); every other host is
- * left to the Node movers, which share the same database and claims.
+ * fetch, which reaches public Internet addresses) and no file system, so it takes `s3`, `azure`,
+ * `http` and `webdav` over https, R2 buckets bound to it and `portal` hosts (which move nothing);
+ * every other host is left to the Node movers, which share the same database and claims.
  */
 export interface EdgeReachOptions {
   /**
@@ -18,20 +18,24 @@ export interface EdgeReachOptions {
 const INTERNET = new Set(['i', 'internet']);
 
 /** The transfer methods an edge can ever send with: destinations with no such host are not even read. */
-export const EDGE_MODULES = ['s3', 'http', 'r2', 'portal'] as const;
+export const EDGE_MODULES = ['s3', 'http', 'r2', 'portal', 'azure', 'webdav'] as const;
+
+type FetchModule = 's3' | 'http' | 'azure' | 'webdav';
+const FETCH_MODULES: readonly string[] = ['s3', 'http', 'azure', 'webdav'] satisfies FetchModule[];
 
 /** Why the edge cannot deliver to `host`, or null when it can. */
 export function whyEdgeCannotReach(host: DisseminationHost, options: EdgeReachOptions): string | null {
   const module = host.module ?? 'none';
   // A bound bucket is reached through the binding, and a portal host is not reached at all.
   if (module === 'r2' || module === 'portal') return null;
-  if (module !== 's3' && module !== 'http') return `the ${module} method needs a Node mover`;
+  if (!FETCH_MODULES.includes(module)) return `the ${module} method needs a Node mover`;
   if (!INTERNET.has((host.network ?? '').trim().toLowerCase())) {
     return `network ${host.network ?? '(none)'} is not the Internet`;
   }
-  const endpoint = endpointOf(module, host);
+  const endpoint = endpointOf(module as FetchModule, host);
   if (typeof endpoint === 'string') return endpoint;
-  if (module === 'http' && endpoint.scheme !== 'https') return 'http.scheme is not https';
+  // Basic authentication would cross the Internet in clear.
+  if ((module === 'http' || module === 'webdav') && endpoint.scheme !== 'https') return `${module}.scheme is not https`;
   if (!options.allowPrivate && isPrivateHost(endpoint.hostname)) {
     return `${endpoint.hostname} is a private or loopback address`;
   }
@@ -41,24 +45,27 @@ export function whyEdgeCannotReach(host: DisseminationHost, options: EdgeReachOp
 export const edgeCanReach = (host: DisseminationHost, options: EdgeReachOptions) =>
   whyEdgeCannotReach(host, options) === null;
 
-/** The scheme and name the method fetches, as s3-target.ts and http.ts build them; a reason when unreadable. */
-function endpointOf(module: 's3' | 'http', host: DisseminationHost): { scheme: string; hostname: string } | string {
+/**
+ * The scheme and name the method fetches, as s3-target.ts, azure-target.ts, http.ts and webdav.ts
+ * build them; a reason when unreadable.
+ */
+function endpointOf(module: FetchModule, host: DisseminationHost): { scheme: string; hostname: string } | string {
   // Only where it goes is read, never a credential: the secret options can stay sealed.
   const raw = methodOptions(module, host.host, host.data).raw;
-  const url = module === 's3' ? raw.get('url')?.trim() : undefined;
+  const url = module === 's3' || module === 'azure' ? raw.get('url')?.trim() : undefined;
   if (url) {
     try {
       const parsed = new URL(url);
       return { scheme: parsed.protocol.slice(0, -1), hostname: parsed.hostname.replace(/^\[|\]$/g, '') };
     } catch {
-      return `s3.url ${url} is not a URL`;
+      return `${module}.url ${url} is not a URL`;
     }
   }
   const hostname = splitHostPort(host.host.trim()).hostname;
   // An S3 host without a name is AWS, in its region.
   if (module === 's3' && hostname === '') return { scheme: 'https', hostname: 's3.amazonaws.com' };
   if (hostname === '') return 'the host has no name';
-  return { scheme: raw.get('scheme')?.trim().toLowerCase() || (module === 's3' ? 'https' : 'http'), hostname };
+  return { scheme: raw.get('scheme')?.trim().toLowerCase() || (module === 'http' ? 'http' : 'https'), hostname };
 }
 
 /**

@@ -237,12 +237,12 @@ class S3Client {
 }
 
 /** A part in slices of 64 KiB, as a request body takes them. */
-async function* slicesOf(part: Uint8Array): AsyncGenerator<Uint8Array> {
+export async function* slicesOf(part: Uint8Array): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < part.byteLength; at += 64 * 1024) yield part.subarray(at, at + 64 * 1024);
 }
 
 /** Chunks regrouped into parts of exactly `size` bytes, the last one shorter. */
-async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+export async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
   let buffer = new Uint8Array(size);
   let filled = 0;
   for await (const chunk of chunks) {
@@ -262,7 +262,7 @@ async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncG
 }
 
 /** The items of `items` until `signal` aborts, which ends the iteration with its reason at once. */
-async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+export async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
   const it = items[Symbol.asyncIterator]();
   let onAbort: () => void = () => undefined;
   const aborted = new Promise<never>((_, reject) => {

@@ -3,10 +3,12 @@ import { type DeliverDueResult, deliverDue, reachableDue } from '../../core/diss
 import type { DisseminationHost } from '../../core/dissemination/ports.ts';
 import { edgeCanReach } from '../../core/dissemination/reach.ts';
 import type { Ports } from '../../core/ports.ts';
+import { azureMethod } from '../transfer-methods/azure.ts';
 import { httpMethod } from '../transfer-methods/http.ts';
 import { portalMethod } from '../transfer-methods/portal.ts';
 import { type R2BucketLike, r2Method } from '../transfer-methods/r2.ts';
 import { s3Method } from '../transfer-methods/s3.ts';
+import { webdavMethod } from '../transfer-methods/webdav.ts';
 import {
   type DeliveryMessage,
   type DeliveryQueue,
@@ -62,6 +64,8 @@ export async function consumeDeliveries(
     http: httpMethod(),
     r2: r2Method((name) => bucketOf(env, name)),
     portal: portalMethod(),
+    azure: azureMethod(),
+    webdav: webdavMethod(),
   };
   const sources = workerSourceReader(config, env);
   const until = Date.now() + config.ECPDS_EDGE_BUDGET_SECONDS * 1000;

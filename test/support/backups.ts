@@ -1,6 +1,6 @@
 /** A dissemination host for `destinationBackup`: its method's module name and the fields that matter. */
 export interface TestHost {
-  method: 'file' | 'test' | 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'portal';
+  method: 'file' | 'test' | 'sftp' | 'ftp' | 'ftps' | 's3' | 'http' | 'r2' | 'portal' | 'azure' | 'webdav';
   host?: string;
   login?: string;
   passwd?: string;
