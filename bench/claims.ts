@@ -5,9 +5,9 @@
  */
 import postgres from 'postgres';
 import { claimTransfers } from '../core/dissemination/claims.ts';
+import type { Ports } from '../core/ports.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import type { Ports } from '../core/ports.ts';
 import { benchPorts, log, sleep } from './support.ts';
 
 export interface ClaimFigures {
@@ -114,7 +114,8 @@ export async function claimBenchmark(
 function retiredRows(first: number, count: number, destinations: number) {
   if (count === 0) return '';
   const range = `generate_series(${first + 1}, ${first + count}) g`;
-  const ago = `now() - interval '211 days' - ((g - ${first}) * ${Math.floor((365 * 86_400_000) / count)} || ' ms')::interval`;
+  const step = Math.floor((365 * 86_400_000) / count);
+  const ago = `now() - interval '211 days' - ((g - ${first})::bigint * ${step} || ' ms')::interval`;
   return `
     insert into data_files (id, source, size, registered_by)
     select g, '/srv/out/r' || g, 65536, 'bench' from ${range};

@@ -29,8 +29,10 @@ const waiting = Math.round(transfers / 10);
 const results = [];
 for (const old of [0, retired]) {
   log(`retention: ${transfers} transfers, ${old} retired`);
-  results.push(
-    await onFreshDatabase('ecpds_bench_retention', (url) => claimBenchmark(url, { transfers, waiting, retired: old })),
+  const figures = await onFreshDatabase('ecpds_bench_retention', (url) =>
+    claimBenchmark(url, { transfers, waiting, retired: old }),
   );
+  log(JSON.stringify(figures));
+  results.push(figures);
 }
 process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);

@@ -13,7 +13,10 @@ export interface RetentionLimits {
 export const DEFAULT_RETENTION: RetentionLimits = { maxTransferLifeDays: 210, maxIdentityCount: 7, batchSize: 1000 };
 
 const DAY_MS = 86_400_000;
-/** Ids are taken before their transaction commits: a transfer younger than this may still appear below the last id read. */
+/**
+ * Ids are taken before their transaction commits: a transfer younger than this may still appear
+ * below the last id read, so the identity check waits for it.
+ */
 const SETTLE_MS = 60_000;
 
 export interface PurgeResult extends PurgedBatch {

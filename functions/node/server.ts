@@ -7,9 +7,9 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { registerDataFile } from '../../core/data-files/handlers.ts';
-import { sweep as sweepAndPurge } from '../../core/retention/sweep.ts';
 import type { EngineStats } from '../../core/dissemination/stats.ts';
 import type { Ports } from '../../core/ports.ts';
+import { sweep as sweepAndPurge } from '../../core/retention/sweep.ts';
 import {
   addDemoPortalUser,
   DEMO_PORTAL_DESTINATION,

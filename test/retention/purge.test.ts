@@ -89,7 +89,7 @@ describe('retention: maxTransferLife', () => {
     expect(await fileExists(young.dataFileId)).toBe(true);
   });
 
-  it('never purges a transfer waiting, held or running, however old, nor one whose attempt may still write', async () => {
+  it('never purges a transfer waiting, held or running, however old, nor one whose attempt may write', async () => {
     const kept = [
       ...(await Promise.all(
         ['WAIT', 'RETR', 'INTR', 'HOLD', 'INIT', 'EXEC'].map((status) => seed({ status, changedDaysAgo: 400 })),
@@ -133,7 +133,7 @@ describe('retention: maxIdentityCount', () => {
     expect(await historyOf(same[2]!.id)).toBe(2);
   });
 
-  it('checks each identity when a transfer arrives for it, and leaves a transfer of the last minute to the next sweep', async () => {
+  it('checks an identity when a transfer arrives, leaving one of the last minute to the next sweep', async () => {
     for (let i = 0; i < 8; i++) await seed({ status: 'DONE', target: 'hourly.bufr' });
     const recent = await seed({ status: 'DONE', target: 'hourly.bufr', createdMinutesAgo: 0 });
 
@@ -177,7 +177,9 @@ describe('retention: batches', () => {
     expect(capped.transfers).toBe(4);
     expect(await transferIds()).toHaveLength(3);
     // The oldest go first.
-    expect(await count(sql`select count(*) as n from data_transfers where updated_at < now() - interval '304 days'`)).toBe(0);
+    expect(
+      await count(sql`select count(*) as n from data_transfers where updated_at < now() - interval '304 days'`),
+    ).toBe(0);
 
     const rest = await purgeRetired(h.ports, { ...LIMITS, batchSize: 2 });
     expect(rest.transfers).toBe(3);
