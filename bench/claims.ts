@@ -5,6 +5,7 @@
  */
 import postgres from 'postgres';
 import { claimTransfers } from '../core/dissemination/claims.ts';
+import type { Ports } from '../core/ports.ts';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { benchPorts, log, sleep } from './support.ts';
@@ -16,6 +17,12 @@ export interface ClaimFigures {
   seedSeconds: number;
   claim: { p50: number; p99: number; max: number; samples: number };
   due: { p50: number; p99: number; max: number; samples: number };
+  /** Ended transfers older than the retention limit, seeded besides the others. */
+  retired: number;
+  /** Rows of data_transfers read per claim (index and sequential reads, the due looks included). */
+  rowsPerClaim: number;
+  /** The purge of the retired rows, a batch of 1,000 per transaction (when some were seeded). */
+  purge: { batches: number; rows: number; seconds: number; batch: ReturnType<typeof summary> } | null;
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -24,7 +31,11 @@ const summary = (ms: number[]) => {
   return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1)!, samples: ms.length };
 };
 
-export async function claimBenchmark(databaseUrl: string, scale = { transfers: 1_000_000, waiting: 100_000 }) {
+export async function claimBenchmark(
+  databaseUrl: string,
+  scale: { transfers: number; waiting: number; retired?: number } = { transfers: 1_000_000, waiting: 100_000 },
+) {
+  const retired = scale.retired ?? 0;
   const destinations = 1000;
   const handle = openPostgres(databaseUrl, { max: 4 });
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
@@ -42,11 +53,13 @@ export async function claimBenchmark(databaseUrl: string, scale = { transfers: 1
         case when g % ${Math.round(scale.transfers / scale.waiting)} = 0 then 'WAIT' else 'DONE' end,
         now() - interval '1 hour', now() + interval '2 days', now() - interval '1 hour' + (g || ' ms')::interval
       from generate_series(1, ${scale.transfers}) g;
+      ${retiredRows(scale.transfers, retired, destinations)}
       analyze data_transfers; analyze data_files; analyze destinations;`);
     const seedSeconds = (Date.now() - started) / 1000;
     log(`claims: seeded ${scale.transfers} transfers in ${seedSeconds.toFixed(0)} s`);
 
     const ports = benchPorts(handle);
+    const before = await rowsRead(sql);
     const claim: number[] = [];
     const due: number[] = [];
     for (let i = 0; i < 2000; i++) {
@@ -68,10 +81,19 @@ export async function claimBenchmark(databaseUrl: string, scale = { transfers: 1
         due.push(performance.now() - t);
       }
       // Transfers claimed are sent elsewhere: they leave EXEC as they would, so the counts stay realistic.
-      if (i % 50 === 49) await sql.unsafe(`update data_transfers set status = 'DONE' where status = 'EXEC'`);
+      // Through the running index (claimed rows carry their mover), so that it reads no ended row.
+      if (i % 50 === 49) {
+        await sql.unsafe(`update data_transfers set status = 'DONE' where mover is not null and status = 'EXEC'`);
+      }
       if (i % 500 === 499) await sleep(10);
     }
+    const claims = 2000;
+    const rowsPerClaim = Math.round((await rowsRead(sql)) - before) / claims;
+    const purge = retired > 0 ? await purgeAll(ports) : null;
     return {
+      retired,
+      rowsPerClaim,
+      purge,
       transfers: scale.transfers,
       waiting: scale.waiting,
       destinations,
@@ -83,4 +105,52 @@ export async function claimBenchmark(databaseUrl: string, scale = { transfers: 1
     await sql.end();
     await handle.close();
   }
+}
+
+/**
+ * Ended transfers from 211 to 576 days ago, spread like the rest over the destinations, ten runs of
+ * each target: what a year of sending leaves when nothing purges.
+ */
+function retiredRows(first: number, count: number, destinations: number) {
+  if (count === 0) return '';
+  const range = `generate_series(${first + 1}, ${first + count}) g`;
+  const step = Math.floor((365 * 86_400_000) / count);
+  const ago = `now() - interval '211 days' - ((g - ${first})::bigint * ${step} || ' ms')::interval`;
+  return `
+    insert into data_files (id, source, size, registered_by)
+    select g, '/srv/out/r' || g, 65536, 'bench' from ${range};
+    insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, scheduled_at,
+      expires_at, queue_at, created_at, updated_at)
+    select g, 'CLAIM_' || lpad((1 + g % ${destinations})::text, 4, '0'), 'r' || (g / 10), 'run' || g, g % 100, 'DONE',
+      ${ago}, ${ago} + interval '1 day', ${ago}, ${ago}, ${ago}
+    from ${range};
+    insert into transfer_history (transfer_id, destination, status, at)
+    select id, destination, s, updated_at from data_transfers, unnest(array['WAIT', 'EXEC', 'DONE']) s
+    where status = 'DONE' and updated_at < now() - interval '210 days';
+    analyze transfer_history;`;
+}
+
+/** Reads of data_transfers so far, by index or sequential scan (statistics flushed first). */
+async function rowsRead(sql: postgres.Sql) {
+  await sleep(1100);
+  await sql.unsafe('select pg_stat_force_next_flush()').catch(() => undefined);
+  const [row] = await sql.unsafe(`select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
+    from pg_stat_user_tables where relname = 'data_transfers'`);
+  return Number(row?.n ?? 0);
+}
+
+/** The purge's walk over the retired rows, batch after batch, as the sweep runs it. */
+async function purgeAll(ports: Ports) {
+  const before = new Date(Date.now() - 210 * 86_400_000);
+  const batch: number[] = [];
+  let rows = 0;
+  const started = performance.now();
+  for (;;) {
+    const t = performance.now();
+    const purged = await ports.repos.retention.purgeAged(before, 1000);
+    batch.push(performance.now() - t);
+    rows += purged.transfers;
+    if (purged.transfers < 1000) break;
+  }
+  return { batches: batch.length, rows, seconds: (performance.now() - started) / 1000, batch: summary(batch) };
 }

@@ -11,6 +11,7 @@ import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
 import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
+import type { RetentionRepo } from './retention/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
@@ -101,6 +102,8 @@ export interface Repositories {
   dissemination: DisseminationRepo;
   console: ConsoleRepo;
   portal: PortalRepo;
+  /** The purge of ended transfers past the retention limits (core/retention). */
+  retention: RetentionRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
   /** A cheap round trip to the database (health checks); rejects when it is unreachable. */

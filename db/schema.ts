@@ -433,6 +433,8 @@ export const dataTransfers = pgTable(
     index('data_transfers_file').on(t.dataFileId),
     // The sweep's announced transfers that expired: only those still to be told.
     index('data_transfers_wis2_expiry').on(t.expiresAt).where(sql`${t.wis2Announced}`),
+    // The purge's walk over ended transfers by age: live ones are not in it, so it never reads them.
+    index('data_transfers_retired').on(t.updatedAt).where(sql`${t.status} in ('DONE', 'FAIL', 'STOP')`),
     // The monitor's counts per status and its pages of a destination's transfers by status, newest
     // first: an index-only count and a keyset page, whatever the table's size.
     index('data_transfers_monitor').on(t.destination, t.status, t.id),
@@ -743,3 +745,15 @@ export const portalAuthorizedKeys = pgTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.fingerprint] })],
 );
+
+/**
+ * What the purge has done, over every process that sweeps (for /metrics), and how far its check
+ * of identities has read the transfers in id order. One row, written by each purge batch.
+ */
+export const retentionState = pgTable('retention_state', {
+  id: integer('id').primaryKey(),
+  identityCheckedId: bigint('identity_checked_id', { mode: 'number' }).notNull().default(0),
+  purgedTransfers: bigint('purged_transfers', { mode: 'number' }).notNull().default(0),
+  purgedHistory: bigint('purged_history', { mode: 'number' }).notNull().default(0),
+  purgedDataFiles: bigint('purged_data_files', { mode: 'number' }).notNull().default(0),
+});

@@ -107,6 +107,10 @@ export const sharedEnvSchema = z.object({
   ECPDS_METRICS_PUBLIC: flag('ECPDS_METRICS_PUBLIC', false),
   ECPDS_BASE_PATH: basePath('ECPDS_BASE_PATH'),
   ECPDS_PORTAL_S3_DOMAIN: s3Domain(),
+  // The reference's maxTransferLife and maxIdentityCount: what the sweep keeps of ended transfers.
+  ECPDS_MAX_TRANSFER_LIFE_DAYS: integer('ECPDS_MAX_TRANSFER_LIFE_DAYS', 210, 1, 36_500),
+  ECPDS_MAX_IDENTITY_COUNT: integer('ECPDS_MAX_IDENTITY_COUNT', 7, 1, 1_000_000),
+  ECPDS_PURGE_BATCH: integer('ECPDS_PURGE_BATCH', 1000, 1, 100_000),
 });
 
 /**

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from 'hono';
 import { messageOf } from '../core/common/errors.ts';
-import { sweepExpired } from '../core/data-files/handlers.ts';
+import { sweep } from '../core/retention/sweep.ts';
 import { consumeDeliveries, type DeliveryBatch, dispatchDue } from './workers/edge.ts';
 import {
   consoleLogger,
@@ -35,12 +35,17 @@ export default {
   fetch: (request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> =>
     inScope(env, ctx, (scope, { app }) => app.fetch(request, { scope }, ctx as ExecutionContext)),
 
-  /** The expiry sweep, then the due destinations the edge can reach, sent to the delivery queue. */
+  /** The expiry sweep and purge, then the due destinations the edge can reach, sent to the delivery queue. */
   scheduled: (_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
     inScope(env, ctx, async (scope, { config }) => {
       await scope.measureClock();
       // One failing does not keep the other from running.
-      await sweepExpired(scope.ports()).catch((e) =>
+      const retention = {
+        maxTransferLifeDays: config.ECPDS_MAX_TRANSFER_LIFE_DAYS,
+        maxIdentityCount: config.ECPDS_MAX_IDENTITY_COUNT,
+        batchSize: config.ECPDS_PURGE_BATCH,
+      };
+      await sweep(scope.ports(), retention).catch((e) =>
         consoleLogger.error('expiry sweep failed', { reason: messageOf(e) }),
       );
       if (env.ECPDS_QUEUE) await dispatchDue(scope.ports(), config, env.ECPDS_QUEUE);

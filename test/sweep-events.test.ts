@@ -270,7 +270,9 @@ describe.skipIf(onPostgres())('command line', () => {
   it(
     'sweep runs once and fails the expired transfers of the data dir',
     async () => {
-      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
+      expect((await cli('sweep')).stdout).toBe(
+        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+      );
       // the command runs on the real clock: this transfer expired a minute ago
       const scheduled = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000);
       const handle = await openPglite(path.join(dir, 'data', 'pgdata'));
@@ -292,7 +294,9 @@ describe.skipIf(onPostgres())('command line', () => {
       } finally {
         await handle.close();
       }
-      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 1.\n');
+      expect((await cli('sweep')).stdout).toBe(
+        'Expired transfers failed: 1.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+      );
       const last = logLines().at(-1)!;
       expect(last).toMatch(
         new RegExp(
@@ -301,7 +305,9 @@ describe.skipIf(onPostgres())('command line', () => {
             `ScheduledTime=${scheduled.getTime()};NetworkCode=;Message=${EXPIRED}$`,
         ),
       );
-      expect((await cli('sweep')).stdout).toBe('Expired transfers failed: 0.\n');
+      expect((await cli('sweep')).stdout).toBe(
+        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+      );
     },
     SLOW,
   );

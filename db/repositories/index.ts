@@ -13,6 +13,7 @@ import { metadataRepo } from './metadata.ts';
 import { monitorRepo } from './monitor.ts';
 import { monitoringRepo } from './monitoring.ts';
 import { portalRepo } from './portal.ts';
+import { retentionRepo } from './retention.ts';
 import { transferRepo } from './transfers.ts';
 import { webUserRepo } from './web-users.ts';
 
@@ -37,6 +38,7 @@ export function createRepositories(db: Database): Repositories {
     dissemination: disseminationRepo(db),
     console: consoleRepo(db),
     portal: portalRepo(db),
+    retention: retentionRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
     async ping() {
       await db.execute(sql`select 1`);

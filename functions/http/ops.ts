@@ -4,6 +4,7 @@ import { PRODUCT } from '../../core/system/version.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
 import { type Metrics, renderEngine } from './metrics.ts';
+import { renderRetention } from './retention-metrics.ts';
 
 /** The permission /metrics asks for, matched like a service name (so `.*` grants it). */
 export const METRICS_PERMISSION = 'metrics';
@@ -43,7 +44,8 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
     }
     const ports = await options.portsFor(c);
     const engine = renderEngine(await ports.repos.dissemination.queueDepth(), options.engineStats?.snapshot() ?? null);
-    return new Response(metrics.render() + engine, {
+    const retention = renderRetention(await ports.repos.retention.totals());
+    return new Response(metrics.render() + engine + retention, {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     });
   });

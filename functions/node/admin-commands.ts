@@ -1,11 +1,11 @@
 import * as apiClients from '../../core/api-clients/clients.ts';
-import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { changeTransfer, type TransferAction } from '../../core/dissemination/manual.ts';
 import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
 import { changePriority } from '../../core/dissemination/priority.ts';
 import { listTransfers, showTransfer } from '../../core/dissemination/transfers.ts';
 import * as metadataFields from '../../core/metadata/fields.ts';
 import { exportNotes } from '../../core/metadata/notes.ts';
+import { sweep as sweepAndPurge } from '../../core/retention/sweep.ts';
 import type { CommandContext } from './cli-io.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { jsonLogger } from './logger.ts';
@@ -128,6 +128,8 @@ export async function monitoringImport(ctx: CommandContext, file: string) {
 }
 
 export async function sweep(ctx: CommandContext) {
-  const failed = await withRuntime(ctx, ({ ports }) => sweepExpired(ports));
-  ctx.out(`Expired transfers failed: ${failed}.`);
+  const config = parseConfig(ctx.io.env);
+  const { expired, purged } = await withRuntime(ctx, ({ ports }) => sweepAndPurge(ports, config.retention));
+  ctx.out(`Expired transfers failed: ${expired}.`);
+  ctx.out(`Purged: ${purged.transfers} transfers, ${purged.history} history rows, ${purged.dataFiles} data files.`);
 }

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { RetentionLimits } from '../../core/retention/purge.ts';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
 
 /** Everything the Node shell reads from its environment (functions/env.ts), parsed once at start. */
@@ -23,6 +24,8 @@ export interface NodeConfig {
   sourceTimeoutMs: number;
   eventLog: string | null;
   sweepSeconds: number;
+  /** What the sweep keeps of ended transfers (ECPDS_MAX_TRANSFER_LIFE_DAYS, ECPDS_MAX_IDENTITY_COUNT). */
+  retention: RetentionLimits;
   /** /metrics answers without credentials (otherwise it needs the `metrics` permission). */
   metricsPublic: boolean;
   /** The API's second mount besides the root (ECPDS_BASE_PATH); null serves the root only. */
@@ -115,6 +118,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     sourceTimeoutMs: e.ECPDS_SOURCE_TIMEOUT_MS,
     eventLog: e.ECPDS_EVENT_LOG,
     sweepSeconds: e.ECPDS_SWEEP_SECONDS,
+    retention: {
+      maxTransferLifeDays: e.ECPDS_MAX_TRANSFER_LIFE_DAYS,
+      maxIdentityCount: e.ECPDS_MAX_IDENTITY_COUNT,
+      batchSize: e.ECPDS_PURGE_BATCH,
+    },
     metricsPublic: e.ECPDS_METRICS_PUBLIC,
     basePath: e.ECPDS_BASE_PATH,
     notesUrl: e.ECPDS_NOTES_URL,

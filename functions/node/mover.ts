@@ -1,6 +1,6 @@
 import v8 from 'node:v8';
-import { sweepExpired } from '../../core/data-files/handlers.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
+import { sweep } from '../../core/retention/sweep.ts';
 import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
@@ -10,7 +10,8 @@ import { nodeSourceReader } from './sources.ts';
 
 /**
  * A data mover on this runtime's database, with the Node transfer methods and source reader.
- * It also runs the expiry sweep on its heartbeat, so that a deployment of movers alone expires.
+ * It also runs the expiry sweep (and the purge) on its heartbeat, so that a deployment of movers alone
+ * expires and purges.
  */
 export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: MoverConfig = config.mover): Mover {
   makeRoomForTransferBuffers();
@@ -26,7 +27,7 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
         const now = Date.now();
         if (config.sweepSeconds === 0 || now - lastSweep < config.sweepSeconds * 1000) return;
         lastSweep = now;
-        await sweepExpired(runtime.ports);
+        await sweep(runtime.ports, config.retention);
       },
     },
     mover,

@@ -6,9 +6,10 @@ import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
-import { registerDataFile, sweepExpired } from '../../core/data-files/handlers.ts';
+import { registerDataFile } from '../../core/data-files/handlers.ts';
 import type { EngineStats } from '../../core/dissemination/stats.ts';
 import type { Ports } from '../../core/ports.ts';
+import { sweep as sweepAndPurge } from '../../core/retention/sweep.ts';
 import {
   addDemoPortalUser,
   DEMO_PORTAL_DESTINATION,
@@ -181,7 +182,7 @@ export async function runServer(config: NodeConfig) {
   const sweep =
     config.sweepSeconds > 0
       ? setInterval(() => {
-          sweepExpired(ports).catch((e: unknown) =>
+          sweepAndPurge(ports, config.retention).catch((e: unknown) =>
             logger.error('expiry sweep failed', { reason: e instanceof Error ? e.message : String(e) }),
           );
         }, config.sweepSeconds * 1000)

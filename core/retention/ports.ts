@@ -1,0 +1,28 @@
+/** What one purge batch removed; each batch is one short transaction. */
+export interface PurgedBatch {
+  transfers: number;
+  history: number;
+  dataFiles: number;
+}
+
+/** The purge's totals since the database was created, over every process that sweeps. */
+export interface PurgeTotals {
+  transfers: number;
+  history: number;
+  dataFiles: number;
+}
+
+export interface RetentionRepo {
+  /**
+   * Deletes up to `limit` ended transfers (DONE, FAIL, STOP, no attempt still writing) last changed
+   * before `before`, oldest first, with their history and the data files no one refers to any more.
+   */
+  purgeAged(before: Date, limit: number): Promise<PurgedBatch>;
+  /**
+   * Reads up to `limit` transfers registered before `settledBefore`, past the last one read, and
+   * deletes the ended transfers of their identities (destination and target) beyond the `keep` newest.
+   * `read` is how many transfers were read: fewer than `limit` when none are left to read.
+   */
+  purgeIdentities(keep: number, limit: number, settledBefore: Date): Promise<PurgedBatch & { read: number }>;
+  totals(): Promise<PurgeTotals>;
+}
