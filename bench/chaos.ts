@@ -229,7 +229,16 @@ async function restoreDestinations(ports: Ports, server: Sshd, hostDirs: string[
         },
       ],
       destinations: names.map((name, i) => ({
-        destination: { name, countryIso: 'gb', type: 1, maxConnections: DESTINATION_MAX, retryFrequency: 1000 },
+        // maxStart 0: a file whose movers are killed twice would otherwise wait the start limit's
+        // 10 minutes (the reference's rule), past the end of the run.
+        destination: {
+          name,
+          countryIso: 'gb',
+          type: 1,
+          maxConnections: DESTINATION_MAX,
+          retryFrequency: 1000,
+          maxStart: 0,
+        },
         associations: [
           {
             priority: 0,
