@@ -205,11 +205,9 @@ export interface DisseminationRepo {
   /** Stores the status shown for a started destination (see refreshShownStatus). */
   showSchedulerStatus(destination: string, status: string): Promise<void>;
   /**
-   * Locks the destination's row for the rest of the transaction; false when another claimer holds
-   * it (it will hand out the transfers, so this one moves on).
+   * Locks the destination's row for the rest of the transaction and answers its start limits; null
+   * when another claimer holds it (it will hand out the transfers, so this one moves on).
    */
-  lockDestination(destination: string): Promise<boolean>;
-  /** lockDestination for a claim, answering the destination's start limits (null: held by another claimer). */
   lockForClaim(destination: string): Promise<StartLimits | null>;
   /**
    * Up to `limit` due transfers of the destination (as takeDue reads them) started `startLimit`

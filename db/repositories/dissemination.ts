@@ -33,17 +33,6 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       count: Number(r.count),
     }));
   },
-  async lockDestination(destination) {
-    const rows = await runPrepared(
-      db
-        .select({ name: destinations.name })
-        .from(destinations)
-        .where(eq(destinations.name, destination))
-        .for('update', { skipLocked: true }),
-      'lockDestination',
-    );
-    return rows.length === 1;
-  },
   async lockHost(hostId) {
     // Blocking, unlike the destination's: claims of other destinations on this host wait their turn
     // for a moment rather than skip it, and read the host's count only once the others committed.
