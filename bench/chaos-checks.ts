@@ -141,7 +141,8 @@ export interface Deliveries {
 /** Every check of a run once its transfers are DONE; a failure found is explained in the log. */
 export function verifyDeliveries(d: Deliveries) {
   const failures: string[] = [];
-  const renames = d.operations.filter((op) => op.kind === 'rename');
+  // A rename sftp-server refused (a stale attempt's, whose temporary file the next attempt removed) moved nothing.
+  const renames = d.operations.filter((op) => op.kind === 'rename' && op.failed === undefined);
   const historyOf = (file: string) => JSON.stringify(d.histories.get(temporaryName(file)?.transfer ?? -1));
   let deliveredAgain = 0;
   for (const t of d.transfers) {
@@ -153,6 +154,7 @@ export function verifyDeliveries(d: Deliveries) {
     const into = renames.filter((op) => op.to === want.file);
     const verdict = checkTransfer(t.id, want.file, d.histories.get(t.id) ?? [], into);
     failures.push(...verdict.problems);
+    if (verdict.problems.length > 0) explainTransfer(d, t.id, want.file);
     deliveredAgain += verdict.deliveredAgain;
     if (!fs.existsSync(want.file)) failures.push(`${t.target} missing`);
     else if (md5Of(want.file) !== want.md5) failures.push(`${t.target} is not its version ${want.version}`);
@@ -193,6 +195,16 @@ export function verifyDeliveries(d: Deliveries) {
     failures.push(`a destination had ${mostPerDestination} files written at once`);
   }
   return { failures, deliveredAgain, mostPerHost, mostPerDestination };
+}
+
+/** What the server logged for a transfer's files, and its history, to explain a failed check. */
+function explainTransfer(d: Deliveries, id: number, finalPath: string) {
+  const touched = d.operations.filter(
+    (op) => op.path === finalPath || op.to === finalPath || temporaryName(op.path)?.final === finalPath,
+  );
+  const shown = touched.map((o) => [o.position, o.session, o.kind, path.basename(o.path), o.failed ?? 'ok']);
+  d.log(`chaos:   transfer ${id} at the server: ${JSON.stringify(shown)}`);
+  d.log(`chaos:   its history: ${JSON.stringify(d.histories.get(id))}`);
 }
 
 function md5Of(file: string) {

@@ -85,8 +85,11 @@ export async function sendClaimed(
       key.id,
       key.attempt,
       async () => {
+        const askedAt = performance.now();
         const kept = await renewLeases(ports, mover, leaseMs, [key]);
         if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
+        // An answer taken up late (the process paused meanwhile) no longer proves the transfer is ours.
+        if (performance.now() - askedAt >= (leaseMs * 3) / 4) throw new TakenAway(lapsingReason(key, mover));
       },
       () => {
         if (lapsing()) throw new TakenAway(lapsingReason(key, mover));

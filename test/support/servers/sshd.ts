@@ -224,6 +224,11 @@ export interface FileOperation {
   to?: string;
   /** An open's flags (`WRITE,CREATE,TRUNCATE`), a write's offset and length. */
   detail?: string;
+  /**
+   * The error sftp-server answered (`No such file`): it logs a request before carrying it out, and
+   * a failure right after, so a rename logged may not have happened.
+   */
+  failed?: string;
 }
 
 const OPERATIONS: Array<[FileOperation['kind'], RegExp]> = [
@@ -238,15 +243,28 @@ const OPERATIONS: Array<[FileOperation['kind'], RegExp]> = [
 /** sftp-server's log lines, each behind its session's pid, as operations in the order logged. */
 function fileOperationsIn(log: string): FileOperation[] {
   const operations: FileOperation[] = [];
+  // By session: the operation its previous line logged, which a `sent status` line right after answers.
+  const previous = new Map<string, FileOperation | undefined>();
   for (const line of log.split('\n')) {
     const session = /^(\d+) /.exec(line)?.[1];
     if (!session) continue;
+    const answered = previous.get(session);
+    previous.set(session, undefined);
+    const failure = /\bsent status (.+)$/.exec(line)?.[1];
+    if (failure !== undefined) {
+      if (answered) answered.failed = failure;
+      continue;
+    }
     for (const [kind, pattern] of OPERATIONS) {
       const m = pattern.exec(line);
       if (!m) continue;
       const position = operations.length + 1;
-      if (kind === 'rename') operations.push({ session, position, kind, path: m[1]!, to: m[2]! });
-      else operations.push({ session, position, kind, path: m[1] ?? '', ...(m[2] ? { detail: m[2] } : {}) });
+      const operation: FileOperation =
+        kind === 'rename'
+          ? { session, position, kind, path: m[1]!, to: m[2]! }
+          : { session, position, kind, path: m[1] ?? '', ...(m[2] ? { detail: m[2] } : {}) };
+      operations.push(operation);
+      previous.set(session, operation);
       break;
     }
   }
