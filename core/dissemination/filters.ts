@@ -81,12 +81,15 @@ export function filterExtension(name: string): string {
 /** Compressors by filter name, each streaming: the mover's runtime provides them (Node's zlib). */
 export type FilterCodecs = Readonly<Record<string, (source: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>>>;
 
-/** The methods that write by name through deliverFile, where a filter applies. */
-const FILTERED_METHODS = new Set(['sftp', 'ftp', 'ftps', 'file']);
+/** The methods that compress as they write (deliverFile with the filter). */
+const STREAM_FILTERED = new Set(['sftp', 'ftp', 'ftps', 'file']);
+/** The methods that announce the size first: the filter's output is spooled (see spooled-filter.ts). */
+const SPOOL_FILTERED = new Set(['s3', 'http', 'azure', 'webdav', 'r2']);
 
 /**
- * The filter this transfer's delivery applies, with its compressor, or null. A filter the host
- * names that this mover cannot apply fails the attempt, as it does in the reference.
+ * The filter this transfer's delivery applies, with its compressor and how the method takes it,
+ * or null. A filter the host names that this mover cannot apply fails the attempt, as it does in
+ * the reference; so does one through a method that needs a spool where the mover has none.
  */
 export function deliveryFilter(
   codecs: FilterCodecs | undefined,
@@ -94,13 +97,16 @@ export function deliveryFilter(
   host: { filterName?: string | null },
   options: FilterOptions,
   file: { source: string; size: number },
+  canSpool = false,
 ) {
-  if (!FILTERED_METHODS.has(method)) return null;
+  const spooled = SPOOL_FILTERED.has(method);
+  if (!spooled && !STREAM_FILTERED.has(method)) return null;
   const original = file.source.replace(/[?#].*$/, '').replace(/\/+$/, '');
   const name = chooseFilter(host.filterName ?? null, options, original.slice(original.lastIndexOf('/') + 1), file.size);
   if (name === null) return null;
   filterExtension(name);
   const transform = codecs?.[name];
   if (!transform) throw new Error(`Filter ${name} not supported`);
-  return { name, transform };
+  if (spooled && !canSpool) throw new Error(`Filter ${name} not supported with ${method} on this DataMover`);
+  return { name, transform, spooled };
 }

@@ -9,6 +9,7 @@ import { isMethodName } from './method-options.ts';
 import type { TransferMethods } from './methods.ts';
 import type { DisseminationHost } from './ports.ts';
 import { claimAndSend, type SourceReader } from './send.ts';
+import type { Spool } from './spooled-filter.ts';
 import type { EngineStats } from './stats.ts';
 
 export type { SourceReader };
@@ -38,6 +39,8 @@ export interface MoverDeps {
   sources: SourceReader;
   /** The compressors of hosts' `filterName` (see SendDeps). */
   filters?: FilterCodecs;
+  /** Where a filter's output waits for its size (see SendDeps). */
+  spool?: Spool;
   /** Counters for /metrics. */
   stats?: EngineStats;
   /** Called after each beat, for work that rides on it (the expiry sweep). */

@@ -9,10 +9,17 @@ import type { Delivered } from './deliver.ts';
 import { refreshShownStatusLocked } from './destination-status.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
-import { attemptFence, type HostConnection, type SessionLedger, type TransferMethods } from './methods.ts';
+import {
+  attemptFence,
+  type HostConnection,
+  type OutgoingFile,
+  type SessionLedger,
+  type TransferMethods,
+} from './methods.ts';
 import type { Attempt } from './outcome.ts';
 import type { ClaimedTransfer, DisseminationHost, DueDestination } from './ports.ts';
 import { progressWatch } from './progress-watch.ts';
+import { type Spool, sendSpooled } from './spooled-filter.ts';
 import type { EngineStats } from './stats.ts';
 
 /** Bytes `start` to `end` of a source, both included. */
@@ -42,6 +49,8 @@ export interface SendDeps {
   stats?: EngineStats;
   /** The compressors of the host's `filterName`; without them a host with a filter cannot be sent to. */
   filters?: FilterCodecs;
+  /** Where a filter's output waits for its size, for the methods that announce it first; without it they take no filter. */
+  spool?: Spool;
   /** Where the methods tell of the sessions they keep open, for other movers to count (see host-sessions.ts). */
   sessions?: SessionLedger;
 }
@@ -95,11 +104,15 @@ export async function sendClaimed(
         if (lapsing()) throw new TakenAway(lapsingReason(key, mover));
       },
     );
-    const filter = deliveryFilter(deps.filters, protocol, host, connection.options.filter, transfer);
+    const { spool } = deps;
+    const filter = deliveryFilter(deps.filters, protocol, host, connection.options.filter, transfer, !!spool);
     const file = { target: transfer.target, size: transfer.size, attempt: fence, filter };
-    const delivered = await method
-      .send(connection, file, watch.watched(source.stream), attemptSignal)
-      .finally(watch.dispose);
+    const send = (outgoing: OutgoingFile, stream: AsyncIterable<Uint8Array>) =>
+      method.send(connection, outgoing, watch.watched(stream), attemptSignal);
+    const delivered = await (filter?.spooled && spool
+      ? sendSpooled(spool, { ...file, filter }, watch.watched(source.stream), attemptSignal, send)
+      : send(file, source.stream)
+    ).finally(watch.dispose);
     if (!(await recordDelivered(ports, attempt, delivered, signal))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';

@@ -7,6 +7,7 @@ import type { MoverConfig, NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
 import { nodeSourceReader } from './sources.ts';
+import { fileSpool } from './spool.ts';
 
 /**
  * A data mover on this runtime's database, with the Node transfer methods and source reader.
@@ -21,7 +22,8 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
       ports: runtime.ports,
       stats: runtime.engineStats,
       methods: nodeTransferMethods({ fileRoots: mover.fileRoots }),
-      filters: nodeFilters,
+      filters: nodeFilters(),
+      spool: fileSpool(),
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
       async onHeartbeat() {
         const now = Date.now();

@@ -2,6 +2,7 @@ import { reclaimLapsedAttempts } from '../../core/dissemination/claims.ts';
 import { type DeliverDueResult, deliverDue, reachableDue } from '../../core/dissemination/deliver-due.ts';
 import type { DisseminationHost } from '../../core/dissemination/ports.ts';
 import { edgeCanReach } from '../../core/dissemination/reach.ts';
+import { memorySpool } from '../../core/dissemination/spooled-filter.ts';
 import type { Ports } from '../../core/ports.ts';
 import { azureMethod } from '../transfer-methods/azure.ts';
 import { httpMethod } from '../transfer-methods/http.ts';
@@ -9,6 +10,7 @@ import { portalMethod } from '../transfer-methods/portal.ts';
 import { type R2BucketLike, r2Method } from '../transfer-methods/r2.ts';
 import { s3Method } from '../transfer-methods/s3.ts';
 import { webdavMethod } from '../transfer-methods/webdav.ts';
+import { workerFilters } from './filters.ts';
 import {
   type DeliveryMessage,
   type DeliveryQueue,
@@ -16,6 +18,9 @@ import {
   type WorkerEnv,
   workerSourceReader,
 } from './runtime.ts';
+
+/** The most filtered output a Worker keeps in memory to learn its size before sending (of its 128 MB). */
+const WORKER_SPOOL_BYTES = 32 * 1024 * 1024;
 
 /** Destinations looked at per cron run: the longest waiting, reachable here or not. */
 const DISPATCH_LIMIT = 500;
@@ -73,7 +78,7 @@ export async function consumeDeliveries(
   for (const destination of names) {
     const result = await deliverDue(
       ports,
-      { methods, sources },
+      { methods, sources, filters: workerFilters, spool: memorySpool(WORKER_SPOOL_BYTES) },
       {
         destination,
         mover,

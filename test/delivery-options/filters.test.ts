@@ -35,10 +35,22 @@ describe('the host filter, as the reference chooses it', () => {
     expect(readByteSize('lots', 7)).toBe(7);
   });
 
-  it('leaves S3 and HTTP unfiltered, and refuses a filter it has no compressor for', () => {
+  it('filters S3, HTTP, Azure and WebDAV through a spool only, and refuses a filter it has no compressor for', () => {
     const options = filterOptions(all({}));
     const file = { source: '/d/a.txt', size: 10 };
-    expect(deliveryFilter({}, 's3', { filterName: 'gzip' }, options, file)).toBeNull();
+    const gzip = { gzip: (source: AsyncIterable<Uint8Array>) => source };
+    expect(deliveryFilter(gzip, 'sftp', { filterName: 'gzip' }, options, file)).toMatchObject({ spooled: false });
+    for (const method of ['s3', 'http', 'azure', 'webdav', 'r2']) {
+      expect(() => deliveryFilter(gzip, method, { filterName: 'gzip' }, options, file)).toThrow(
+        `Filter gzip not supported with ${method} on this DataMover`,
+      );
+      expect(deliveryFilter(gzip, method, { filterName: 'gzip' }, options, file, true)).toMatchObject({
+        name: 'gzip',
+        spooled: true,
+      });
+    }
+    for (const method of ['portal', 'test'])
+      expect(deliveryFilter(gzip, method, { filterName: 'gzip' }, options, file)).toBeNull();
     expect(() => deliveryFilter({}, 'sftp', { filterName: 'zstd' }, options, file)).toThrow(
       'Filter zstd not supported',
     );

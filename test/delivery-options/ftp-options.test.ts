@@ -90,7 +90,7 @@ describe.skipIf(!availability.run)(`ftp delivery options against ProFTPD ${avail
   it('compresses with gzip: the receiver gets <name>.gz, which decompresses to the source', async () => {
     const target = host({ 'ftp.md5Ext': '.md5' });
     const bytes = Buffer.from('a line of an observation report\n'.repeat(30_000));
-    const filter = deliveryFilter(nodeFilters, 'ftp', { filterName: 'gzip' }, filterOptions(new Map()), {
+    const filter = deliveryFilter(nodeFilters(), 'ftp', { filterName: 'gzip' }, filterOptions(new Map()), {
       source: '/x/report.txt',
       size: bytes.byteLength,
     });

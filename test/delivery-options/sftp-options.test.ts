@@ -100,7 +100,7 @@ describe.skipIf(missing !== null)(
       const target = host({ 'sftp.md5Ext': '.md5' });
       const bytes = Buffer.from('compressible line of a bulletin\n'.repeat(40_000));
       const all = readOptions(data({}));
-      const filter = deliveryFilter(nodeFilters, 'sftp', { filterName: 'gzip' }, filterOptions(all), {
+      const filter = deliveryFilter(nodeFilters(), 'sftp', { filterName: 'gzip' }, filterOptions(all), {
         source: '/data/bulletin.txt',
         size: bytes.byteLength,
       });
@@ -125,7 +125,7 @@ describe.skipIf(missing !== null)(
     it('fails a compressed delivery whose source is not the registered size, leaving nothing behind', async () => {
       const target = host();
       const bytes = Buffer.alloc(50_000, 1);
-      const filter = deliveryFilter(nodeFilters, 'sftp', { filterName: 'gzip' }, filterOptions(new Map()), {
+      const filter = deliveryFilter(nodeFilters(), 'sftp', { filterName: 'gzip' }, filterOptions(new Map()), {
         source: 'f',
         size: 60_000,
       });
