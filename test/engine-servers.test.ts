@@ -14,7 +14,7 @@ import { createHarness, type Harness } from './support/harness.ts';
 import { freePort } from './support/processes.ts';
 import { type HttpSink, startHttpSink } from './support/servers/http-sink.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from './support/servers/proftpd.ts';
-import { type S3TestServer, startS3 } from './support/servers/s3.ts';
+import { type S3TestServer, s3TestHost, startS3 } from './support/servers/s3.ts';
 import { type Sshd, sshdMissing, startSshd } from './support/servers/sshd.ts';
 
 /**
@@ -207,17 +207,7 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
 
 describe('S3 and HTTP', () => {
   it('delivers a put to an S3-compatible server as one object, bytes and MD5 equal', async () => {
-    const endpoint = new URL(s3.url);
-    await restoreDestination(h, admin, 'S3_E2E', [
-      {
-        method: 's3',
-        host: endpoint.host,
-        login: s3.accessKeyId,
-        passwd: s3.secretAccessKey,
-        dir: 'products',
-        data: `s3.bucketName = "${s3.bucket}"\ns3.url = "${s3.url}"\ns3.enablePathStyleAccess = "yes"`,
-      },
-    ]);
+    await restoreDestination(h, admin, 'S3_E2E', [s3TestHost(s3, 'products')]);
     const sent = await put('S3_E2E', 300_000);
     await eventually(done(sent.id), 20_000, 'DONE to S3');
     const object = await s3.object(`products/${sent.target}`);

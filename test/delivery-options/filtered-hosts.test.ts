@@ -17,7 +17,7 @@ import { createHarness, type Harness } from '../support/harness.ts';
 import { ACCOUNT, ACCOUNT_KEY, type Azurite, azuriteAvailability, startAzurite } from '../support/servers/azurite.ts';
 import { type HttpSink, startHttpSink } from '../support/servers/http-sink.ts';
 import { type NginxDav, nginxAvailability, startNginxDav } from '../support/servers/nginx-dav.ts';
-import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
+import { type S3TestServer, s3TestHost, startS3 } from '../support/servers/s3.ts';
 
 /**
  * Compression filters end to end on every kind of host: a Node mover with its filters and its
@@ -136,16 +136,7 @@ describe.skipIf(skip)(`filtered deliveries on every kind of host ${azurite.reaso
   });
 
   it('S3 with lzma: one object <target>.lzma of the filtered size', async () => {
-    const endpoint = new URL(s3.url);
-    const host: TestHost = {
-      method: 's3',
-      host: endpoint.host,
-      login: s3.accessKeyId,
-      passwd: s3.secretAccessKey,
-      dir: 'products',
-      data: `s3.bucketName = "${s3.bucket}"\ns3.url = "${s3.url}"\ns3.enablePathStyleAccess = "yes"`,
-    };
-    const sent = await deliver('FILTER_S3', host, 'lzma');
+    const sent = await deliver('FILTER_S3', s3TestHost(s3, 'products'), 'lzma');
     expectFiltered('lzma', await s3.object('products/obs.csv.lzma'), sent, '.lzma');
     expect(await s3.object('products/obs.csv')).toBeNull();
   });

@@ -50,6 +50,16 @@ export interface S3TestServer {
   stop(): Promise<void>;
 }
 
+/** A dissemination host on the server's bucket, path style, delivering under `dir`. */
+export const s3TestHost = (s3: S3TestServer, dir: string) => ({
+  method: 's3' as const,
+  host: new URL(s3.url).host,
+  login: s3.accessKeyId,
+  passwd: s3.secretAccessKey,
+  dir,
+  data: `s3.bucketName = "${s3.bucket}"\ns3.url = "${s3.url}"\ns3.enablePathStyleAccess = "yes"`,
+});
+
 const MIN_PART = 5 * 1024 * 1024;
 const ACCESS_KEY = 'S3RVER';
 
