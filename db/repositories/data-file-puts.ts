@@ -4,7 +4,7 @@ import type { PlannedTransfer, PutDestination } from '../../core/data-files/put-
 import { type Database, rowsOf } from '../client.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { requeueIn, type Tx } from './data-file-requeue.ts';
-import { mentionsWis2Topic } from './wis2-outbox.ts';
+import { announceTransfer } from './wis2-outbox.ts';
 
 type ReachRow = {
   name: string;
@@ -134,14 +134,8 @@ async function insertTransfer(tx: Tx, dataFileId: number, t: PlannedTransfer, co
   await tx
     .insert(transferHistory)
     .values({ transferId: row.id, destination: t.destination, status: t.status, at, comment });
-  await tx.execute(sql`
-    with notice as (
-      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
-      select ${dataFileId}, ${row.id}, d.name, ${t.target}, 'new', ${t.scheduledAt.toISOString()}::timestamptz
-      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
-      returning transfer_id
-    )
-    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`);
+  const notice = { dataFileId, transferId: row.id, destination: t.destination, target: t.target };
+  await tx.execute(announceTransfer(notice, sql`'new'`, sql`${t.scheduledAt.toISOString()}::timestamptz`));
 }
 
 type SameTargetRow = {

@@ -3,7 +3,7 @@ import type { NewTransfer } from '../../core/data-files/ports.ts';
 import type { Database } from '../client.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { interruption } from './transfers.ts';
-import { mentionsWis2Topic } from './wis2-outbox.ts';
+import { announceTransfer } from './wis2-outbox.ts';
 
 export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
@@ -64,20 +64,13 @@ async function noticeRequeue(
   at: Date,
 ) {
   const now = at.toISOString();
-  await tx.execute(sql`
-    with unseen as (
+  const unseen = sql`unseen as (
       delete from wis2_outbox
       where transfer_id = ${t.transferId} and done_at is null and kind <> 'deletion'
         and not_before > ${now}::timestamptz
       returning id
-    )
-    , notice as (
-      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
-      select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target},
-        case when exists (select 1 from unseen) then 'new' else 'update' end,
-        greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)
-      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
-      returning transfer_id
-    )
-    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`);
+    ),`;
+  const kind = sql`case when exists (select 1 from unseen) then 'new' else 'update' end`;
+  const notBefore = sql`greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)`;
+  await tx.execute(announceTransfer(t, kind, notBefore, unseen));
 }

@@ -11,6 +11,27 @@ import { wis2Outbox } from '../schema.ts';
  */
 export const mentionsWis2Topic = (data: SQL) => sql`${data} ~ ${'(^|\\n)[ \\t]*wis2[ \\t]*\\.[ \\t]*topic[ \\t]*='}`;
 
+/**
+ * One statement: an outbox row of `kind` announcing the transfer, when its destination has a topic,
+ * and the transfer marked announced (its expiry is then announced too). `before` adds common table
+ * expressions that `kind` may read.
+ */
+export function announceTransfer(
+  t: { dataFileId: number; transferId: number; destination: string; target: string },
+  kind: SQL,
+  notBefore: SQL,
+  before: SQL = sql``,
+) {
+  return sql`
+    with ${before} notice as (
+      insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
+      select ${t.dataFileId}, ${t.transferId}, d.name, ${t.target}, ${kind}, ${notBefore}
+      from destinations d where d.name = ${t.destination} and ${mentionsWis2Topic(sql`d.data`)}
+      returning transfer_id
+    )
+    update data_transfers set wis2_announced = true where id in (select transfer_id from notice)`;
+}
+
 /** What a transfer shows in the portal's tree (db/repositories/portal-tree.ts), judged at `at`. */
 export const listedAt = (t: SQL, at: string) => sql`${t}.status not in ('INIT', 'SCHE', 'FETC')
   and ${t}.scheduled_at <= ${at}::timestamptz and ${t}.expires_at > ${at}::timestamptz`;
