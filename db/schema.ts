@@ -580,6 +580,24 @@ export const destinationRequeues = pgTable('destination_requeues', {
 });
 
 /**
+ * When each destination's waiting transfers may next be due: at or before the queue time of its
+ * earliest waiting transfer, so that the movers' look for due destinations reads the few whose
+ * time has come through `next_at`'s index instead of probing every destination. A trigger on
+ * data_transfers lowers it whenever a transfer starts waiting (migration 0025); it is raised only
+ * by `settleDueQueue` (db/repositories/due-queue.ts), under a lock that no put holds at that time.
+ */
+export const destinationQueue = pgTable(
+  'destination_queue',
+  {
+    destination: text('destination')
+      .primaryKey()
+      .references(() => destinations.name, { onDelete: 'cascade' }),
+    nextAt: stamp('next_at').notNull(),
+  },
+  (t) => [index('destination_queue_next_at').on(t.nextAt)],
+);
+
+/**
  * The sessions each mover holds open to a host, busy or kept idle for reuse, as it last published
  * them: a claim counts them against the host's maxConnections (see the claim's `running`), so that
  * no mover opens a session the server would see beyond the limit. A mover writes its row when the

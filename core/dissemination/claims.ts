@@ -122,6 +122,20 @@ export const isLapsing = (send: RunningSend, leaseMs: number) =>
 export const lapsingReason = (key: AttemptKey, mover: string) =>
   `Transfer ${key.id}: the lease of ${mover} could not be renewed in time`;
 
+/** How many destinations whose due time passed with nothing due one beat settles at most. */
+const SETTLED_PER_BEAT = 500;
+
+/**
+ * Raises the due time of destinations that have nothing due any more (all claimed, held,
+ * expired...): the movers' look walks past each of them until then.
+ */
+export async function settleStaleDestinations(ports: Ports) {
+  const now = ports.clock();
+  const stale = await ports.repos.dissemination.staleInDueQueue(now, SETTLED_PER_BEAT);
+  await ports.repos.dissemination.settleDueQueue(stale, now);
+  return stale.length;
+}
+
 /** Gives back the transfers of movers that stopped renewing their leases. */
 export function reclaimLapsedAttempts(ports: Ports) {
   return ports.repos.dissemination.reclaimLapsed(ports.clock());

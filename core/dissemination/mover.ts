@@ -2,7 +2,13 @@ import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { MoverStopping } from './abort-reasons.ts';
 import { hostOfNextAttempt } from './attempts.ts';
-import { attemptKeyOf, type RunningSend, reclaimLapsedAttempts, renewOrAbort } from './claims.ts';
+import {
+  attemptKeyOf,
+  type RunningSend,
+  reclaimLapsedAttempts,
+  renewOrAbort,
+  settleStaleDestinations,
+} from './claims.ts';
 import type { FilterCodecs } from './filters.ts';
 import { hostSessionLedger } from './host-sessions.ts';
 import { isMethodName } from './method-options.ts';
@@ -100,6 +106,7 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
         deps.stats?.reclaimed(reclaimed);
         wake();
       }
+      await settleStaleDestinations(ports);
       await deps.onHeartbeat?.();
     } catch (error) {
       ports.logger.error('mover heartbeat failed', {

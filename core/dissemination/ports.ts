@@ -186,6 +186,14 @@ export interface DisseminationRepo {
    * maxConnections, with a transfer due now; those waiting longest first.
    */
   dueDestinations(now: Date, limit: number, filter?: DueFilter): Promise<DueDestination[]>;
+  /**
+   * Raises the due times of these destinations to their earliest waiting transfer (takes out those
+   * with none), skipping any a put is registering a transfer for at this moment: their time stays
+   * as it is, never later than their transfers.
+   */
+  settleDueQueue(destinations: string[], now: Date): Promise<void>;
+  /** Destinations whose due time has passed with no transfer due: the queue's entries to settle. */
+  staleInDueQueue(now: Date, limit: number): Promise<string[]>;
   /** The destination's ring, locked until the end of the transaction (created when missing). */
   lockFailover(destination: string): Promise<StoredFailover>;
   saveFailover(

@@ -5,6 +5,7 @@ import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 import { closedByTimeRange } from './active-time-ranges.ts';
+import { dueQueueRepo } from './due-queue.ts';
 import { startLimitRepo } from './start-limits.ts';
 
 type ClaimedRow = {
@@ -23,6 +24,7 @@ type ClaimedRow = {
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
   ...startLimitRepo(db),
+  ...dueQueueRepo(db),
   async queueDepth() {
     const rows = await db.execute(sql`
       select destination, status, count(*)::int as count from data_transfers
@@ -223,14 +225,15 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
   async dueDestinations(now, limit, filter = {}) {
     const at = now.toISOString();
     const closed = await closedByTimeRange(db, now);
-    // One index probe per started destination: the claim index, on its first due row.
+    // Only the destinations whose due time has come (the queue's index), each probed for its first due row.
     const rows = rowsOf<DueRow>(
       await executePrepared(
         db,
         sql`
         select d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
           d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at
-        from destinations d
+        from destination_queue q
+        join destinations d on d.name = q.destination
         join destination_types t on t.id = d.type
         left join destination_state s on s.destination = d.name
         join lateral (
@@ -241,7 +244,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           order by priority, queue_at, id
           limit 1
         ) due on true
-        where d.active and d.status_code in ('WAIT', 'EXEC')
+        where q.next_at <= ${at}::timestamptz and d.active and d.status_code in ('WAIT', 'EXEC')
           -- A destination at its limit cannot start anything: it must not take the place of one that can.
           and (coalesce(d.max_connections, 1) < 0 or (select count(*) from data_transfers r
             where r.destination = d.name and r.mover is not null) < coalesce(d.max_connections, 1))
@@ -249,7 +252,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           ${withModules(filter.modules)}
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
           and d.name not in (select jsonb_array_elements_text(${closed}::jsonb))
-        order by due.at, d.name
+        order by q.next_at, d.name
         limit ${limit}::int`,
         'dueDestinations',
       ),

@@ -1,4 +1,4 @@
-import { reclaimLapsedAttempts } from '../../core/dissemination/claims.ts';
+import { reclaimLapsedAttempts, settleStaleDestinations } from '../../core/dissemination/claims.ts';
 import { type DeliverDueResult, deliverDue, reachableDue } from '../../core/dissemination/deliver-due.ts';
 import type { DisseminationHost } from '../../core/dissemination/ports.ts';
 import { edgeCanReach } from '../../core/dissemination/reach.ts';
@@ -37,6 +37,7 @@ const reachesFor = (config: WorkerConfig) => (host: DisseminationHost) =>
  */
 export async function dispatchDue(ports: Ports, config: WorkerConfig, queue: DeliveryQueue): Promise<string[]> {
   await reclaimLapsedAttempts(ports);
+  await settleStaleDestinations(ports);
   const names = await reachableDue(ports, reachesFor(config), DISPATCH_LIMIT);
   for (let at = 0; at < names.length; at += BATCH) {
     await queue.sendBatch(names.slice(at, at + BATCH).map((destination) => ({ body: { destination } })));
