@@ -1,7 +1,9 @@
 /**
- * The claim at scale, on Postgres: 1,000,000 transfers, 100,000 of them waiting, over 1,000
- * started destinations. Measures the statement a mover runs to find due destinations and the
- * claim of one destination's due transfers (one short transaction), each timed on its own.
+ * The claim at scale, on Postgres. By default 1,000,000 transfers over 10,000 started destinations:
+ * half of them wait for a later time (scheduled ahead, or backing off after a failure) on every
+ * destination, 100,000 are due on 100 of the destinations, the rest ended. Measures the statement a
+ * mover runs to find due destinations and the claim of one due destination's transfers (one short
+ * transaction), each timed on its own.
  */
 import postgres from 'postgres';
 import { claimTransfers } from '../core/dissemination/claims.ts';
@@ -10,10 +12,33 @@ import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { benchPorts, log, sleep } from './support.ts';
 
+export interface ClaimScale {
+  transfers: number;
+  /** Transfers due now, on the destinations with due work. */
+  waiting: number;
+  /** Ended transfers older than the retention limit, seeded besides the others. */
+  retired?: number;
+  destinations?: number;
+  /** Destinations with due work (the first of every destinations/due). */
+  dueDestinations?: number;
+  /** The share of the transfers waiting for a later time, over every destination. */
+  laterShare?: number;
+}
+
+export const SCALE: Required<Omit<ClaimScale, 'retired'>> = {
+  transfers: 1_000_000,
+  waiting: 100_000,
+  destinations: 10_000,
+  dueDestinations: 100,
+  laterShare: 0.5,
+};
+
 export interface ClaimFigures {
   transfers: number;
   waiting: number;
   destinations: number;
+  dueDestinations: number;
+  later: number;
   seedSeconds: number;
   claim: { p50: number; p99: number; max: number; samples: number };
   due: { p50: number; p99: number; max: number; samples: number };
@@ -31,30 +56,48 @@ const summary = (ms: number[]) => {
   return { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1)!, samples: ms.length };
 };
 
-export async function claimBenchmark(
-  databaseUrl: string,
-  scale: { transfers: number; waiting: number; retired?: number } = { transfers: 1_000_000, waiting: 100_000 },
-) {
-  const retired = scale.retired ?? 0;
-  const destinations = 1000;
+export async function claimBenchmark(databaseUrl: string, wanted: ClaimScale = SCALE) {
+  // Anything left out is as before this scale existed: 1,000 destinations, all with due work, none waiting later.
+  const scale = {
+    destinations: 1000,
+    dueDestinations: wanted.destinations ?? 1000,
+    laterShare: 0,
+    retired: 0,
+    ...wanted,
+  };
+  const { destinations, dueDestinations, retired } = scale;
+  const later = Math.round(scale.transfers * scale.laterShare);
   const handle = openPostgres(databaseUrl, { max: 4 });
   const sql = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
+  const name = (index: string) => `'CLAIM_' || lpad((${index})::text, 5, '0')`;
+  // The n-th destination with due work, of every destinations/dueDestinations.
+  const dueName = (n: string) => name(`1 + (${n}) * ${Math.floor(destinations / dueDestinations)}`);
   try {
     await migrate(handle);
     const started = Date.now();
+    const dueEvery = Math.max(1, Math.round((scale.transfers - later) / scale.waiting));
     await sql.unsafe(`
       insert into destinations (name, country_iso, type, status_code, max_connections)
-      select 'CLAIM_' || lpad(g::text, 4, '0'), 'gb', 1, 'WAIT', -1 from generate_series(1, ${destinations}) g;
+      select ${name('g')}, 'gb', 1, 'WAIT', -1 from generate_series(1, ${destinations}) g;
       insert into data_files (id, source, size, registered_by)
       select g, '/srv/out/f' || g, 65536, 'bench' from generate_series(1, ${scale.transfers}) g;
+      -- Waiting for a later time, on every destination: scheduled up to a day ahead, or backing off.
       insert into data_transfers (data_file_id, destination, target, priority, status, scheduled_at, expires_at,
         queue_at)
-      select g, 'CLAIM_' || lpad((1 + g % ${destinations})::text, 4, '0'), 'f' || g, g % 100,
-        case when g % ${Math.round(scale.transfers / scale.waiting)} = 0 then 'WAIT' else 'DONE' end,
+      select g, ${name(`1 + g % ${destinations}`)}, 'f' || g, g % 100, case when g % 3 = 0 then 'RETR' else 'WAIT' end,
+        now(), now() + interval '2 days', now() + (1 + g % 86400 || ' s')::interval
+      from generate_series(1, ${later}) g;
+      -- Due on the destinations with due work, and ended everywhere.
+      insert into data_transfers (data_file_id, destination, target, priority, status, scheduled_at, expires_at,
+        queue_at)
+      select g,
+        case when g % ${dueEvery} = 0 then ${dueName(`g / ${dueEvery} % ${dueDestinations}`)}
+          else ${name(`1 + g % ${destinations}`)} end,
+        'f' || g, g % 100, case when g % ${dueEvery} = 0 then 'WAIT' else 'DONE' end,
         now() - interval '1 hour', now() + interval '2 days', now() - interval '1 hour' + (g || ' ms')::interval
-      from generate_series(1, ${scale.transfers}) g;
+      from generate_series(${later + 1}, ${scale.transfers}) g;
       ${retiredRows(scale.transfers, retired, destinations)}
-      analyze data_transfers; analyze data_files; analyze destinations;`);
+      analyze data_transfers; analyze data_files; analyze destinations; analyze destination_queue;`);
     const seedSeconds = (Date.now() - started) / 1000;
     log(`claims: seeded ${scale.transfers} transfers in ${seedSeconds.toFixed(0)} s`);
 
@@ -62,8 +105,9 @@ export async function claimBenchmark(
     const before = await rowsRead(sql);
     const claim: number[] = [];
     const due: number[] = [];
+    const spacing = Math.floor(destinations / dueDestinations);
     for (let i = 0; i < 2000; i++) {
-      const destination = `CLAIM_${String(1 + ((i * 7) % destinations)).padStart(4, '0')}`;
+      const destination = `CLAIM_${String(1 + ((i * 7) % dueDestinations) * spacing).padStart(5, '0')}`;
       let t = performance.now();
       await claimTransfers(ports, {
         destination,
@@ -97,6 +141,8 @@ export async function claimBenchmark(
       transfers: scale.transfers,
       waiting: scale.waiting,
       destinations,
+      dueDestinations,
+      later,
       seedSeconds,
       claim: summary(claim.slice(100)),
       due: summary(due.slice(25)),
@@ -121,7 +167,7 @@ function retiredRows(first: number, count: number, destinations: number) {
     select g, '/srv/out/r' || g, 65536, 'bench' from ${range};
     insert into data_transfers (data_file_id, destination, target, unique_name, priority, status, scheduled_at,
       expires_at, queue_at, created_at, updated_at)
-    select g, 'CLAIM_' || lpad((1 + g % ${destinations})::text, 4, '0'), 'r' || (g / 10), 'run' || g, g % 100, 'DONE',
+    select g, 'CLAIM_' || lpad((1 + g % ${destinations})::text, 5, '0'), 'r' || (g / 10), 'run' || g, g % 100, 'DONE',
       ${ago}, ${ago} + interval '1 day', ${ago}, ${ago}, ${ago}
     from ${range};
     insert into transfer_history (transfer_id, destination, status, at)

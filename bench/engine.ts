@@ -8,7 +8,7 @@
  *   baseline `sftp -b` putting the same files;
  * - one 1 GiB file delivered by that mover, three times; baseline `scp` of the same file after each;
  * - put → DONE of a 1 MiB file on an idle system, with the mover embedded as `npm start` runs it;
- * - the claim at 1,000,000 transfers (bench/claims.ts);
+ * - the claim and the due look at 1,000,000 transfers over 10,000 destinations (bench/claims.ts);
  * - the small files again on the embedded database (PGlite) with the embedded mover.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -351,21 +351,22 @@ try {
   claimUrl.pathname = `/${claimDb}`;
   const claims = await claimBenchmark(claimUrl.href);
   await admin.unsafe(`drop database if exists ${claimDb} with (force)`);
+  const scene =
+    `${claims.transfers.toLocaleString('en')} transfers (${claims.later.toLocaleString('en')} waiting for a later time, ` +
+    `${claims.waiting.toLocaleString('en')} due), ${claims.destinations.toLocaleString('en')} started destinations, ` +
+    `${claims.dueDestinations} with due work`;
   rows.push([
-    'claim (one transaction) at 1,000,000 transfers, 100,000 waiting, 1,000 destinations',
+    `claim (one transaction) at ${scene}`,
     `${claims.claim.samples} claims`,
     `p50 ${claims.claim.p50.toFixed(1)} ms, p99 ${claims.claim.p99.toFixed(1)} ms`,
-  ]);
-  targets.push([
-    'Claim: p99 ≤ 10 ms, 1,000,000 transfers, 100,000 waiting, 1,000 destinations',
-    `${claims.claim.p99.toFixed(1)} ms`,
-    claims.claim.p99 <= 10,
   ]);
   rows.push([
     'due destinations (a mover looking for work), same data',
     `${claims.due.samples} looks`,
     `p50 ${claims.due.p50.toFixed(1)} ms, p99 ${claims.due.p99.toFixed(1)} ms`,
   ]);
+  targets.push([`Claim: p99 ≤ 10 ms, ${scene}`, `${claims.claim.p99.toFixed(1)} ms`, claims.claim.p99 <= 10]);
+  targets.push(['Due look: p99 ≤ 5 ms, same data', `${claims.due.p99.toFixed(1)} ms`, claims.due.p99 <= 5]);
   const table = [
     '| Scenario | Load | Result |',
     '| --- | --- | --- |',

@@ -128,7 +128,12 @@ export const destinations = pgTable(
      */
     listEntry: text('list_entry').notNull().default(''),
   },
-  (t) => [index('destinations_country').on(t.countryIso), index('destinations_type').on(t.type)],
+  (t) => [
+    index('destinations_country').on(t.countryIso),
+    index('destinations_type').on(t.type),
+    // The few with an active time range, which the movers' look reads on every pass.
+    index('destinations_time_ranged').on(t.name).where(sql`strpos(${t.data}, 'scheduler.activeTimeRange') > 0`),
+  ],
 );
 
 export const hosts = pgTable('hosts', {

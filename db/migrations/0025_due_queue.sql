@@ -5,6 +5,8 @@ CREATE TABLE "destination_queue" (
 --> statement-breakpoint
 ALTER TABLE "destination_queue" ADD CONSTRAINT "destination_queue_destination_destinations_name_fk" FOREIGN KEY ("destination") REFERENCES "public"."destinations"("name") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "destination_queue_next_at" ON "destination_queue" USING btree ("next_at");--> statement-breakpoint
+CREATE INDEX "destinations_time_ranged" ON "destinations" USING btree ("name") WHERE strpos("destinations"."data", 'scheduler.activeTimeRange') > 0;
+--> statement-breakpoint
 -- A transfer that starts waiting makes its destination due at its queue time, unless the
 -- destination already is at or before it. The shared lock, held to the end of the transaction,
 -- keeps settleDueQueue from raising the time meanwhile on a snapshot that cannot see this

@@ -231,7 +231,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         db,
         sql`
         select d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
-          d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at
+          d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at,
+          hs.hosts
         from destination_queue q
         join destinations d on d.name = q.destination
         join destination_types t on t.id = d.type
@@ -244,6 +245,17 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           order by priority, queue_at, id
           limit 1
         ) due on true
+        cross join lateral (
+          select coalesce(json_agg(json_build_object('hostid', h.hostid, 'module', m.ectrans_module_name,
+            'host', h.host, 'login', h.login, 'passwd_sealed', h.passwd_sealed, 'dir', h.dir, 'data', h.data,
+            'max_connections', h.max_connections, 'retry_count', h.retry_count, 'retry_frequency', h.retry_frequency,
+            'filter_name', h.filter_name, 'network', coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')))
+            order by a.priority, h.hostid), '[]') as hosts
+          from destination_hosts a
+          join hosts h on h.hostid = a.hostid
+          left join transfer_methods m on m.name = h.transfer_method_name
+          where a.destination = d.name and h.active and h.type = 'Dissemination'
+        ) hs
         where q.next_at <= ${at}::timestamptz and d.active and d.status_code in ('WAIT', 'EXEC')
           -- A destination at its limit cannot start anything: it must not take the place of one that can.
           and (coalesce(d.max_connections, 1) < 0 or (select count(*) from data_transfers r
@@ -257,25 +269,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         'dueDestinations',
       ),
     );
-    if (rows.length === 0) return [];
-    const hostRows = rowsOf<HostRow>(
-      await db.execute(sql`
-        select a.destination, h.hostid, m.ectrans_module_name as module, h.host, h.login, h.passwd_sealed, h.dir,
-          h.data, h.max_connections, h.retry_count, h.retry_frequency, h.filter_name,
-          coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')) as network
-        from destination_hosts a
-        join hosts h on h.hostid = a.hostid
-        left join transfer_methods m on m.name = h.transfer_method_name
-        where a.destination in (${sql.join(
-          rows.map((r) => sql`${r.name}`),
-          sql`, `,
-        )}) and h.active and h.type = 'Dissemination'
-        order by a.destination, a.priority, h.hostid`),
-    );
-    const hostsOf = new Map<string, DisseminationHost[]>();
-    for (const h of hostRows) {
-      const list = hostsOf.get(h.destination) ?? [];
-      list.push({
+    const hostsOf = (r: DueRow): DisseminationHost[] =>
+      (typeof r.hosts === 'string' ? (JSON.parse(r.hosts) as HostRow[]) : r.hosts).map((h) => ({
         hostId: String(h.hostid),
         module: h.module,
         host: h.host ?? '',
@@ -288,9 +283,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         retryFrequency: numberOrNull(h.retry_frequency),
         network: h.network,
         filterName: h.filter_name,
-      });
-      hostsOf.set(h.destination, list);
-    }
+      }));
     return rows.map((r) => ({
       name: r.name,
       typeLabel: r.type_label,
@@ -301,7 +294,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         onHostFailure: numberOrNull(r.on_host_failure),
         resetFrequency: numberOrNull(r.reset_frequency),
       },
-      hosts: hostsOf.get(r.name) ?? [],
+      hosts: hostsOf(r),
       state: {
         hostIndex: Number(r.host_index ?? 0),
         hostFailures: Number(r.host_failures ?? 0),
@@ -419,10 +412,11 @@ type DueRow = {
   host_failures: number | null;
   rounds: number | null;
   left_primary_at: string | Date | null;
+  /** Its active dissemination hosts in priority order (json_agg: parsed by postgres.js, text from some drivers). */
+  hosts: HostRow[] | string;
 };
 
 type HostRow = {
-  destination: string;
   hostid: string | number;
   module: string | null;
   host: string | null;
