@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { DataFileRepo, RegisteredFile } from '../../core/data-files/ports.ts';
 import type { PlannedTransfer, PutDestination } from '../../core/data-files/put-plan.ts';
 import { type Database, rowsOf } from '../client.ts';
@@ -100,18 +100,18 @@ async function liveOf(tx: Tx, transfers: PlannedTransfer[]) {
       uniqueName: dataTransfers.uniqueName,
     })
     .from(dataTransfers)
+    // The live-key index: only the transfers holding one of the put's keys, however many others wait.
     .where(
       and(
-        inArray(
-          dataTransfers.destination,
-          transfers.map((t) => t.destination),
-        ),
+        sql`(${dataTransfers.destination}, ${dataTransfers.target}, ${dataTransfers.uniqueName}) in (${sql.join(
+          transfers.map((t) => sql`(${t.destination}, ${t.target}, ${t.uniqueName})`),
+          sql`, `,
+        )})`,
         LIVE,
       ),
     )
     .for('update');
-  const wanted = new Set(transfers.map(keyOf));
-  return new Map(rows.filter((r) => wanted.has(keyOf(r))).map((r) => [keyOf(r), r]));
+  return new Map(rows.map((r) => [keyOf(r), r]));
 }
 
 async function insertFile(tx: Tx, file: RegisteredFile) {
