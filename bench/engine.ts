@@ -30,7 +30,8 @@ import { nodeSourceProber, nodeSourceReader } from '../functions/node/sources.ts
 import { nodeTransferMethods } from '../functions/transfer-methods/index.ts';
 import { startSshd } from '../test/support/servers/sshd.ts';
 import { claimBenchmark } from './claims.ts';
-import { benchPorts, log, machine, median, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
+import { startRoundTripCounter } from './pg-round-trips.ts';
+import { benchPorts, log, machine, median, postgresCpu, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
 
 const FILES = Number(process.env.BENCH_ENGINE_FILES ?? 500);
 const SMALL = 64 * 1024;
@@ -173,19 +174,28 @@ const stopped = (child: ChildProcess) => {
 
 /** Small files and the large file through a mover process on Postgres, with OpenSSH's clients. */
 async function throughMoverProcess() {
-  const { url, handle } = await freshPostgres(`ecpds_bench_engine_${process.pid}`);
+  const database = `ecpds_bench_engine_${process.pid}`;
+  const { url, handle } = await freshPostgres(database);
   const ports = portsOn(handle);
   const files = smallFiles('s');
   const dir = sshd.scratch('engine-');
   await sftpDestination(ports, 'SMALL', dir);
   for (const file of files) await register(ports, 'SMALL', file);
-  const mover = moverProcess(url, 'bench');
+  // The mover reaches Postgres through a proxy that counts its round trips at the wire.
+  const counter = await startRoundTripCounter({ host: PG.hostname, port: Number(PG.port || 5432) });
+  const counted = new URL(url);
+  counted.port = String(counter.port);
+  const mover = moverProcess(counted.href, 'bench');
   await sleep(1500);
+  const tripsBefore = counter.roundTrips();
+  const cpuBefore = postgresCpu(database);
   const ours = await seconds(async () => {
     await setDestinationStatus(ports, 'bench', 'SMALL', 'start');
     await handle.signals!.notify(MOVERS_CHANNEL);
     await allDone(handle, 'SMALL', FILES);
   });
+  const tripsPerFile = (counter.roundTrips() - tripsBefore) / FILES;
+  const postgresUsPerFile = (postgresCpu(database) - cpuBefore) / FILES;
   const batch = sshd.scratch('batch-');
   const sftpB = await seconds(() =>
     run(
@@ -201,10 +211,20 @@ async function throughMoverProcess() {
     `${rate(FILES, ours)} transfers/s`,
   ]);
   rows.push(['baseline: OpenSSH `sftp -b`, one process, same files', what, `${rate(FILES, sftpB)} files/s`]);
+  rows.push([
+    'the same mover run: its database round trips per delivered file (counted at the wire), Postgres CPU per file',
+    what,
+    `${tripsPerFile.toFixed(1)} round trips, ${Math.round(postgresUsPerFile)} µs`,
+  ]);
   targets.push([
-    'Small files: ≥ 100 transfers/s per mover, 64 KiB to the local sshd',
-    `${rate(FILES, ours)}/s`,
-    rate(FILES, ours) >= 100,
+    'Small files: one mover ≥ 50% of `sftp -b`, 64 KiB to the local sshd',
+    `${Math.round((100 * sftpB) / ours)}%`,
+    sftpB / ours >= 0.5,
+  ]);
+  targets.push([
+    'Bookkeeping: ≤ 6 database round trips per delivered file',
+    tripsPerFile.toFixed(1),
+    tripsPerFile <= 6,
   ]);
 
   const large = path.join(sources, 'large.bin');
@@ -249,11 +269,17 @@ async function throughMoverProcess() {
   const share = median(runs.map((r) => r.scp / r.ours));
   const shareGcm = median(runs.map((r) => r.scpGcm / r.ours));
   targets.push([
-    `A large file (${size}): ≥ 80% of scp's throughput to the same sshd`,
-    `${Math.round(100 * share)}% (${Math.round(100 * shareGcm)}% of scp with AES-GCM, the cipher the mover uses)`,
+    `A large file (${size}): ≥ 80% of scp with the cipher the mover negotiates (AES-GCM), to the same sshd`,
+    `${Math.round(100 * shareGcm)}%`,
+    shareGcm >= 0.8,
+  ]);
+  targets.push([
+    `A large file (${size}): ≥ 80% of scp with its default cipher`,
+    `${Math.round(100 * share)}%`,
     share >= 0.8,
   ]);
   await stopped(mover);
+  await counter.stop();
   await handle.close();
   await admin.unsafe(`drop database if exists ecpds_bench_engine_${process.pid} with (force)`);
 }
