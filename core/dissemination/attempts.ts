@@ -1,6 +1,13 @@
 import type { Ports } from '../ports.ts';
 import { refreshShownStatus } from './destination-status.ts';
-import { type Attempt, currentHost, decideOutcome, type OutcomeDecision, type SendResult } from './outcome.ts';
+import {
+  type Attempt,
+  currentHost,
+  decideOutcome,
+  deliveredOutcome,
+  type OutcomeDecision,
+  type SendResult,
+} from './outcome.ts';
 import type { DueDestination } from './ports.ts';
 import { rescheduleAfterRequeue } from './requeue-at-limit.ts';
 
@@ -29,6 +36,7 @@ export async function endAttempt(
   result: SendResult,
   random: () => number = Math.random,
 ): Promise<boolean> {
+  if (result.kind === 'delivered') return endDelivered(ports, attempt, result);
   const now = ports.clock();
   const { destination, transfer } = attempt;
   let decided: OutcomeDecision | undefined;
@@ -47,8 +55,6 @@ export async function endAttempt(
     await repos.dissemination.saveFailover(destination.name, decision.ring, { at: now, ...decision.ringNote });
     if (decision.holdDestination) await repos.dissemination.holdDestination(destination.name);
     else await refreshShownStatus(repos.dissemination, destination.name, now);
-    // Last: a claim that marks the destination holds its row, which the lines above may wait for.
-    if (decision.transfer.status === 'DONE') await rescheduleAfterRequeue(repos, destination.name, now);
     return true;
   });
   if (owned && decided) {
@@ -57,5 +63,38 @@ export async function endAttempt(
       ports.logger.warn('destination on HOLD: every host failed', { destination: destination.name });
     }
   }
+  return owned;
+}
+
+/**
+ * A delivered file's end, in one transaction: DONE with its history, the ring's success, the shown
+ * status, and the requeued transfers' reschedule; then its UPH line. The ring is written without a
+ * read before it, so that the ends of concurrent deliveries to one destination hold its row for as
+ * short a time as they can; its lock is taken in the same order as a failure takes it (before the
+ * destination's row), so the two never wait on each other in a cycle.
+ */
+async function endDelivered(ports: Ports, attempt: Attempt, result: Extract<SendResult, { kind: 'delivered' }>) {
+  const now = ports.clock();
+  const { destination, transfer } = attempt;
+  const decided = deliveredOutcome(attempt, result, now);
+  const owned = await ports.repos.transaction(async (repos) => {
+    const ended = await repos.dissemination.finish({
+      id: transfer.id,
+      mover: attempt.mover,
+      attempt: transfer.attempt,
+      now,
+      outcome: decided.transfer,
+    });
+    if (!ended) return false;
+    await repos.dissemination.recordSuccess(destination.name, decided.success, {
+      at: now,
+      hostId: attempt.host.hostId,
+    });
+    await refreshShownStatus(repos.dissemination, destination.name, now);
+    // Last: a claim that marks the destination holds its row, which the lines above may wait for.
+    await rescheduleAfterRequeue(repos, destination.name, now);
+    return true;
+  });
+  if (owned) ports.events.write(decided.eventLine);
   return owned;
 }

@@ -50,6 +50,36 @@ export function currentHost(destination: DueDestination, state: StoredFailover['
 }
 
 /**
+ * A delivered file's outcome, which needs no read of the ring: DONE with its history comment and
+ * UPH line, and the ring told the host works (afterSuccess, written as one update: the host used,
+ * nothing failed, back on the primary, or still away from it since when it left).
+ */
+export function deliveredOutcome(attempt: Attempt, result: Extract<SendResult, { kind: 'delivered' }>, now: Date) {
+  const { transfer, destination, host, mover } = attempt;
+  const seconds = Math.max(1, now.getTime() - transfer.startedAt.getTime()) / 1000;
+  const mbits = ((result.sent * 8) / seconds / 1e6).toFixed(2);
+  const used = Math.max(0, destination.hosts.indexOf(host));
+  const backToPrimary = destination.retry.onHostFailure === 1;
+  return {
+    transfer: {
+      status: 'DONE' as const,
+      sent: result.sent,
+      md5: result.md5,
+      filter: result.filter ?? null,
+      comment: `Sent ${result.sent} bytes from DataMover=${mover} to ${host.host} at ${transfer.target} (${mbits} Mbits/s)`,
+    },
+    success: { hostIndex: backToPrimary ? 0 : used, awayFromPrimary: !backToPrimary && used !== 0 },
+    eventLine: uphEvent({
+      ...lineFields(attempt, now),
+      priority: transfer.priority,
+      queueTime: transfer.queueAt,
+      finishTime: now,
+      bytesSent: result.sent,
+    }),
+  };
+}
+
+/**
  * The outcome of an attempt, from the ring as the destination's lock holder read it: a delivered
  * file is DONE and the ring is told the host works; a failure is RETR (history STOP then RETR, as
  * the reference writes it) under the reference's host rules: a try spent on the host and its retry
@@ -64,38 +94,22 @@ export function decideOutcome(
   now: Date,
   random: () => number = Math.random,
 ): OutcomeDecision {
-  const { transfer, destination, host, mover } = attempt;
-  const line = lineFields(attempt, now);
   if (result.kind === 'delivered') {
-    const seconds = Math.max(1, now.getTime() - transfer.startedAt.getTime()) / 1000;
-    const mbits = ((result.sent * 8) / seconds / 1e6).toFixed(2);
-    const used = Math.max(0, destination.hosts.indexOf(host));
+    const delivered = deliveredOutcome(attempt, result, now);
+    const used = delivered.success.hostIndex;
     return {
-      transfer: {
-        status: 'DONE',
-        sent: result.sent,
-        md5: result.md5,
-        filter: result.filter ?? null,
-        comment:
-          `Sent ${result.sent} bytes from DataMover=${mover} to ${host.host} ` +
-          `at ${transfer.target} (${mbits} Mbits/s)`,
-      },
+      ...delivered,
       ring: {
-        state: afterSuccess({ ...stored.state, hostIndex: used }, destination.retry),
+        state: afterSuccess({ ...stored.state, hostIndex: used }, attempt.destination.retry),
         pausedUntil: null,
         pauseReason: null,
       },
-      ringNote: { hostId: host.hostId, error: null },
+      ringNote: { hostId: attempt.host.hostId, error: null },
       holdDestination: false,
-      eventLine: uphEvent({
-        ...line,
-        priority: transfer.priority,
-        queueTime: transfer.queueAt,
-        finishTime: now,
-        bytesSent: result.sent,
-      }),
     };
   }
+  const { transfer, host } = attempt;
+  const line = lineFields(attempt, now);
   const requeue = afterFailedAttempt(attempt, result.counts, stored, now, random);
   return {
     transfer: {

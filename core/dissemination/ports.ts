@@ -196,6 +196,17 @@ export interface DisseminationRepo {
   staleInDueQueue(now: Date, limit: number): Promise<string[]>;
   /** The destination's ring, locked until the end of the transaction (created when missing). */
   lockFailover(destination: string): Promise<StoredFailover>;
+  /**
+   * A success written into the ring in one statement, with no read before it: no failure left,
+   * no pause, the host used (`hostIndex`), and the time it left the primary kept only while
+   * `awayFromPrimary`. It waits for an ending failure's lock like any writer, so the two apply in
+   * some order, each whole.
+   */
+  recordSuccess(
+    destination: string,
+    success: { hostIndex: number; awayFromPrimary: boolean },
+    note: { at: Date; hostId: string },
+  ): Promise<void>;
   saveFailover(
     destination: string,
     failover: StoredFailover,

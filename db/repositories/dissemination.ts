@@ -327,6 +327,19 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       pauseReason: row.pauseReason === 'retry' || row.pauseReason === 'sleep' ? row.pauseReason : null,
     };
   },
+  async recordSuccess(destination, { hostIndex, awayFromPrimary }, { at, hostId }) {
+    await executePrepared(
+      db,
+      sql`
+      insert into destination_state (destination, host_index, host_failures, rounds, last_host_id, last_success_at)
+      values (${destination}, ${hostIndex}::int, 0, 0, ${hostId}, ${at.toISOString()}::timestamptz)
+      on conflict (destination) do update set host_index = excluded.host_index, host_failures = 0, rounds = 0,
+        left_primary_at = case when ${awayFromPrimary}::boolean then destination_state.left_primary_at end,
+        paused_until = null, pause_reason = null, last_host_id = excluded.last_host_id,
+        last_success_at = excluded.last_success_at`,
+      'recordSuccess',
+    );
+  },
   async saveFailover(destination, { state, pausedUntil, pauseReason }, result) {
     const saved = db
       .update(destinationState)
