@@ -131,6 +131,9 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
     }
   })();
 
+  /** This mover's sends in progress, by destination. */
+  const sendingTo = new Map<string, number>();
+
   async function claimRound() {
     let free = options.concurrency - running.size;
     if (free <= 0) return;
@@ -141,16 +144,22 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       // A host whose method this mover lacks is left to a mover that has it (an R2 host to the edge):
       // claiming it here would fail it and spend its tries.
       if (!host || !canSend(deps.methods, host)) continue;
+      const name = destination.name;
       const sends = await claimAndSend(sending, options.name, destination, host, {
         leaseMs: options.leaseMs,
         wanted: free,
+        firstSends: !sendingTo.has(name),
       });
       for (const send of sends) {
         free--;
         const key = attemptKeyOf(send.key);
         running.set(key, send);
+        sendingTo.set(name, (sendingTo.get(name) ?? 0) + 1);
         void send.ended.finally(() => {
           running.delete(key);
+          const left = (sendingTo.get(name) ?? 1) - 1;
+          if (left > 0) sendingTo.set(name, left);
+          else sendingTo.delete(name);
           wake();
         });
       }

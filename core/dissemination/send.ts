@@ -173,7 +173,16 @@ export async function claimAndSend(
   mover: string,
   destination: DueDestination,
   host: DisseminationHost,
-  claim: { leaseMs: number; wanted: number; workerSourcesOnly?: boolean },
+  claim: {
+    leaseMs: number;
+    wanted: number;
+    workerSourcesOnly?: boolean;
+    /**
+     * Whether this mover was sending nothing to the destination before: only then does its shown
+     * status change with the claim (to sending); the end of each attempt shows it again anyway.
+     */
+    firstSends?: boolean;
+  },
 ): Promise<StartedSend[]> {
   const { ports } = deps;
   // Before the claim: its lease starts during it, and must not look younger than it is.
@@ -184,7 +193,9 @@ export async function claimAndSend(
     mover,
     destinationMax: destination.maxConnections,
     hostMax: host.maxConnections,
-    ...claim,
+    leaseMs: claim.leaseMs,
+    wanted: claim.wanted,
+    workerSourcesOnly: claim.workerSourcesOnly,
   });
   // Every claimed transfer is sent (or given back by its attempt) whatever happens next: a failure
   // to show the destination's status must not leave them claimed by nobody until their lease lapses.
@@ -197,7 +208,7 @@ export async function claimAndSend(
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs, lapsing);
     return Object.assign(running, { ended });
   });
-  if (claimed.length > 0) {
+  if (claimed.length > 0 && claim.firstSends !== false) {
     await refreshShownStatusLocked(ports.repos, destination.name, ports.clock()).catch((e: unknown) =>
       ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }),
     );
