@@ -32,6 +32,7 @@ import { startSshd } from '../test/support/servers/sshd.ts';
 import { claimBenchmark } from './claims.ts';
 import { startRoundTripCounter } from './pg-round-trips.ts';
 import { benchPorts, log, machine, median, postgresCpu, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
+import { testMethodThroughput } from './test-method-movers.ts';
 
 const FILES = Number(process.env.BENCH_ENGINE_FILES ?? 500);
 const SMALL = 64 * 1024;
@@ -370,6 +371,19 @@ try {
   await latency();
   log('engine: PGlite with the embedded mover');
   await onPglite();
+  log('engine: four movers with the test method');
+  const tm = await testMethodThroughput(admin, PG, { movers: 4, transfers: 10_000, destinations: 32 });
+  rows.push([
+    `${tm.movers} mover processes on Postgres, \`test\` method (bookkeeping only), ${tm.destinations} destinations`,
+    `${tm.transfers.toLocaleString('en')} transfers`,
+    `${tm.perSecond} transfers/s; ${tm.roundTripsPerTransfer.toFixed(1)} round trips and ` +
+      `${Math.round(tm.postgresUsPerTransfer)} µs of Postgres CPU per transfer`,
+  ]);
+  targets.push([
+    'Bookkeeping: 4 movers with the `test` method ≥ 2,000 transfers/s',
+    `${tm.perSecond}/s`,
+    tm.perSecond >= 2000,
+  ]);
   log('engine: claims at 1,000,000 transfers');
   const claimDb = `ecpds_bench_claims_${process.pid}`;
   await admin.unsafe(`create database ${claimDb}`);
