@@ -11,7 +11,7 @@
  * - the claim and the due look at 1,000,000 transfers over 10,000 destinations (bench/claims.ts);
  * - the small files again on the embedded database (PGlite) with the embedded mover.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,7 +31,17 @@ import { nodeTransferMethods } from '../functions/transfer-methods/index.ts';
 import { startSshd } from '../test/support/servers/sshd.ts';
 import { claimBenchmark } from './claims.ts';
 import { startRoundTripCounter } from './pg-round-trips.ts';
-import { benchPorts, log, machine, median, postgresCpu, ROOT, secretKey, sleep, writeBenchFile } from './support.ts';
+import {
+  benchPorts,
+  log,
+  machine,
+  median,
+  postgresCpu,
+  sleep,
+  spawnMover,
+  stopped,
+  writeBenchFile,
+} from './support.ts';
 import { testMethodThroughput } from './test-method-movers.ts';
 
 const FILES = Number(process.env.BENCH_ENGINE_FILES ?? 500);
@@ -151,27 +161,8 @@ function smallFiles(prefix: string) {
   });
 }
 
-function moverProcess(url: string, name: string): ChildProcess {
-  // BENCH_MOVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the mover process only.
-  const nodeArgs = (process.env.BENCH_MOVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
-  const args = [...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'mover', '--name', name, '--concurrency', '8'];
-  return spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      ECPDS_SECRET_KEY: secretKey,
-      ECPDS_SOURCE_ROOTS: sources,
-      ECPDS_EVENT_LOG: path.join(work, 'events.log'),
-      ECPDS_SWEEP_SECONDS: '0',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-const stopped = (child: ChildProcess) => {
-  child.kill('SIGTERM');
-  return new Promise((resolve) => child.once('exit', resolve));
-};
+const moverProcess = (url: string, name: string) =>
+  spawnMover(url, name, { concurrency: 8, sourceRoots: sources, work });
 
 /** Small files and the large file through a mover process on Postgres, with OpenSSH's clients. */
 async function throughMoverProcess() {

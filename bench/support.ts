@@ -187,3 +187,36 @@ export function benchPorts(handle: DbHandle, options: { sources?: SourceProber; 
     wakeMovers: options.wakeMovers,
   });
 }
+
+/**
+ * An `ecpds-edge mover` process on `url`, reading sources under `sourceRoots` and writing its event
+ * lines under `work`. BENCH_MOVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`,
+ * profiles the mover processes only.
+ */
+export function spawnMover(
+  url: string,
+  name: string,
+  options: { concurrency: number; sourceRoots: string; work: string },
+) {
+  const nodeArgs = (process.env.BENCH_MOVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+  const args = [...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'mover', '--name', name];
+  return spawn(process.execPath, [...args, '--concurrency', String(options.concurrency)], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      ECPDS_SECRET_KEY: secretKey,
+      ECPDS_SOURCE_ROOTS: options.sourceRoots,
+      ECPDS_EVENT_LOG: path.join(options.work, 'events.log'),
+      ECPDS_SWEEP_SECONDS: '0',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Stops a process with SIGTERM; resolves once it exited. */
+export const stopped = (child: ChildProcess) =>
+  new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });

@@ -3,7 +3,7 @@
  * source read, nothing sent), so that what is measured is the claims, the ends and the looks.
  * Transfers are registered by SQL beforehand, spread over destinations of 8 connections each.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import postgres from 'postgres';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { startRoundTripCounter } from './pg-round-trips.ts';
-import { postgresCpu, ROOT, secretKey, sleep } from './support.ts';
+import { postgresCpu, sleep, spawnMover, stopped } from './support.ts';
 
 export interface TestMethodFigures {
   movers: number;
@@ -60,7 +60,8 @@ export async function testMethodThroughput(
       analyze;`);
     const counted = new URL(url);
     counted.port = String(counter.port);
-    for (let i = 1; i <= scale.movers; i++) movers.push(moverProcess(counted.href, `tm${i}`, work));
+    for (let i = 1; i <= scale.movers; i++)
+      movers.push(spawnMover(counted.href, `tm${i}`, { concurrency: 16, sourceRoots: work, work }));
     await sleep(2000);
     const trips = counter.roundTrips();
     const cpu = postgresCpu(database);
@@ -89,25 +90,3 @@ export async function testMethodThroughput(
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
-
-function moverProcess(url: string, name: string, work: string): ChildProcess {
-  const args = ['functions/bin/ecpds-edge.mjs', 'mover', '--name', name, '--concurrency', '16'];
-  return spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      ECPDS_SECRET_KEY: secretKey,
-      ECPDS_SOURCE_ROOTS: work,
-      ECPDS_EVENT_LOG: path.join(work, 'events.log'),
-      ECPDS_SWEEP_SECONDS: '0',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-const stopped = (child: ChildProcess) =>
-  new Promise((resolve) => {
-    child.once('exit', resolve);
-    child.kill('SIGTERM');
-  });
