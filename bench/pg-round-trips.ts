@@ -10,6 +10,9 @@ export async function startRoundTripCounter(target: { host: string; port: number
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host);
+    // Without this, Nagle's algorithm holds the proxy's small writes back: a wait no client has alone.
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
     sockets.add(client).add(upstream);
     let pending: Buffer = Buffer.alloc(0);
     let startup = true;

@@ -30,6 +30,9 @@ export async function testMethodThroughput(
   const database = `ecpds_bench_test_method_${process.pid}`;
   await admin.unsafe(`drop database if exists ${database} with (force)`);
   await admin.unsafe(`create database ${database}`);
+  // Every statement's duration in the server's log, to see where Postgres spends its time.
+  if (process.env.BENCH_LOG_STATEMENTS)
+    await admin.unsafe(`alter database ${database} set log_min_duration_statement = 0`);
   const url = new URL(pg);
   url.pathname = `/${database}`;
   const handle = openPostgres(url.href, { max: 2 });

@@ -1,5 +1,6 @@
 import type { Ports } from '../ports.ts';
-import { refreshShownStatus } from './destination-status.ts';
+import { attemptKeyOf } from './claims.ts';
+import { refreshShownStatus, refreshShownStatuses } from './destination-status.ts';
 import {
   type Attempt,
   currentHost,
@@ -36,7 +37,7 @@ export async function endAttempt(
   result: SendResult,
   random: () => number = Math.random,
 ): Promise<boolean> {
-  if (result.kind === 'delivered') return endDelivered(ports, attempt, result);
+  if (result.kind === 'delivered') return (await endDelivered(ports, [{ attempt, result }]))[0] ?? false;
   const now = ports.clock();
   const { destination, transfer } = attempt;
   let decided: OutcomeDecision | undefined;
@@ -66,35 +67,52 @@ export async function endAttempt(
   return owned;
 }
 
+/** A delivered file whose attempt is to end. */
+export interface DeliveredAttempt {
+  attempt: Attempt;
+  result: Extract<SendResult, { kind: 'delivered' }>;
+}
+
 /**
- * A delivered file's end, in one transaction: DONE with its history, the ring's success, the shown
- * status, and the requeued transfers' reschedule; then its UPH line. The ring is written without a
- * read before it, so that the ends of concurrent deliveries to one destination hold its row for as
- * short a time as they can; its lock is taken in the same order as a failure takes it (before the
- * destination's row), so the two never wait on each other in a cycle.
+ * Delivered files' ends, in one transaction: DONE with their history and their rings' success in
+ * one statement (no read of a ring before it is written), the destinations' shown statuses, and
+ * their requeued transfers' reschedule; then each UPH line. A ring's lock is taken in the same
+ * order as a failure takes it (before the destination's row), so the two never wait on each other
+ * in a cycle, and ends of several destinations take theirs in name order. Answers, for each in
+ * order, whether its mover still owned the attempt (an attempt it no longer owned is only released).
  */
-async function endDelivered(ports: Ports, attempt: Attempt, result: Extract<SendResult, { kind: 'delivered' }>) {
+export async function endDelivered(ports: Ports, delivered: readonly DeliveredAttempt[]): Promise<boolean[]> {
   const now = ports.clock();
-  const { destination, transfer } = attempt;
-  const decided = deliveredOutcome(attempt, result, now);
-  const owned = await ports.repos.transaction(async (repos) => {
-    const ended = await repos.dissemination.finish({
-      id: transfer.id,
-      mover: attempt.mover,
-      attempt: transfer.attempt,
-      now,
-      outcome: decided.transfer,
+  const decided = delivered.map(({ attempt, result }) => deliveredOutcome(attempt, result, now));
+  const ended = await ports.repos.transaction(async (repos) => {
+    const ends = delivered.map(({ attempt }, i) => {
+      const { transfer, success } = decided[i]!;
+      return {
+        id: attempt.transfer.id,
+        attempt: attempt.transfer.attempt,
+        mover: attempt.mover,
+        sent: transfer.sent,
+        md5: transfer.md5,
+        comment: transfer.comment,
+        filter: transfer.filter,
+        success,
+      };
     });
-    if (!ended) return false;
-    await repos.dissemination.recordSuccess(destination.name, decided.success, {
-      at: now,
-      hostId: attempt.host.hostId,
-    });
-    await refreshShownStatus(repos.dissemination, destination.name, now);
-    // Last: a claim that marks the destination holds its row, which the lines above may wait for.
-    await rescheduleAfterRequeue(repos, destination.name, now);
-    return true;
+    const keys = new Set((await repos.dissemination.finishDelivered({ now, ends })).map(attemptKeyOf));
+    const destinations = [
+      ...new Set(
+        delivered.filter((d) => keys.has(attemptKeyOf(d.attempt.transfer))).map((d) => d.attempt.destination.name),
+      ),
+    ].sort();
+    if (destinations.length === 0) return keys;
+    await refreshShownStatuses(repos.dissemination, destinations, now);
+    // Last: a claim that marks a destination holds its row, which the lines above may wait for.
+    await rescheduleAfterRequeue(repos, destinations, now);
+    return keys;
   });
-  if (owned) ports.events.write(decided.eventLine);
-  return owned;
+  return delivered.map(({ attempt }, i) => {
+    const owned = ended.has(attemptKeyOf(attempt.transfer));
+    if (owned) ports.events.write(decided[i]!.eventLine);
+    return owned;
+  });
 }

@@ -27,10 +27,9 @@ export interface ClaimRequest {
 export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<ClaimedTransfer[]> {
   const now = ports.clock();
   return ports.repos.transaction(async (repos) => {
-    const limits = await repos.dissemination.lockForClaim(request.destination);
+    // The destination's row, then the host's lock: every claim takes the two in the same order.
+    const limits = await repos.dissemination.lockForClaim(request.destination, request.hostId);
     if (!limits) return [];
-    // Always after the destination's: every claim takes the two in the same order.
-    await repos.dissemination.lockHost(request.hostId);
     const running = await repos.dissemination.running(request.destination, request.hostId, request.mover, now);
     const free = freeSlots({
       destinationMax: request.destinationMax,

@@ -15,11 +15,19 @@ export function schedulerStatus(view: SchedulerView, now: Date): 'EXEC' | 'DONE'
 }
 
 /** Stores the scheduler's status of a started destination when it changed: the one place it is decided. */
-export async function refreshShownStatus(dissemination: DisseminationRepo, destination: string, now: Date) {
-  const view = await dissemination.schedulerView(destination, now);
-  if (view === null) return;
-  const status = schedulerStatus(view, now);
-  if (status !== view.shown) await dissemination.showSchedulerStatus(destination, status);
+export function refreshShownStatus(dissemination: DisseminationRepo, destination: string, now: Date) {
+  return refreshShownStatuses(dissemination, [destination], now);
+}
+
+/** refreshShownStatus for several destinations, read in one statement and written in name order. */
+export async function refreshShownStatuses(dissemination: DisseminationRepo, names: readonly string[], now: Date) {
+  const views = await dissemination.schedulerViews(names, now);
+  for (const name of [...views.keys()].sort()) {
+    const view = views.get(name);
+    if (!view) continue;
+    const status = schedulerStatus(view, now);
+    if (status !== view.shown) await dissemination.showSchedulerStatus(name, status);
+  }
 }
 
 /**

@@ -109,6 +109,18 @@ export type AttemptOutcome =
       requeueComment: string;
     };
 
+/** A delivered attempt's end, as finishDelivered writes it (see deliveredOutcome). */
+export interface DeliveredEnd {
+  id: number;
+  attempt: number;
+  mover: string;
+  sent: number;
+  md5: string | null;
+  comment: string;
+  filter: DeliveredFilter | null;
+  success: { hostIndex: number; awayFromPrimary: boolean };
+}
+
 /** A dissemination host of a destination, as a mover needs it to send. */
 export interface DisseminationHost {
   hostId: string;
@@ -197,16 +209,15 @@ export interface DisseminationRepo {
   /** The destination's ring, locked until the end of the transaction (created when missing). */
   lockFailover(destination: string): Promise<StoredFailover>;
   /**
-   * A success written into the ring in one statement, with no read before it: no failure left,
-   * no pause, the host used (`hostIndex`), and the time it left the primary kept only while
-   * `awayFromPrimary`. It waits for an ending failure's lock like any writer, so the two apply in
-   * some order, each whole.
+   * Delivered attempts ended in one statement: each still the mover's (EXEC, same mover and
+   * attempt) goes DONE with its history row and its data file's checksum; each an operator changed
+   * meanwhile is only released; and the ring of every destination with an end is told its host
+   * works, with no read before the write, as the ends in their order would have left it (the last
+   * host used; the time it left the primary kept only while every one was away from it). It waits
+   * for an ending failure's lock like any writer, so the two apply in some order, each whole.
+   * Answers the attempts ended.
    */
-  recordSuccess(
-    destination: string,
-    success: { hostIndex: number; awayFromPrimary: boolean },
-    note: { at: Date; hostId: string },
-  ): Promise<void>;
+  finishDelivered(input: { now: Date; ends: readonly DeliveredEnd[] }): Promise<AttemptKey[]>;
   saveFailover(
     destination: string,
     failover: StoredFailover,
@@ -217,17 +228,19 @@ export interface DisseminationRepo {
   /** A started destination without dissemination hosts cannot send (the reference's NoHosts). */
   failDestination(destination: string): Promise<void>;
   /**
-   * What the movers are doing with a started destination (stored WAIT or EXEC) and the status shown
-   * for it now; null for a destination not started.
+   * What the movers are doing with each started destination (stored WAIT or EXEC) among `names`, and
+   * the status shown for it now; destinations not started are missing.
    */
-  schedulerView(destination: string, now: Date): Promise<(SchedulerView & { shown: string | null }) | null>;
+  schedulerViews(names: readonly string[], now: Date): Promise<Map<string, SchedulerView & { shown: string | null }>>;
   /** Stores the status shown for a started destination (see refreshShownStatus). */
   showSchedulerStatus(destination: string, status: string): Promise<void>;
   /**
    * Locks the destination's row for the rest of the transaction and answers its start limits; null
-   * when another claimer holds it (it will hand out the transfers, so this one moves on).
+   * when another claimer holds it (it will hand out the transfers, so this one moves on). Once it
+   * has the row, it locks the host too, waiting for other claims on it: the host's limit holds across
+   * every destination that uses it.
    */
-  lockForClaim(destination: string): Promise<StartLimits | null>;
+  lockForClaim(destination: string, hostId: string): Promise<StartLimits | null>;
   /**
    * Up to `limit` due transfers of the destination (as takeDue reads them) started `startLimit`
    * times or more, locked until the end of the transaction, in the order they would be sent.
@@ -242,18 +255,13 @@ export interface DisseminationRepo {
   applyStartLimit(id: number, decision: StartLimitDecision, now: Date): Promise<void>;
   /** Remembers that the destination requeued a transfer at its start limit. */
   markRequeued(destination: string, now: Date): Promise<void>;
-  /** Forgets that the destination requeued a transfer at its start limit; true when it had. */
-  takeRequeued(destination: string): Promise<boolean>;
+  /** Forgets that these destinations requeued a transfer at their start limit; answers those that had. */
+  takeRequeued(names: readonly string[]): Promise<string[]>;
   /**
    * The destination's WAIT and RETR transfers (not deleted) that started or were requeued before are
    * due at their scheduled time again; answers how many.
    */
   resetToScheduled(destination: string, now: Date): Promise<number>;
-  /**
-   * Locks the host's row for the rest of the transaction, waiting for other claims on it: the host's
-   * limit holds across every destination that uses it.
-   */
-  lockHost(hostId: string): Promise<void>;
   /**
    * What a claim of `mover` counts against the limits: the attempts that may still be writing (a
    * mover holds them, whatever their status now) of the destination; and to the host from any

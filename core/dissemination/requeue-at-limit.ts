@@ -24,10 +24,13 @@ export async function requeueAtStartLimit(repos: Repositories, destination: stri
 }
 
 /**
- * In a DONE's transaction: after the destination requeued a transfer at its start limit, a success
+ * In a DONE's transaction: after a destination requeued a transfer at its start limit, a success
  * gives the transfers it delayed back their scheduled times (the reference's `_reSchedule`).
  */
-export async function rescheduleAfterRequeue(repos: Repositories, destination: string, now: Date) {
-  if (!(await repos.dissemination.takeRequeued(destination))) return 0;
-  return repos.dissemination.resetToScheduled(destination, now);
+export async function rescheduleAfterRequeue(repos: Repositories, destinations: readonly string[], now: Date) {
+  let reset = 0;
+  for (const destination of await repos.dissemination.takeRequeued(destinations)) {
+    reset += await repos.dissemination.resetToScheduled(destination, now);
+  }
+  return reset;
 }

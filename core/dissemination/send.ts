@@ -8,6 +8,7 @@ import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases
 import type { Delivered } from './deliver.ts';
 import { refreshShownStatusLocked } from './destination-status.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
+import type { EndDelivered } from './grouped-ends.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import {
   attemptFence,
@@ -53,6 +54,8 @@ export interface SendDeps {
   spool?: Spool;
   /** Where the methods tell of the sessions they keep open, for other movers to count (see host-sessions.ts). */
   sessions?: SessionLedger;
+  /** Ends delivered files' attempts, several in one transaction (groupedEnds); each alone without it. */
+  endDelivered?: EndDelivered;
 }
 
 /**
@@ -113,7 +116,7 @@ export async function sendClaimed(
       ? sendSpooled(spool, { ...file, filter }, watch.watched(source.stream), attemptSignal, send)
       : send(file, source.stream)
     ).finally(watch.dispose);
-    if (!(await recordDelivered(ports, attempt, delivered, signal))) return 'lost';
+    if (!(await recordDelivered(deps, attempt, delivered, signal))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
     return 'delivered';
   } catch (error) {
@@ -142,10 +145,12 @@ export async function sendClaimed(
  * two, up to 30 s apart, until it is or the attempt is taken away (its lease lapsed meanwhile and
  * another attempt sends it again). A bookkeeping failure is never counted against the host.
  */
-async function recordDelivered(ports: Ports, attempt: Attempt, delivered: Delivered, signal: AbortSignal) {
+async function recordDelivered(deps: SendDeps, attempt: Attempt, delivered: Delivered, signal: AbortSignal) {
+  const { ports } = deps;
+  const result = { kind: 'delivered' as const, ...delivered };
   for (let wait = 1000; ; wait = Math.min(wait * 2, 30_000)) {
     try {
-      return await endAttempt(ports, attempt, { kind: 'delivered', ...delivered });
+      return await (deps.endDelivered?.({ attempt, result }) ?? endAttempt(ports, attempt, result));
     } catch (error) {
       ports.logger.warn('could not record a delivered file; trying again', {
         transfer: attempt.transfer.id,

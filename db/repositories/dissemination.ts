@@ -35,12 +35,6 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       count: Number(r.count),
     }));
   },
-  async lockHost(hostId) {
-    // Blocking, unlike the destination's: claims of other destinations on this host wait their turn
-    // for a moment rather than skip it, and read the host's count only once the others committed.
-    // An advisory lock: nothing else waits on it, and a host's own row stays free for its edits.
-    await executePrepared(db, sql`select pg_advisory_xact_lock(hashtextextended(${`host:${hostId}`}, 0))`, 'lockHost');
-  },
   async running(destination, hostId, mover, now) {
     // Attempts that may still be writing (a mover holds them, whatever their status now), plus the
     // sessions each other mover keeps open to the host beyond its own attempts there: one statement,
@@ -327,18 +321,78 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       pauseReason: row.pauseReason === 'retry' || row.pauseReason === 'sleep' ? row.pauseReason : null,
     };
   },
-  async recordSuccess(destination, { hostIndex, awayFromPrimary }, { at, hostId }) {
-    await executePrepared(
+  async finishDelivered({ now, ends }) {
+    if (ends.length === 0) return [];
+    const at = now.toISOString();
+    const input = ends.map((e, ord) => ({
+      ord,
+      id: e.id,
+      attempt: e.attempt,
+      mover: e.mover,
+      sent: e.sent,
+      md5: e.md5,
+      comment: e.comment,
+      filter_name: e.filter?.name ?? null,
+      filter_size: e.filter?.size ?? null,
+      filter_md5: e.filter?.md5 ?? null,
+      host_index: e.success.hostIndex,
+      away: e.success.awayFromPrimary,
+    }));
+    const rows = await executePrepared(
       db,
       sql`
-      insert into destination_state (destination, host_index, host_failures, rounds, last_host_id, last_success_at)
-      values (${destination}, ${hostIndex}::int, 0, 0, ${hostId}, ${at.toISOString()}::timestamptz)
-      on conflict (destination) do update set host_index = excluded.host_index, host_failures = 0, rounds = 0,
-        left_primary_at = case when ${awayFromPrimary}::boolean then destination_state.left_primary_at end,
-        paused_until = null, pause_reason = null, last_host_id = excluded.last_host_id,
-        last_success_at = excluded.last_success_at`,
-      'recordSuccess',
+      with input as (
+        select * from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as i(ord int, id bigint, attempt int,
+          mover text, sent bigint, md5 text, comment text, filter_name text, filter_size bigint, filter_md5 text,
+          host_index int, away boolean)
+      ), ended as (
+        update data_transfers t
+        set status = 'DONE', mover = null, lease_until = null, sent = i.sent, finished_at = ${at}::timestamptz,
+          message = null, updated_at = ${at}::timestamptz
+        from input i
+        where t.id = i.id and t.status = 'EXEC' and t.mover = i.mover and t.attempt = i.attempt
+        returning t.id, t.attempt, t.data_file_id, t.destination, t.host_id, i.ord, i.sent, i.comment, i.md5, i.filter_name,
+          i.filter_size, i.filter_md5, i.host_index, i.away
+      ), history as (
+        insert into transfer_history (transfer_id, destination, host_id, status, at, sent, comment, error)
+        select id, destination, host_id, 'DONE', ${at}::timestamptz, sent, comment, false from ended order by ord
+      ), checksum as (
+        -- One update per file, the last of its ends: two of the same row in one statement would keep only one.
+        update data_files f set checksum = coalesce(f.checksum, e.md5),
+          filter_name = case when e.filter_name is not null then e.filter_name else f.filter_name end,
+          filter_size = case when e.filter_name is not null then e.filter_size else f.filter_size end,
+          filter_checksum = case when e.filter_name is not null then e.filter_md5 else f.filter_checksum end
+        from (select distinct on (data_file_id) * from ended order by data_file_id, ord desc) e
+        where f.id = e.data_file_id and (f.checksum is null or e.filter_name is not null)
+      ), released as (
+        -- An operator changed the transfer while this attempt ran: nothing of the outcome is written,
+        -- but the attempt has stopped writing, so the transfer may be claimed again.
+        update data_transfers t set mover = null, lease_until = null
+        from input i
+        where t.id = i.id and t.status <> 'EXEC' and t.mover = i.mover and t.attempt = i.attempt
+      ), succeeded as (
+        -- Each destination's successes in order, as one: the last host used, and the time the ring
+        -- left its primary kept only if every one of them was away from it.
+        select distinct on (destination) destination, host_index, host_id,
+          bool_and(away) over (partition by destination) as away
+        from ended order by destination, ord desc
+      ), ring as (
+        -- No read before the write; rows in name order, as every writer of several rings takes them.
+        insert into destination_state (destination, host_index, host_failures, rounds, last_host_id, last_success_at)
+        select destination, host_index, 0, 0, host_id, ${at}::timestamptz from succeeded order by destination
+        on conflict (destination) do update set host_index = excluded.host_index, host_failures = 0, rounds = 0,
+          left_primary_at = case when (select s.away from succeeded s where s.destination = excluded.destination)
+            then destination_state.left_primary_at end,
+          paused_until = null, pause_reason = null, last_host_id = excluded.last_host_id,
+          last_success_at = excluded.last_success_at
+      )
+      select id, attempt from ended`,
+      'finishDelivered',
     );
+    return rowsOf<{ id: string | number; attempt: number }>(rows).map((r) => ({
+      id: Number(r.id),
+      attempt: Number(r.attempt),
+    }));
   },
   async saveFailover(destination, { state, pausedUntil, pauseReason }, result) {
     const saved = db
@@ -370,31 +424,35 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       .set({ statusCode: 'FAIL', schedulerStatus: null })
       .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
   },
-  async schedulerView(destination, now) {
+  async schedulerViews(names, now) {
     const at = now.toISOString();
     const rows = await executePrepared(
       db,
       sql`
-      select d.scheduler_status as shown, s.paused_until, s.pause_reason,
+      select d.name, d.scheduler_status as shown, s.paused_until, s.pause_reason,
         exists (select 1 from data_transfers where destination = d.name and status = 'EXEC') as sending,
         exists (select 1 from data_transfers where destination = d.name and status = 'EXEC'
           and attempt > 1 and message is not null) as resending,
         exists (select 1 from data_transfers where destination = d.name
           and status in ('WAIT', 'RETR', 'INTR') and queue_at <= ${at}::timestamptz) as due
       from destinations d left join destination_state s on s.destination = d.name
-      where d.name = ${destination} and d.status_code in ('WAIT', 'EXEC')`,
-      'schedulerView',
+      where d.name in (select jsonb_array_elements_text(${JSON.stringify(names)}::jsonb))
+        and d.status_code in ('WAIT', 'EXEC')`,
+      'schedulerViews',
     );
-    const [row] = rowsOf<SchedulerRow>(rows);
-    if (!row) return null;
-    return {
-      shown: row.shown,
-      sending: row.sending,
-      resending: row.resending,
-      due: row.due,
-      pausedUntil: row.paused_until === null ? null : new Date(row.paused_until),
-      pauseReason: row.pause_reason === 'retry' || row.pause_reason === 'sleep' ? row.pause_reason : null,
-    };
+    return new Map(
+      rowsOf<SchedulerRow>(rows).map((row) => [
+        row.name,
+        {
+          shown: row.shown,
+          sending: row.sending,
+          resending: row.resending,
+          due: row.due,
+          pausedUntil: row.paused_until === null ? null : new Date(row.paused_until),
+          pauseReason: row.pause_reason === 'retry' || row.pause_reason === 'sleep' ? row.pause_reason : null,
+        },
+      ]),
+    );
   },
   async showSchedulerStatus(destination, status) {
     await db
@@ -405,6 +463,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
 });
 
 type SchedulerRow = {
+  name: string;
   shown: string | null;
   paused_until: string | Date | null;
   pause_reason: string | null;

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import type { DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
@@ -11,20 +11,25 @@ type StartLimitMethods = Pick<
 
 /** The start and requeue limits' storage: the counters on data_transfers, the requeue mark per destination. */
 export const startLimitRepo = (db: Database): StartLimitMethods => ({
-  async lockForClaim(destination) {
-    const [row] = await runPrepared(
-      db
-        .select({
-          maxStart: destinations.maxStart,
-          startFrequency: destinations.startFrequency,
-          maxRequeue: destinations.maxRequeue,
-        })
-        .from(destinations)
-        .where(eq(destinations.name, destination))
-        .for('update', { skipLocked: true }),
+  async lockForClaim(destination, hostId) {
+    // The host's lock is an advisory one, taken only once the destination's row is: blocking, unlike
+    // the row's, so claims of other destinations on this host wait their turn for a moment rather than
+    // skip it, and read the host's count only once the others committed. Nothing else waits on it, and
+    // a host's own row stays free for its edits. One statement: one round trip for both.
+    const rows = await executePrepared(
+      db,
+      sql`
+      select d.max_start, d.start_frequency, d.max_requeue,
+        pg_advisory_xact_lock(hashtextextended(${`host:${hostId}`}, 0)) is null as host_locked
+      from destinations d where d.name = ${destination}
+      for update of d skip locked`,
       'lockForClaim',
     );
-    return row ?? null;
+    const [row] = rowsOf<{ max_start: number | null; start_frequency: number | null; max_requeue: number | null }>(
+      rows,
+    );
+    if (!row) return null;
+    return { maxStart: row.max_start, startFrequency: row.start_frequency, maxRequeue: row.max_requeue };
   },
   async atStartLimit({ destination, startLimit, limit, now }) {
     const at = now.toISOString();
@@ -72,12 +77,13 @@ export const startLimitRepo = (db: Database): StartLimitMethods => ({
   async markRequeued(destination, now) {
     await db.insert(destinationRequeues).values({ destination, at: now }).onConflictDoNothing();
   },
-  async takeRequeued(destination) {
+  async takeRequeued(names) {
+    if (names.length === 0) return [];
     const rows = await db
       .delete(destinationRequeues)
-      .where(eq(destinationRequeues.destination, destination))
+      .where(inArray(destinationRequeues.destination, [...names]))
       .returning({ destination: destinationRequeues.destination });
-    return rows.length > 0;
+    return rows.map((r) => r.destination);
   },
   async resetToScheduled(destination, now) {
     // Rows a claim holds are skipped, not waited for: that claim may be waiting for this transaction's

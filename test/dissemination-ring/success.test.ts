@@ -1,6 +1,11 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Attempt, decideOutcome, deliveredOutcome } from '../../core/dissemination/outcome.ts';
+import { endDelivered } from '../../core/dissemination/attempts.ts';
+import { claimTransfers } from '../../core/dissemination/claims.ts';
+import { type Attempt, decideOutcome } from '../../core/dissemination/outcome.ts';
 import type { DisseminationHost, DueDestination, StoredFailover } from '../../core/dissemination/ports.ts';
 import { destinationState } from '../../db/schema.ts';
 import { restoreDestination } from '../support/engine.ts';
@@ -9,15 +14,22 @@ import { createHarness, type Harness } from '../support/harness.ts';
 /**
  * A delivered file's end writes the ring in one statement, with no read before it: what it leaves
  * must be what the ring's rules (afterSuccess, as decideOutcome applies it to the ring it read)
- * would have written, whatever the ring held.
+ * would have written, whatever the ring held. Ends written together leave what they would have
+ * left one after the other.
  */
 let h: Harness;
 let admin: string;
+let root: string;
 beforeAll(async () => {
-  h = await createHarness();
+  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-ring-')));
+  fs.writeFileSync(path.join(root, 'a.grib'), 'grib!');
+  h = await createHarness({ sourceRoots: [root] });
   admin = await h.client('operator', ['.*']);
 });
-afterAll(() => h.close());
+afterAll(async () => {
+  await h.close();
+  fs.rmSync(root, { recursive: true, force: true });
+});
 
 const host = (hostId: string): DisseminationHost => ({
   hostId,
@@ -34,23 +46,32 @@ const host = (hostId: string): DisseminationHost => ({
   filterName: null,
 });
 
-function attemptOn(name: string, used: number, onHostFailure: number): Attempt {
+/** A transfer of the destination registered and claimed by mover `m`: an attempt through host `used`. */
+async function attemptOn(name: string, used: number, onHostFailure: number): Promise<Attempt> {
   const hosts = [host('p'), host('b1'), host('b2')];
   const destination = {
     name,
     hosts,
     retry: { retryCount: 1, retryFrequency: 1000, onHostFailure, resetFrequency: 0 },
   } as unknown as DueDestination;
-  const now = new Date();
-  const transfer = {
-    id: 1,
-    attempt: 1,
-    target: 't',
-    priority: 99,
-    queueAt: now,
-    startedAt: now,
-  } as Attempt['transfer'];
-  return { mover: 'm', transfer, destination, host: hosts[used]!, protocol: 'test' };
+  const query = new URLSearchParams({
+    destination: name,
+    source: path.join(root, 'a.grib'),
+    target: `t${Math.random()}`,
+  });
+  const put = await h.call('GET', `/v1/datafile/put?${query}`, { auth: admin });
+  expect(put.status, put.text).toBe(200);
+  const [transfer] = await claimTransfers(h.ports, {
+    destination: name,
+    hostId: hosts[used]!.hostId,
+    mover: 'm',
+    destinationMax: -1,
+    hostMax: -1,
+    leaseMs: 60_000,
+    wanted: 1,
+  });
+  expect(transfer, 'a transfer was claimed').toBeDefined();
+  return { mover: 'm', transfer: transfer!, destination, host: hosts[used]!, protocol: 'test' };
 }
 
 const stateOf = async (name: string) => {
@@ -83,13 +104,13 @@ describe("a delivered file's end, in the ring", () => {
             pauseReason: before.pauseReason,
           });
         }
-        const attempt = attemptOn(name, c.used, c.onHostFailure);
+        const attempt = await attemptOn(name, c.used, c.onHostFailure);
         const now = new Date();
-        const result = { kind: 'delivered' as const, sent: 10, md5: null };
+        h.ports.clock = () => now;
+        const result = { kind: 'delivered' as const, sent: 5, md5: null };
         const read = existing ? before : { state: { hostIndex: 0, hostFailures: 0, rounds: 0, leftPrimaryAt: null } };
         const expected = decideOutcome(attempt, result, { pausedUntil: null, pauseReason: null, ...read }, now).ring;
-        const { success } = deliveredOutcome(attempt, result, now);
-        await h.ports.repos.dissemination.recordSuccess(name, success, { at: now, hostId: attempt.host.hostId });
+        expect(await endDelivered(h.ports, [{ attempt, result }])).toEqual([true]);
         const row = await stateOf(name);
         expect({
           hostIndex: row.hostIndex,
@@ -102,6 +123,37 @@ describe("a delivered file's end, in the ring", () => {
         expect(row.lastSuccessAt?.getTime()).toBe(now.getTime());
         expect(row.lastHostId).toBe(attempt.host.hostId);
       }
+    });
+  }
+});
+
+describe('delivered files ended together', () => {
+  const before = { hostIndex: 2, hostFailures: 1, rounds: 1, leftPrimaryAt: new Date('2026-11-01T00:00:00Z') };
+  const orders = [
+    { hosts: [1, 2], onHostFailure: 0, keptLeftPrimary: true, why: 'all away from the primary' },
+    { hosts: [1, 0], onHostFailure: 0, keptLeftPrimary: false, why: 'the last on the primary' },
+    { hosts: [0, 2], onHostFailure: 0, keptLeftPrimary: false, why: 'an earlier one on the primary' },
+  ];
+  for (const [i, c] of orders.entries()) {
+    it(`leave the ring as the same ends one after the other would, ${c.why}`, async () => {
+      const name = `RING_TOGETHER_${i}`;
+      await restoreDestination(h, admin, name, [{ method: 'test' }]);
+      await h.db.insert(destinationState).values({ destination: name, ...before });
+      const attempts = [];
+      for (const used of c.hosts) attempts.push(await attemptOn(name, used, c.onHostFailure));
+      const result = { kind: 'delivered' as const, sent: 5, md5: null };
+      expect(
+        await endDelivered(
+          h.ports,
+          attempts.map((attempt) => ({ attempt, result })),
+        ),
+      ).toEqual([true, true]);
+      const row = await stateOf(name);
+      const last = c.hosts.at(-1)!;
+      expect(row.hostIndex).toBe(last);
+      expect(row.lastHostId).toBe(attempts.at(-1)!.host.hostId);
+      expect([row.hostFailures, row.rounds, row.pausedUntil]).toEqual([0, 0, null]);
+      expect(row.leftPrimaryAt?.getTime() ?? null).toBe(c.keptLeftPrimary ? before.leftPrimaryAt.getTime() : null);
     });
   }
 });
