@@ -1,8 +1,8 @@
 import { inArray, sql } from 'drizzle-orm';
 import type { DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
-import { executePrepared, runPrepared } from '../prepared.ts';
-import { destinationRequeues, destinations } from '../schema.ts';
+import { executePrepared } from '../prepared.ts';
+import { destinationRequeues } from '../schema.ts';
 
 type StartLimitMethods = Pick<
   DisseminationRepo,
