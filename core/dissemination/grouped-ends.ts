@@ -27,7 +27,7 @@ export function groupedEnds(ports: Ports): EndDelivered {
         ports,
         group.map((g) => g.delivered),
       );
-      group.forEach((g, i) => g.settle(ended.then((owned) => owned[i] ?? false)));
+      for (const [i, g] of group.entries()) g.settle(ended.then((owned) => owned[i] ?? false));
       await ended.catch(() => undefined);
     }
     writing = false;
