@@ -1,6 +1,6 @@
 import type { Ports } from '../ports.ts';
 import { attemptKeyOf } from './claims.ts';
-import { refreshShownStatus, refreshShownStatuses } from './destination-status.ts';
+import { refreshShownStatus, showStatuses } from './destination-status.ts';
 import {
   type Attempt,
   currentHost,
@@ -105,9 +105,11 @@ export async function endDelivered(ports: Ports, delivered: readonly DeliveredAt
       ),
     ].sort();
     if (destinations.length === 0) return keys;
-    await refreshShownStatuses(repos.dissemination, destinations, now);
+    const views = await repos.dissemination.schedulerViews(destinations, now);
+    await showStatuses(repos.dissemination, views, now);
     // Last: a claim that marks a destination holds its row, which the lines above may wait for.
-    await rescheduleAfterRequeue(repos, destinations, now);
+    const requeued = [...views].filter(([, view]) => view.requeued).map(([name]) => name);
+    if (requeued.length > 0) await rescheduleAfterRequeue(repos, requeued, now);
     return keys;
   });
   return delivered.map(({ attempt }, i) => {

@@ -1,6 +1,7 @@
 import type { Ports } from '../ports.ts';
 import { TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
+import { showClaimed } from './destination-status.ts';
 import type { AttemptKey, AttemptOutcome, ClaimedTransfer } from './ports.ts';
 import { requeueAtStartLimit } from './requeue-at-limit.ts';
 import { startLimit } from './start-limits.ts';
@@ -16,6 +17,11 @@ export interface ClaimRequest {
   wanted: number;
   /** Only transfers whose source a Worker reads (an http(s) URL, an R2 object): a Worker's claims. */
   workerSourcesOnly?: boolean;
+  /**
+   * Whether the destination's shown status changes with the claim (to sending): when the mover was
+   * sending nothing to it before (the default); the end of each attempt shows it again anyway.
+   */
+  showSending?: boolean;
 }
 
 /**
@@ -40,7 +46,7 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
     const limit = Math.min(free, request.wanted);
     if (limit <= 0) return [];
     await requeueAtStartLimit(repos, request.destination, limits, now);
-    return repos.dissemination.takeDue({
+    const claimed = await repos.dissemination.takeDue({
       destination: request.destination,
       hostId: request.hostId,
       mover: request.mover,
@@ -50,6 +56,10 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
       workerSourcesOnly: request.workerSourcesOnly,
       startBelow: startLimit(limits) ?? undefined,
     });
+    if (claimed.length > 0 && request.showSending !== false) {
+      await showClaimed(repos.dissemination, request.destination, now);
+    }
+    return claimed;
   });
 }
 

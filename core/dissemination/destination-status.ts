@@ -1,5 +1,4 @@
-import type { Repositories } from '../ports.ts';
-import type { DisseminationRepo, SchedulerView } from './ports.ts';
+import type { DisseminationRepo, SchedulerView, ShownStatusView } from './ports.ts';
 
 /**
  * The scheduler's status of a started destination, as the reference computes it for its display
@@ -15,30 +14,42 @@ export function schedulerStatus(view: SchedulerView, now: Date): 'EXEC' | 'DONE'
 }
 
 /** Stores the scheduler's status of a started destination when it changed: the one place it is decided. */
-export function refreshShownStatus(dissemination: DisseminationRepo, destination: string, now: Date) {
-  return refreshShownStatuses(dissemination, [destination], now);
+export async function refreshShownStatus(dissemination: DisseminationRepo, destination: string, now: Date) {
+  await showStatuses(dissemination, await dissemination.schedulerViews([destination], now), now);
 }
 
-/** refreshShownStatus for several destinations, read in one statement and written in name order. */
-export async function refreshShownStatuses(dissemination: DisseminationRepo, names: readonly string[], now: Date) {
-  const views = await dissemination.schedulerViews(names, now);
-  for (const name of [...views.keys()].sort()) {
-    const view = views.get(name);
-    if (!view) continue;
-    const status = schedulerStatus(view, now);
-    if (status !== view.shown) await dissemination.showSchedulerStatus(name, status);
+/** How many times a status is decided again when the destination changed between its read and its write. */
+const MOST_DECISIONS = 5;
+
+/**
+ * Stores the statuses decided from `views` that changed, in name order. Each is written only while
+ * the destination's row is the one read: a claim that committed meanwhile wrote it (showClaimed),
+ * and a status decided before that claim's transfers were seen would hide them; it is read again.
+ * Ends take the ring's lock before they read, so they never pass each other this way.
+ */
+export async function showStatuses(dissemination: DisseminationRepo, views: Map<string, ShownStatusView>, now: Date) {
+  let pending = views;
+  for (let decision = 0; pending.size > 0 && decision < MOST_DECISIONS; decision++) {
+    const changedMeanwhile: string[] = [];
+    for (const name of [...pending.keys()].sort()) {
+      const view = pending.get(name);
+      if (!view) continue;
+      const status = schedulerStatus(view, now);
+      if (status === view.shown) continue;
+      if (!(await dissemination.showSchedulerStatus(name, status, view.version))) changedMeanwhile.push(name);
+    }
+    pending = changedMeanwhile.length > 0 ? await dissemination.schedulerViews(changedMeanwhile, now) : new Map();
   }
 }
 
 /**
- * refreshShownStatus in its own transaction under the destination's ring lock, which every attempt's
- * end holds while it decides: a view read before an attempt ended can't be stored after that end's.
+ * In a claim's transaction, which holds the destination's row, once it claimed transfers: its
+ * status now that it sends, written even when unchanged, so that a status an end decided before
+ * this claim committed is not stored over it (see showStatuses).
  */
-export async function refreshShownStatusLocked(repos: Repositories, destination: string, now: Date) {
-  await repos.transaction(async (locked) => {
-    await locked.dissemination.lockFailover(destination);
-    await refreshShownStatus(locked.dissemination, destination, now);
-  });
+export async function showClaimed(dissemination: DisseminationRepo, destination: string, now: Date) {
+  const view = (await dissemination.schedulerViews([destination], now)).get(destination);
+  if (view) await dissemination.showSchedulerStatus(destination, schedulerStatus(view, now));
 }
 
 /** The reference's words for each destination status (`StatusFactory.destinationMapping`). */

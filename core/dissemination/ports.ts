@@ -171,6 +171,15 @@ export interface DueFilter {
  * display (`statusCode` of the destination endpoints) shows it for a destination stored WAIT or
  * EXEC, and what the operator stored (INIT, HOLD, STOP, FAIL) for any other.
  */
+/** A started destination as its shown status is decided, with what that status is now. */
+export interface ShownStatusView extends SchedulerView {
+  shown: string | null;
+  /** Changes with every write of the destination's row: a status decided from this view is stored only while it holds. */
+  version: string;
+  /** The destination requeued a transfer at its start limit since its last success (see rescheduleAfterRequeue). */
+  requeued: boolean;
+}
+
 export interface SchedulerView {
   /** A transfer of the destination is being sent now. */
   sending: boolean;
@@ -231,9 +240,12 @@ export interface DisseminationRepo {
    * What the movers are doing with each started destination (stored WAIT or EXEC) among `names`, and
    * the status shown for it now; destinations not started are missing.
    */
-  schedulerViews(names: readonly string[], now: Date): Promise<Map<string, SchedulerView & { shown: string | null }>>;
-  /** Stores the status shown for a started destination (see refreshShownStatus). */
-  showSchedulerStatus(destination: string, status: string): Promise<void>;
+  schedulerViews(names: readonly string[], now: Date): Promise<Map<string, ShownStatusView>>;
+  /**
+   * Stores the status shown for a started destination (see refreshShownStatuses); with `version`,
+   * only while its row is still the one read then. Answers whether it was written.
+   */
+  showSchedulerStatus(destination: string, status: string, version?: string): Promise<boolean>;
   /**
    * Locks the destination's row for the rest of the transaction and answers its start limits; null
    * when another claimer holds it (it will hand out the transfers, so this one moves on). Once it

@@ -6,7 +6,6 @@ import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
-import { refreshShownStatusLocked } from './destination-status.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
 import type { EndDelivered } from './grouped-ends.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
@@ -182,10 +181,7 @@ export async function claimAndSend(
     leaseMs: number;
     wanted: number;
     workerSourcesOnly?: boolean;
-    /**
-     * Whether this mover was sending nothing to the destination before: only then does its shown
-     * status change with the claim (to sending); the end of each attempt shows it again anyway.
-     */
+    /** Whether this mover was sending nothing to the destination before (see ClaimRequest.showSending). */
     firstSends?: boolean;
   },
 ): Promise<StartedSend[]> {
@@ -201,9 +197,8 @@ export async function claimAndSend(
     leaseMs: claim.leaseMs,
     wanted: claim.wanted,
     workerSourcesOnly: claim.workerSourcesOnly,
+    showSending: claim.firstSends,
   });
-  // Every claimed transfer is sent (or given back by its attempt) whatever happens next: a failure
-  // to show the destination's status must not leave them claimed by nobody until their lease lapses.
   const started = claimed.map((transfer) => {
     const controller = new AbortController();
     const key = { id: transfer.id, attempt: transfer.attempt };
@@ -213,11 +208,6 @@ export async function claimAndSend(
     const ended = sendClaimed(deps, mover, transfer, destination, host, controller.signal, claim.leaseMs, lapsing);
     return Object.assign(running, { ended });
   });
-  if (claimed.length > 0 && claim.firstSends !== false) {
-    await refreshShownStatusLocked(ports.repos, destination.name, ports.clock()).catch((e: unknown) =>
-      ports.logger.warn('could not show the destination sending', { reason: messageOf(e) }),
-    );
-  }
   return started;
 }
 

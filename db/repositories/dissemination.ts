@@ -429,7 +429,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const rows = await executePrepared(
       db,
       sql`
-      select d.name, d.scheduler_status as shown, s.paused_until, s.pause_reason,
+      select d.name, d.scheduler_status as shown, d.xmin::text as version, s.paused_until, s.pause_reason,
+        exists (select 1 from destination_requeues r where r.destination = d.name) as requeued,
         exists (select 1 from data_transfers where destination = d.name and status = 'EXEC') as sending,
         exists (select 1 from data_transfers where destination = d.name and status = 'EXEC'
           and attempt > 1 and message is not null) as resending,
@@ -445,6 +446,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         row.name,
         {
           shown: row.shown,
+          version: row.version,
+          requeued: row.requeued,
           sending: row.sending,
           resending: row.resending,
           due: row.due,
@@ -454,17 +457,26 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       ]),
     );
   },
-  async showSchedulerStatus(destination, status) {
-    await db
-      .update(destinations)
-      .set({ schedulerStatus: status })
-      .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
+  async showSchedulerStatus(destination, status, version) {
+    // A row's xmin changes with every write of it: the row is still the one read when it is the same.
+    const rows = await executePrepared(
+      db,
+      sql`
+      update destinations set scheduler_status = ${status}
+      where name = ${destination} and status_code in ('WAIT', 'EXEC')
+        and (${version ?? null}::text is null or xmin::text = ${version ?? null}::text)
+      returning name`,
+      'showSchedulerStatus',
+    );
+    return rowsOf(rows).length > 0;
   },
 });
 
 type SchedulerRow = {
   name: string;
   shown: string | null;
+  version: string;
+  requeued: boolean;
   paused_until: string | Date | null;
   pause_reason: string | null;
   sending: boolean;
