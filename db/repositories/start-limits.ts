@@ -19,10 +19,14 @@ export const startLimitRepo = (db: Database): StartLimitMethods => ({
     const rows = await executePrepared(
       db,
       sql`
-      select d.max_start, d.start_frequency, d.max_requeue,
+      with destination as materialized (
+        select max_start, start_frequency, max_requeue from destinations where name = ${destination}
+        for update skip locked
+      )
+      -- Out here, the host's lock is asked for only once the row is this claim's: a skipped row waits for nothing.
+      select max_start, start_frequency, max_requeue,
         pg_advisory_xact_lock(hashtextextended(${`host:${hostId}`}, 0)) is null as host_locked
-      from destinations d where d.name = ${destination}
-      for update of d skip locked`,
+      from destination`,
       'lockForClaim',
     );
     const [row] = rowsOf<{ max_start: number | null; start_frequency: number | null; max_requeue: number | null }>(

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimTransfers } from '../../core/dissemination/claims.ts';
 import { showStatuses } from '../../core/dissemination/destination-status.ts';
@@ -86,4 +87,37 @@ describe('the status a destination shows', () => {
     await showStatuses(h.ports.repos.dissemination, await h.ports.repos.dissemination.schedulerViews([name], now), now);
     expect(await shown(name)).toBe('SCHE');
   });
+});
+
+describe('a claim on a destination another claim holds', () => {
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'moves on at once, without waiting for the host that claim locked',
+    async () => {
+      const name = 'CLAIM_HELD';
+      await restoreDestination(h, admin, name, [{ method: 'test' }]);
+      const query = new URLSearchParams({ destination: name, source: path.join(root, 'a.grib'), target: 'a' });
+      expect((await h.call('GET', `/v1/datafile/put?${query}`, { auth: admin })).status).toBe(200);
+      const url = (h.handle as { url?: string }).url ?? process.env.TEST_DATABASE_URL!;
+      const other = postgres(url, { max: 1, onnotice: () => undefined });
+      try {
+        await other.begin(async (tx) => {
+          // What a claim holds while it decides: the destination's row, then its host's lock.
+          expect(
+            await h.ports.repos.transaction((repos) => repos.dissemination.lockForClaim(name, 'H')),
+          ).not.toBeNull();
+          await tx`select name from destinations where name = ${name} for update`;
+          await tx`select pg_advisory_xact_lock(hashtextextended(${'host:H'}, 0))`;
+          const started = performance.now();
+          const answer = await Promise.race([
+            claim(name, 'm3'),
+            new Promise((resolve) => setTimeout(() => resolve('waited'), 5000)),
+          ]);
+          expect(answer).toEqual([]);
+          expect(performance.now() - started).toBeLessThan(5000);
+        });
+      } finally {
+        await other.end();
+      }
+    },
+  );
 });
