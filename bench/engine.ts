@@ -49,6 +49,8 @@ const SMALL = 64 * 1024;
 const LARGE = Number(process.env.BENCH_ENGINE_LARGE_BYTES ?? 1024 * 1024 * 1024);
 const LATENCY_SAMPLES = 30;
 const LARGE_PAIRS = Number(process.env.BENCH_ENGINE_LARGE_PAIRS ?? 3);
+/** Only the small files through the mover process, printed and not written: a quick look while working. */
+const SMALL_ONLY = !!process.env.BENCH_ENGINE_SMALL_ONLY;
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const SSH_OPTIONS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR'];
 
@@ -73,6 +75,8 @@ function portsOn(handle: DbHandle, wakeMovers?: () => void): Ports {
 async function freshPostgres(name: string) {
   await admin.unsafe(`drop database if exists ${name} with (force)`);
   await admin.unsafe(`create database ${name}`);
+  // Every statement's duration in the server's log, to see where Postgres spends its time.
+  if (process.env.BENCH_LOG_STATEMENTS) await admin.unsafe(`alter database ${name} set log_min_duration_statement = 0`);
   const url = new URL(PG);
   url.pathname = `/${name}`;
   const handle = openPostgres(url.href, { max: 4 });
@@ -218,6 +222,7 @@ async function throughMoverProcess() {
     tripsPerFile.toFixed(1),
     tripsPerFile <= 6,
   ]);
+  if (SMALL_ONLY) return;
 
   const large = path.join(sources, 'large.bin');
   const chunk = randomFillSync(Buffer.alloc(16 * 1024 * 1024));
@@ -358,6 +363,11 @@ const mbps = (bytes: number, s: number) => `${(bytes / s / 1e6).toFixed(0)} MB/s
 try {
   log('engine: small and large files through a mover process');
   await throughMoverProcess();
+  if (SMALL_ONLY) {
+    console.log(rows.map((r) => r.join(' | ')).join('\n'));
+    console.log(targets.map((t) => t.join(' | ')).join('\n'));
+    process.exit(0);
+  }
   log('engine: put → DONE latency');
   await latency();
   log('engine: PGlite with the embedded mover');

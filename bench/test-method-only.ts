@@ -7,7 +7,8 @@ const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.
 const admin = postgres(PG.href, { max: 1, onnotice: () => undefined });
 try {
   const transfers = Number(process.env.BENCH_TRANSFERS ?? 10_000);
-  log(JSON.stringify(await testMethodThroughput(admin, PG, { movers: 4, transfers, destinations: 32 })));
+  const movers = Number(process.env.BENCH_MOVERS ?? 4);
+  log(JSON.stringify(await testMethodThroughput(admin, PG, { movers, transfers, destinations: 32 })));
 } finally {
   await admin.end();
 }
