@@ -2,7 +2,7 @@ import { messageOf } from '../common/errors.ts';
 import type { Ports } from '../ports.ts';
 import { hostOfNextAttempt } from './attempts.ts';
 import { attemptKeyOf, type RunningSend, renewOrAbort } from './claims.ts';
-import { groupedEnds } from './grouped-ends.ts';
+import { groupedConfirms, groupedEnds } from './grouped-ends.ts';
 import { currentHost } from './outcome.ts';
 import type { DisseminationHost } from './ports.ts';
 import { EDGE_MODULES } from './reach.ts';
@@ -47,7 +47,12 @@ export async function deliverDue(ports: Ports, deps: Omit<SendDeps, 'ports'>, op
   const result: DeliverDueResult = { delivered: 0, failed: 0, lost: 0, more: false, skipped: null };
   const running = new Map<string, RunningSend & { done: Promise<void> }>();
   const started = Date.now();
-  const send = { ...deps, ports, endDelivered: groupedEnds(ports) };
+  const send = {
+    ...deps,
+    ports,
+    endDelivered: groupedEnds(ports),
+    confirmAttempt: groupedConfirms(ports, options.mover, options.leaseMs),
+  };
 
   const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
   async function beat() {

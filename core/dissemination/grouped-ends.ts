@@ -1,5 +1,8 @@
+import { coalesced } from '../common/coalesced.ts';
 import type { Ports } from '../ports.ts';
 import { type DeliveredAttempt, endDelivered } from './attempts.ts';
+import { attemptKeyOf, renewLeases } from './claims.ts';
+import type { AttemptKey } from './ports.ts';
 
 /** Ends a delivered file's attempt; answers whether its mover still owned it. */
 export type EndDelivered = (delivered: DeliveredAttempt) => Promise<boolean>;
@@ -8,34 +11,26 @@ export type EndDelivered = (delivered: DeliveredAttempt) => Promise<boolean>;
 const MOST_ENDS_TOGETHER = 64;
 
 /**
- * A mover's delivered files ended together: an end that finds none being written is written at
- * once, alone; those that come while a transaction is on its way are written by the next one, all
- * together. A mover that sends one file at a time waits for nothing more than before, and one that
- * sends many shares each transaction's round trips and its ring's lock among them. A failed
+ * A mover's delivered files ended together (see coalesced): those that come while a transaction is
+ * on its way are written by the next one, and share its round trips and its rings' locks. A failed
  * transaction fails each of its ends, for each to be tried again (see recordDelivered).
  */
-export function groupedEnds(ports: Ports): EndDelivered {
-  let waiting: Array<{ delivered: DeliveredAttempt; settle: (owned: Promise<boolean>) => void }> = [];
-  let writing = false;
+export const groupedEnds = (ports: Ports): EndDelivered =>
+  coalesced((delivered: DeliveredAttempt[]) => endDelivered(ports, delivered), MOST_ENDS_TOGETHER);
 
-  async function writeWaiting() {
-    writing = true;
-    while (waiting.length > 0) {
-      const group = waiting.slice(0, MOST_ENDS_TOGETHER);
-      waiting = waiting.slice(group.length);
-      const ended = endDelivered(
-        ports,
-        group.map((g) => g.delivered),
-      );
-      for (const [i, g] of group.entries()) g.settle(ended.then((owned) => owned[i] ?? false));
-      await ended.catch(() => undefined);
-    }
-    writing = false;
-  }
+/** The most confirmations one statement asks for. */
+const MOST_CONFIRMED_TOGETHER = 64;
 
-  return (delivered) =>
-    new Promise<boolean>((resolve, reject) => {
-      waiting.push({ delivered, settle: (owned) => owned.then(resolve, reject) });
-      if (!writing) void writeWaiting();
-    });
+/** Asks whether the mover still owns an attempt, extending its lease; answers whether it does. */
+export type ConfirmAttempt = (key: AttemptKey) => Promise<boolean>;
+
+/**
+ * A mover's confirmations before a rename, asked together (see coalesced): one statement renews the
+ * leases of all those that come while one is on its way, and answers each which attempts it kept.
+ */
+export function groupedConfirms(ports: Ports, mover: string, leaseMs: number): ConfirmAttempt {
+  return coalesced(async (keys: AttemptKey[]) => {
+    const kept = new Set((await renewLeases(ports, mover, leaseMs, keys)).map(attemptKeyOf));
+    return keys.map((k) => kept.has(attemptKeyOf(k)));
+  }, MOST_CONFIRMED_TOGETHER);
 }

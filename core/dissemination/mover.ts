@@ -10,7 +10,7 @@ import {
   settleStaleDestinations,
 } from './claims.ts';
 import type { FilterCodecs } from './filters.ts';
-import { groupedEnds } from './grouped-ends.ts';
+import { groupedConfirms, groupedEnds } from './grouped-ends.ts';
 import { hostSessionLedger } from './host-sessions.ts';
 import { isMethodName } from './method-options.ts';
 import type { TransferMethods } from './methods.ts';
@@ -75,7 +75,12 @@ export interface Mover {
 export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   const { ports } = deps;
   const sessions = hostSessionLedger(ports, options.name, options.leaseMs);
-  const sending = { ...deps, sessions, endDelivered: groupedEnds(ports) };
+  const sending = {
+    ...deps,
+    sessions,
+    endDelivered: groupedEnds(ports),
+    confirmAttempt: groupedConfirms(ports, options.name, options.leaseMs),
+  };
   const running = new Map<string, RunningSend>();
   let stopping = false;
   let wakeUp: (() => void) | null = null;

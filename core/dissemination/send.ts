@@ -7,7 +7,7 @@ import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
-import type { EndDelivered } from './grouped-ends.ts';
+import type { ConfirmAttempt, EndDelivered } from './grouped-ends.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
 import {
   attemptFence,
@@ -55,6 +55,8 @@ export interface SendDeps {
   sessions?: SessionLedger;
   /** Ends delivered files' attempts, several in one transaction (groupedEnds); each alone without it. */
   endDelivered?: EndDelivered;
+  /** Confirms attempts before their rename, several in one statement (groupedConfirms); each alone without it. */
+  confirmAttempt?: ConfirmAttempt;
 }
 
 /**
@@ -96,9 +98,12 @@ export async function sendClaimed(
       key.id,
       key.attempt,
       async () => {
+        // From when it is asked for, not sent: an answer shared with others is judged no later than alone.
         const askedAt = performance.now();
-        const kept = await renewLeases(ports, mover, leaseMs, [key]);
-        if (kept.length === 0) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
+        const kept = deps.confirmAttempt
+          ? await deps.confirmAttempt(key)
+          : (await renewLeases(ports, mover, leaseMs, [key])).length > 0;
+        if (!kept) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
         // An answer taken up late (the process paused meanwhile) no longer proves the transfer is ours.
         if (performance.now() - askedAt >= (leaseMs * 3) / 4) throw new TakenAway(lapsingReason(key, mover));
       },

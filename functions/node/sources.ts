@@ -135,7 +135,8 @@ export function nodeSourceReader(options: { roots: readonly string[]; hosts: rea
         fd: file.fd,
         fs: { read: fs.read, close: (_fd: number, done: (error: null) => void) => done(null) },
         autoClose: false,
-        highWaterMark: 1024 * 1024,
+        // No larger than the bytes to read: each read fills a buffer of this size, small file or not.
+        highWaterMark: Math.max(64 * 1024, Math.min(1024 * 1024, range ? range.end - range.start + 1 : size)),
         signal,
         ...(range && { start: range.start, end: range.end }),
       });

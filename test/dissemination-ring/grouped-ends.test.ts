@@ -4,7 +4,7 @@ import path from 'node:path';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimTransfers } from '../../core/dissemination/claims.ts';
-import { groupedEnds } from '../../core/dissemination/grouped-ends.ts';
+import { groupedConfirms, groupedEnds } from '../../core/dissemination/grouped-ends.ts';
 import { changeTransfer } from '../../core/dissemination/manual.ts';
 import type { Attempt } from '../../core/dissemination/outcome.ts';
 import type { DisseminationHost, DueDestination } from '../../core/dissemination/ports.ts';
@@ -148,5 +148,14 @@ describe('delivered files ended together', () => {
     expect((await transferOf(attempts[0]!.transfer.id)).status).toBe('EXEC');
     expect(await end({ attempt: attempts[0]!, result: delivered })).toBe(true);
     for (const { transfer } of attempts) expect(await doneRows(transfer.id)).toHaveLength(1);
+  });
+
+  it("confirm attempts together before their renames: each told whether it is still the mover's", async () => {
+    const attempts = await claimedAttempts('GROUPED_CONFIRMS', 4);
+    await changeTransfer(h.ports, 'operator', attempts[2]!.transfer.id, 'stop');
+    const confirm = groupedConfirms(h.ports, 'm', 60_000);
+    const kept = await Promise.all(attempts.map(({ transfer }) => confirm(transfer)));
+    expect(kept).toEqual([true, true, false, true]);
+    expect(await confirm({ id: attempts[0]!.transfer.id, attempt: attempts[0]!.transfer.attempt + 1 })).toBe(false);
   });
 });
