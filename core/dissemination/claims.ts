@@ -3,7 +3,7 @@ import { TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
 import { showClaimed } from './destination-status.ts';
 import type { AttemptKey, AttemptOutcome, ClaimedTransfer } from './ports.ts';
-import { requeueAtStartLimit } from './requeue-at-limit.ts';
+import { AT_LIMIT_BATCH, requeueAtStartLimit } from './requeue-at-limit.ts';
 import { startLimit } from './start-limits.ts';
 
 export interface ClaimRequest {
@@ -36,25 +36,33 @@ export function claimTransfers(ports: Ports, request: ClaimRequest): Promise<Cla
     // The destination's row, then the host's lock: every claim takes the two in the same order.
     const limits = await repos.dissemination.lockForClaim(request.destination, request.hostId);
     if (!limits) return [];
-    const running = await repos.dissemination.running(request.destination, request.hostId, request.mover, now);
+    const limit = startLimit(limits);
+    const atStartLimit = limit === null ? undefined : { startLimit: limit, limit: AT_LIMIT_BATCH };
+    const running = await repos.dissemination.running(
+      request.destination,
+      request.hostId,
+      request.mover,
+      now,
+      atStartLimit,
+    );
     const free = freeSlots({
       destinationMax: request.destinationMax,
       destinationRunning: running.destination,
       hostMax: request.hostMax,
       hostRunning: running.host,
     });
-    const limit = Math.min(free, request.wanted);
-    if (limit <= 0) return [];
-    await requeueAtStartLimit(repos, request.destination, limits, now);
+    const wanted = Math.min(free, request.wanted);
+    if (wanted <= 0) return [];
+    await requeueAtStartLimit(repos, request.destination, limits, running.atStartLimit, now);
     const claimed = await repos.dissemination.takeDue({
       destination: request.destination,
       hostId: request.hostId,
       mover: request.mover,
-      limit,
+      limit: wanted,
       now,
       leaseUntil: new Date(now.getTime() + request.leaseMs),
       workerSourcesOnly: request.workerSourcesOnly,
-      startBelow: startLimit(limits) ?? undefined,
+      startBelow: limit ?? undefined,
     });
     if (claimed.length > 0 && request.showSending !== false) {
       await showClaimed(repos.dissemination, request.destination, now);

@@ -253,17 +253,7 @@ export interface DisseminationRepo {
    * every destination that uses it.
    */
   lockForClaim(destination: string, hostId: string): Promise<StartLimits | null>;
-  /**
-   * Up to `limit` due transfers of the destination (as takeDue reads them) started `startLimit`
-   * times or more, locked until the end of the transaction, in the order they would be sent.
-   */
-  atStartLimit(input: {
-    destination: string;
-    startLimit: number;
-    limit: number;
-    now: Date;
-  }): Promise<Array<StartCounts & { id: number }>>;
-  /** Writes a start-limit decision on a transfer locked by atStartLimit, with its history row. */
+  /** Writes a start-limit decision on a transfer locked by `running`, with its history row. */
   applyStartLimit(id: number, decision: StartLimitDecision, now: Date): Promise<void>;
   /** Remembers that the destination requeued a transfer at its start limit. */
   markRequeued(destination: string, now: Date): Promise<void>;
@@ -279,14 +269,18 @@ export interface DisseminationRepo {
    * mover holds them, whatever their status now) of the destination; and to the host from any
    * destination, each other mover counted for the more of its attempts and the sessions it
    * published (busy or idle, under a lease not lapsed at `now`), `mover` for its attempts alone
-   * (it reuses its own idle sessions, and opens a new one only when all of them are busy).
+   * (it reuses its own idle sessions, and opens a new one only when all of them are busy). In the
+   * same statement, with `atStartLimit`: up to `limit` due transfers of the destination (as takeDue
+   * reads them) started `startLimit` times or more, locked until the end of the transaction, in the
+   * order they would be sent.
    */
   running(
     destination: string,
     hostId: string,
     mover: string,
     now: Date,
-  ): Promise<{ destination: number; host: number }>;
+    atStartLimit?: { startLimit: number; limit: number },
+  ): Promise<{ destination: number; host: number; atStartLimit: Array<StartCounts & { id: number }> }>;
   /**
    * Writes the sessions `mover` holds open per host (those missing hold none) under a lease until
    * `leaseUntil`, in one statement.

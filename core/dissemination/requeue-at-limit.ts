@@ -1,18 +1,21 @@
 import type { Repositories } from '../ports.ts';
-import { decideStartLimit, type StartLimits, startLimit } from './start-limits.ts';
+import { decideStartLimit, type StartCounts, type StartLimits } from './start-limits.ts';
 
 /** As many transfers at their start limit as the reference's scheduler holds in its queue at once. */
-const AT_LIMIT_BATCH = 20;
+export const AT_LIMIT_BATCH = 20;
 
 /**
  * In a claim's transaction, before anything is started: the due transfers of the destination at
- * their start limit are requeued with a delay, or failed at the requeue limit (decideStartLimit),
+ * their start limit (`due`, locked by the claim's count) are requeued with a delay, or failed at the requeue limit (decideStartLimit),
  * each with its history row; the destination remembers the requeue for its next DONE.
  */
-export async function requeueAtStartLimit(repos: Repositories, destination: string, limits: StartLimits, now: Date) {
-  const limit = startLimit(limits);
-  if (limit === null) return;
-  const due = await repos.dissemination.atStartLimit({ destination, startLimit: limit, limit: AT_LIMIT_BATCH, now });
+export async function requeueAtStartLimit(
+  repos: Repositories,
+  destination: string,
+  limits: StartLimits,
+  due: ReadonlyArray<StartCounts & { id: number }>,
+  now: Date,
+) {
   let requeued = false;
   for (const transfer of due) {
     const decision = decideStartLimit(transfer, limits, now);

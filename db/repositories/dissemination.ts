@@ -35,13 +35,24 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       count: Number(r.count),
     }));
   },
-  async running(destination, hostId, mover, now) {
+  async running(destination, hostId, mover, now, atStartLimit) {
+    const at = now.toISOString();
     // Attempts that may still be writing (a mover holds them, whatever their status now), plus the
     // sessions each other mover keeps open to the host beyond its own attempts there: one statement,
-    // so both are read at one instant.
+    // so both are read at one instant. `start_count > 0` as written lets the planner use the index
+    // of the transfers that started before.
     const rows = await executePrepared(
       db,
       sql`
+      with at_limit as (
+        select id, start_count, requeue_count, priority, queue_at from data_transfers
+        where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
+          and start_count > 0 and start_count >= ${atStartLimit?.startLimit ?? MAX_INT}::int
+          and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
+        order by priority, queue_at, id
+        limit ${atStartLimit?.limit ?? 0}::int
+        for update skip locked
+      )
       select
         (select count(*)::int from data_transfers where destination = ${destination} and mover is not null)
           as destination,
@@ -50,11 +61,23 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
               where t.host_id = s.host_id and t.mover = s.mover and t.mover is not null))), 0)::int
             from host_sessions s
             where s.host_id = ${hostId} and s.mover <> ${mover}::text
-              and s.lease_until >= ${now.toISOString()}::timestamptz) as host`,
+              and s.lease_until >= ${at}::timestamptz) as host,
+        (select coalesce(json_agg(json_build_object('id', id, 'start_count', start_count,
+            'requeue_count', requeue_count) order by priority, queue_at, id), '[]') from at_limit) as at_limit`,
       'runningTransfers',
     );
-    const [row] = rowsOf<{ destination: number; host: number }>(rows);
-    return { destination: Number(row?.destination ?? 0), host: Number(row?.host ?? 0) };
+    const [row] = rowsOf<{ destination: number; host: number; at_limit: AtLimitRow[] | string }>(rows);
+    const atLimit =
+      typeof row?.at_limit === 'string' ? (JSON.parse(row.at_limit) as AtLimitRow[]) : (row?.at_limit ?? []);
+    return {
+      destination: Number(row?.destination ?? 0),
+      host: Number(row?.host ?? 0),
+      atStartLimit: atLimit.map((r) => ({
+        id: Number(r.id),
+        startCount: Number(r.start_count),
+        requeueCount: Number(r.requeue_count),
+      })),
+    };
   },
   async publishSessions({ mover, held, leaseUntil }) {
     if (held.length === 0) {
@@ -471,6 +494,8 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     return rowsOf(rows).length > 0;
   },
 });
+
+type AtLimitRow = { id: string | number; start_count: number; requeue_count: number };
 
 type SchedulerRow = {
   name: string;

@@ -6,7 +6,7 @@ import { destinationRequeues } from '../schema.ts';
 
 type StartLimitMethods = Pick<
   DisseminationRepo,
-  'lockForClaim' | 'atStartLimit' | 'applyStartLimit' | 'markRequeued' | 'takeRequeued' | 'resetToScheduled'
+  'lockForClaim' | 'applyStartLimit' | 'markRequeued' | 'takeRequeued' | 'resetToScheduled'
 >;
 
 /** The start and requeue limits' storage: the counters on data_transfers, the requeue mark per destination. */
@@ -34,27 +34,6 @@ export const startLimitRepo = (db: Database): StartLimitMethods => ({
     );
     if (!row) return null;
     return { maxStart: row.max_start, startFrequency: row.start_frequency, maxRequeue: row.max_requeue };
-  },
-  async atStartLimit({ destination, startLimit, limit, now }) {
-    const at = now.toISOString();
-    // `start_count > 0` as written lets the planner use the index of the transfers that started before.
-    const rows = await executePrepared(
-      db,
-      sql`
-      select id, start_count, requeue_count from data_transfers
-      where destination = ${destination} and status in ('WAIT', 'RETR', 'INTR') and mover is null
-        and start_count > 0 and start_count >= ${startLimit}::int
-        and queue_at <= ${at}::timestamptz and expires_at >= ${at}::timestamptz
-      order by priority, queue_at, id
-      limit ${limit}::int
-      for update skip locked`,
-      'atStartLimit',
-    );
-    return rowsOf<{ id: string | number; start_count: number; requeue_count: number }>(rows).map((r) => ({
-      id: Number(r.id),
-      startCount: Number(r.start_count),
-      requeueCount: Number(r.requeue_count),
-    }));
   },
   async applyStartLimit(id, decision, now) {
     const at = now.toISOString();
