@@ -222,8 +222,15 @@ async function throughMoverProcess() {
     tripsPerFile.toFixed(1),
     tripsPerFile <= 6,
   ]);
-  if (SMALL_ONLY) return;
+  if (!SMALL_ONLY) await largeFile(ports, handle);
+  await stopped(mover);
+  await counter.stop();
+  await handle.close();
+  await admin.unsafe(`drop database if exists ecpds_bench_engine_${process.pid} with (force)`);
+}
 
+/** One large file through the same mover process, next to OpenSSH's scp with two ciphers. */
+async function largeFile(ports: Ports, handle: DbHandle) {
   const large = path.join(sources, 'large.bin');
   const chunk = randomFillSync(Buffer.alloc(16 * 1024 * 1024));
   const out = fs.openSync(large, 'w');
@@ -275,10 +282,6 @@ async function throughMoverProcess() {
     `${Math.round(100 * share)}%`,
     share >= 0.8,
   ]);
-  await stopped(mover);
-  await counter.stop();
-  await handle.close();
-  await admin.unsafe(`drop database if exists ecpds_bench_engine_${process.pid} with (force)`);
 }
 
 /** A mover in this process, as `npm start` embeds one, with the settings' defaults. */
@@ -366,8 +369,18 @@ try {
   if (SMALL_ONLY) {
     console.log(rows.map((r) => r.join(' | ')).join('\n'));
     console.log(targets.map((t) => t.join(' | ')).join('\n'));
-    process.exit(0);
+  } else {
+    await theRest();
   }
+} finally {
+  await sshd.stop();
+  await admin.end();
+  fs.rmSync(work, { recursive: true, force: true });
+}
+process.exit(0);
+
+/** Everything after the mover process's files: latency, PGlite, the test method, claims at scale. */
+async function theRest() {
   log('engine: put → DONE latency');
   await latency();
   log('engine: PGlite with the embedded mover');
@@ -427,9 +440,4 @@ try {
         `${table}\n\n${goals}`,
     );
   }
-} finally {
-  await sshd.stop();
-  await admin.end();
-  fs.rmSync(work, { recursive: true, force: true });
 }
-process.exit(0);
