@@ -25,6 +25,13 @@ export interface PostgresOptions {
   max?: number;
   /** Workers: one short-lived connection per request, no type fetching, no prepared statements. */
   perRequest?: boolean;
+  /**
+   * How long Postgres lets a session of this process sit inside a transaction without a statement
+   * before it ends the session. Transactions here never wait on the network between statements, so
+   * one that sits is a process paused (stopped, frozen): ended, its locks no longer hold up the
+   * other processes, e.g. a mover taking over the paused one's transfers once its lease lapsed.
+   */
+  idleInTransactionMs?: number;
 }
 
 /** The rows of `db.execute`: postgres.js answers an array of them, PGlite `{ rows }`. */
@@ -50,7 +57,14 @@ export function openPostgres(url: string, options: PostgresOptions = {}): DbHand
     // No JIT: every statement here is short, and right after a bulk change (a large monitoring
     // import, before statistics catch up) inflated estimates made Postgres compile the summary
     // query, which then took twice as long. Sent at connection start; not through a pooler.
-    ...(!options.perRequest && { connection: { jit: 'off' } }),
+    ...(!options.perRequest && {
+      connection: {
+        jit: 'off',
+        ...(options.idleInTransactionMs && {
+          idle_in_transaction_session_timeout: Math.round(options.idleInTransactionMs),
+        }),
+      },
+    }),
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
   const db = drizzle(client, { schema }) as unknown as Database;

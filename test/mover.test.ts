@@ -5,6 +5,7 @@ import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sweepExpired } from '../core/data-files/handlers.ts';
+import { LeaseLapsed } from '../core/dissemination/abort-reasons.ts';
 import { claimTransfers, finishAttempt } from '../core/dissemination/claims.ts';
 import { changeTransfer } from '../core/dissemination/manual.ts';
 import type { TransferMethod } from '../core/dissemination/methods.ts';
@@ -474,6 +475,48 @@ describe('what a mover looks at', () => {
     await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 5_000, 'abort');
     // Stopped while the lease it was last given still held: no other mover could have started yet.
     expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
+  });
+
+  it('stops a send, its lease lapsed, when its renewal never answers', async () => {
+    await restoreDestination(h, admin, 'BEAT_HELD', [{ method: 'test', data: 'test.delay = "30s"' }]);
+    const reasons: unknown[] = [];
+    const inner = testMethod();
+    const method: TransferMethod = {
+      send(host, file, source, signal) {
+        signal.addEventListener('abort', () => reasons.push(signal.reason), { once: true });
+        return inner.send(host, file, source, signal);
+      },
+      close: () => inner.close(),
+    };
+    let renewalsHang = false;
+    const dissemination = h.ports.repos.dissemination;
+    const ports = {
+      ...h.ports,
+      repos: {
+        ...h.ports.repos,
+        dissemination: {
+          ...dissemination,
+          // A renewal on its way when the process was paused, or stuck in a database that stopped answering.
+          renewLeases: (input: Parameters<typeof dissemination.renewLeases>[0]) =>
+            renewalsHang ? new Promise<never>(() => undefined) : dissemination.renewLeases(input),
+        },
+      },
+    };
+    const leaseMs = 1500;
+    movers.push(
+      startMover(
+        { ports, methods: { test: method }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
+        { name: 'beat-held', concurrency: 2, leaseMs, heartbeatMs: 150, pollMs: 40 },
+      ),
+    );
+    const sent = await put('BEAT_HELD');
+    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    renewalsHang = true;
+    const { leaseUntil } = await transfer(sent.transferId);
+    await eventually(async () => (reasons.length > 0 ? true : undefined), 5_000, 'abort');
+    expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
+    expect(reasons[0]).toBeInstanceOf(LeaseLapsed);
   });
 
   it('sends a transfer held and requeued during its send again as soon as that attempt has stopped', async () => {

@@ -1,5 +1,5 @@
 import type { Ports } from '../ports.ts';
-import { TakenAway } from './abort-reasons.ts';
+import { LeaseLapsed, TakenAway } from './abort-reasons.ts';
 import { freeSlots } from './capacity.ts';
 import { showClaimed } from './destination-status.ts';
 import type { AttemptKey, AttemptOutcome, ClaimedTransfer } from './ports.ts';
@@ -124,11 +124,13 @@ export async function renewOrAbort(ports: Ports, mover: string, leaseMs: number,
 /**
  * A send stops on its own once three quarters of its lease have passed without a renewal: the rest
  * is the margin for it to stop before another mover may take the transfer over. Its lease is judged
- * from when its last renewal was asked for, so a slow answer only makes the margin larger.
+ * from when its last renewal was asked for, so a slow answer only makes the margin larger. A process
+ * resumed after a pause runs its due timers, the beat's among them, before it handles the I/O that
+ * waited: the send stops, and its method drops what its connection still held, before that goes out.
  */
 function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
   if (!isLapsing(send, leaseMs)) return false;
-  send.controller.abort(new TakenAway(lapsingReason(send.key, mover)));
+  send.controller.abort(lapsed(send.key, mover));
   return true;
 }
 
@@ -136,8 +138,8 @@ function stopIfLapsing(send: RunningSend, leaseMs: number, mover: string) {
 export const isLapsing = (send: RunningSend, leaseMs: number) =>
   performance.now() - send.renewedAt >= (leaseMs * 3) / 4;
 
-export const lapsingReason = (key: AttemptKey, mover: string) =>
-  `Transfer ${key.id}: the lease of ${mover} could not be renewed in time`;
+export const lapsed = (key: AttemptKey, mover: string) =>
+  new LeaseLapsed(`Transfer ${key.id}: the lease of ${mover} could not be renewed in time`);
 
 /** How many destinations whose due time passed with nothing due one beat settles at most. */
 const SETTLED_PER_BEAT = 500;

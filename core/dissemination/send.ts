@@ -4,7 +4,7 @@ import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options
 import type { Ports } from '../ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
-import { claimTransfers, isLapsing, lapsingReason, type RunningSend, renewLeases } from './claims.ts';
+import { claimTransfers, isLapsing, lapsed, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
 import type { ConfirmAttempt, EndDelivered } from './grouped-ends.ts';
@@ -105,10 +105,10 @@ export async function sendClaimed(
           : (await renewLeases(ports, mover, leaseMs, [key])).length > 0;
         if (!kept) throw new TakenAway(`Transfer ${key.id} was taken away from ${mover}`);
         // An answer taken up late (the process paused meanwhile) no longer proves the transfer is ours.
-        if (performance.now() - askedAt >= (leaseMs * 3) / 4) throw new TakenAway(lapsingReason(key, mover));
+        if (performance.now() - askedAt >= (leaseMs * 3) / 4) throw lapsed(key, mover);
       },
       () => {
-        if (lapsing()) throw new TakenAway(lapsingReason(key, mover));
+        if (lapsing()) throw lapsed(key, mover);
       },
     );
     const { spool } = deps;

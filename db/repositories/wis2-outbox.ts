@@ -74,17 +74,30 @@ const toItem = (r: ItemRow): OutboxItem => ({
   openAccessUser: r.open_access_user,
 });
 
+/** The advisory lock space of the outbox's claims (its table came with migration 0019). */
+const OUTBOX_LOCKS = 7019;
+
 export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
   async claim(now, until, limit, newId) {
+    const at = now.toISOString();
     const claimed = await db.transaction(async (tx) => {
+      // One claim at a time across publishers: each sees what the others hold.
+      await tx.execute(sql`select pg_advisory_xact_lock(${OUTBOX_LOCKS}::int, 0)`);
+      // A destination's rows go in order: none is taken while an earlier one is held by a publisher
+      // (one put off because its source could not be read comes late anyway, and holds up nothing).
       const due = rowsOf<{ id: string | number; message_id: string | null }>(
         await tx.execute(sql`
-          select id, message_id from wis2_outbox
-          where done_at is null and not_before <= ${now.toISOString()}::timestamptz
-            and (claimed_until is null or claimed_until <= ${now.toISOString()}::timestamptz)
-          order by not_before, id
-          limit ${limit}
-          for update skip locked`),
+          with held as materialized (
+            select destination, not_before, id from wis2_outbox
+            where done_at is null and last_error is null and claimed_until > ${at}::timestamptz)
+          select o.id, o.message_id from wis2_outbox o
+          where o.done_at is null and o.not_before <= ${at}::timestamptz
+            and (o.claimed_until is null or o.claimed_until <= ${at}::timestamptz)
+            and not exists (
+              select 1 from held h
+              where h.destination = o.destination and (h.not_before, h.id) < (o.not_before, o.id))
+          order by o.not_before, o.id
+          limit ${limit}`),
       );
       if (due.length === 0) return [];
       const given = due.map((r) => ({ id: Number(r.id), message_id: r.message_id ?? newId() }));

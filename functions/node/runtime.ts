@@ -47,7 +47,11 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
   const clock = createDatabaseClock();
   const readClock = () => readDatabaseClock(handle.db);
   try {
-    handle = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
+    // Half the lease: a mover paused inside a transaction releases its locks before its lease lapses.
+    const idleInTransactionMs = config.mover.leaseMs / 2;
+    handle = config.databaseUrl
+      ? openPostgres(config.databaseUrl, { idleInTransactionMs })
+      : await openEmbedded(config.dataDir);
     await migrate(handle);
     await clock.measure(readClock);
   } catch (e) {

@@ -1,5 +1,6 @@
 import type { Stats } from 'ssh2';
 import { messageOf } from '../../core/common/errors.ts';
+import { LeaseLapsed } from '../../core/dissemination/abort-reasons.ts';
 import type { RemoteFiles } from '../../core/dissemination/deliver.ts';
 import type { AttemptFence } from '../../core/dissemination/methods.ts';
 import type { SftpSession } from './sftp-session.ts';
@@ -48,6 +49,8 @@ export function sftpRemote(
   const abortable = new Set<(error: unknown) => void>();
   const losable = new Set<(error: unknown) => void>();
   const onAbort = () => {
+    // Written before the pause that lapsed the lease, yet still in this process: dropped, not sent.
+    if (signal.reason instanceof LeaseLapsed) session.drop(signal.reason);
     for (const stop of [...abortable]) stop(signal.reason);
   };
   signal.addEventListener('abort', onAbort, { once: true });

@@ -33,6 +33,8 @@ export interface SftpSession {
   exec(command: string, signal: AbortSignal): Promise<number>;
   /** Ends the connection; resolves once it is closed (the server has ended the session by then). */
   end(): Promise<void>;
+  /** Closes the connection at once: what it has not yet handed to the system never goes out. */
+  drop(reason: Error): void;
 }
 
 /** The `sftp.*` options the connection reads. */
@@ -174,6 +176,11 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
               socket.destroy();
             }, 2_000).unref();
             return ended;
+          },
+          drop: (reason) => {
+            lost ??= reason;
+            client.destroy();
+            socket.destroy();
           },
         });
       });

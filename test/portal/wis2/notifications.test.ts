@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -178,27 +177,38 @@ describe('a broker that is down', () => {
 });
 
 describe('two publishers on one database', () => {
-  it('publish each message once', async () => {
+  it("publish each message once, and a topic's messages in order though one publisher is slow", async () => {
     const url = (s.h.handle as { url?: string }).url;
     const second = url ? openPostgres(url, { max: 2 }) : null;
-    const other = publisherOf(s, broker.url, second?.db ?? s.h.db);
+    const topic = await destination('PAIR');
+    const otherTopic = await destination('PAIR_TOO');
+    // Written while no publisher runs, then taken by both at once, a few rows at a time.
+    await publisher.stop();
+    const targets = Array.from({ length: 40 }, (_, i) => `p${String(i).padStart(2, '0')}.bin`);
+    for (const [i, target] of targets.entries()) await putFile(s.h, s.admin, s.sources, 'PAIR', target, bytesOf(50, i));
+    for (const [i, target] of targets.entries()) {
+      await putFile(s.h, s.admin, s.sources, 'PAIR_TOO', target, bytesOf(50, 100 + i));
+    }
+    const slow = publisherOf(s, broker.url, s.h.db, { batch: 4, publishDelayMs: 40 });
+    const other = publisherOf(s, broker.url, second?.db ?? s.h.db, { batch: 4 });
     try {
-      const topic = await destination('PAIR');
-      const targets = Array.from({ length: 40 }, (_, i) => `p${String(i).padStart(2, '0')}.bin`);
-      for (const [i, target] of targets.entries()) {
-        await putFile(s.h, s.admin, s.sources, 'PAIR', target, bytesOf(50, 40 + i));
-      }
-      const marker = `marker-${randomUUID()}.bin`;
-      await putFile(s.h, s.admin, s.sources, 'PAIR', marker, bytesOf(5, 99));
-      const messages = await sub.on(topic, targets.length + 1);
-      // Both publishers were running; a row is claimed by one of them only.
+      const messages = await sub.on(topic, targets.length);
+      const otherMessages = await sub.on(otherTopic, targets.length);
+      // Both were running; a row is claimed by one of them only, and a topic's rows one claim after the other.
       await other.stop();
-      await publisher.stop();
-      const ids = messages.map((m) => m.message.properties.data_id);
-      expect([...ids].sort()).toEqual([...targets, marker].map((t) => `PAIR/${t}`).sort());
-      expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(targets.length + 1);
+      await slow.stop();
+      expect(messages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR/${t}`));
+      expect(otherMessages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR_TOO/${t}`));
+      expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(targets.length);
+      expect(sub.received.filter((r) => r.topic === otherTopic)).toHaveLength(targets.length);
+      expect(slow.handedOver()).toBeGreaterThan(0);
+      expect(other.handedOver()).toBeGreaterThan(0);
+      expect(slow.handedOver() + other.handedOver()).toBe(2 * targets.length);
+      const published = await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'PAIR'));
+      expect(published.map((r) => r.outcome)).toEqual(targets.map(() => 'published'));
     } finally {
       await other.stop();
+      await slow.stop();
       await second?.close();
       publisher = publisherOf(s, broker.url);
     }

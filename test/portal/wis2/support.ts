@@ -133,17 +133,28 @@ export function publisherOf(
   scene: PortalScene,
   brokerUrl: string,
   db: Database = scene.h.db,
-  given: Partial<PublisherOptions> = {},
+  given: Partial<PublisherOptions> & { publishDelayMs?: number } = {},
 ) {
+  const { publishDelayMs = 0, ...tuning } = given;
   const options: PublisherOptions = {
     batch: 100,
     leaseMs: 60_000,
     pollMs: 50,
     firstRetryMs: 100,
     maxRetryMs: 400,
-    ...given,
+    ...tuning,
   };
-  const broker = mqttBroker(brokerUrl, scene.h.ports.logger, brokerUrl);
+  const mqttClient = mqttBroker(brokerUrl, scene.h.ports.logger, brokerUrl);
+  let handedOver = 0;
+  // A slow link to the broker: each message leaves this long after it was handed over.
+  const broker: typeof mqttClient = {
+    ...mqttClient,
+    publish: async (topic, json) => {
+      handedOver++;
+      if (publishDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, publishDelayMs));
+      return mqttClient.publish(topic, json);
+    },
+  };
   const publisher = startWis2Publisher(
     {
       outbox: wis2OutboxRepo(db),
@@ -158,6 +169,8 @@ export function publisherOf(
   );
   return {
     ...publisher,
+    /** Messages this publisher handed to its broker connection. */
+    handedOver: () => handedOver,
     async stop() {
       await publisher.stop();
       await broker.close();
