@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { restore } from '../../core/backups/handlers.ts';
 import { parseBackupBody } from '../../core/backups/schema.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
@@ -157,9 +157,25 @@ describe.skipIf(!url || noSshd !== null)('a mover paused past its lease, then re
     async ({ name, bytes, slowLink }) => {
       const dir = await sftpDestination(name, slowLink ? link.port : sshd.port);
       const paused = startMover(`${name.toLowerCase()}-paused`);
+      let transferId: number | undefined;
+      let taker: ServerProcess | undefined;
+      // What the movers said and the transfer went through, to tell a slow machine from a wrong outcome.
+      onTestFailed(async () => {
+        const history = transferId === undefined ? [] : await historyOf(transferId);
+        console.error(
+          'history',
+          history.map((r) => [r.status, r.comment]),
+        );
+        for (const m of [paused, taker])
+          console.error(
+            'mover log',
+            m?.logs().filter((l) => l.level !== 'info'),
+          );
+      });
       await paused.ready;
       const from = slowLink ? path.join(sources, `${name}.bin`) : source.url(`${name}.bin`);
       const sent = await putFile(name, from, bytes);
+      transferId = sent.id;
       const finalPath = path.join(dir, 'f.bin');
       const staleFile = `${finalPath}.${sent.id}-1.tmp`;
       const liveFile = `${finalPath}.${sent.id}-2.tmp`;
@@ -171,7 +187,7 @@ describe.skipIf(!url || noSshd !== null)('a mover paused past its lease, then re
       // What it sent before the pause is on the wire (a window's worth over the slow link): it lands
       // before the take-over, so that whatever the server gets from it afterwards was sent after.
       await eventually(linkQuiet(), 20_000, 'the bytes of the paused mover to land');
-      const taker = startMover(`${name.toLowerCase()}-taker`);
+      taker = startMover(`${name.toLowerCase()}-taker`);
       await taker.ready;
       await eventually(
         async () => ((await transferOf(sent.id)).attempt === 2 ? true : undefined),
