@@ -4,7 +4,7 @@ import type { DisseminationHost, DisseminationRepo } from '../../core/disseminat
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
-import { closedByTimeRange } from './active-time-ranges.ts';
+import { activeTimeRanges, timeRangesVersion } from './active-time-ranges.ts';
 import { dueQueueRepo } from './due-queue.ts';
 import { startLimitRepo } from './start-limits.ts';
 
@@ -20,6 +20,14 @@ type ClaimedRow = {
   scheduled_at: string | Date;
   queue_at: string | Date;
   started_at: string | Date;
+};
+
+/** The time ranges as read by each database handle (a transaction's is its own, read afresh). */
+const timeRanges = new WeakMap<Database, ReturnType<typeof activeTimeRanges>>();
+const timeRangesOf = (db: Database) => {
+  let ranges = timeRanges.get(db);
+  if (!ranges) timeRanges.set(db, (ranges = activeTimeRanges(db)));
+  return ranges;
 };
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
@@ -241,13 +249,15 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
   },
   async dueDestinations(now, limit, filter = {}) {
     const at = now.toISOString();
-    const closed = await closedByTimeRange(db, now);
-    // Only the destinations whose due time has come (the queue's index), each probed for its first due row.
-    const rows = rowsOf<DueRow>(
-      await executePrepared(
-        db,
-        sql`
-        select d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
+    const ranges = timeRangesOf(db);
+    if (ranges.version() === null) await ranges.read();
+    const look = async (closed: string) =>
+      rowsOf<DueRow & { ranges_version: string }>(
+        await executePrepared(
+          db,
+          sql`
+        with due as (
+        select q.next_at, d.name, t.label as type_label, d.max_connections, d.retry_count, d.retry_frequency,
           d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at,
           hs.hosts
         from destination_queue q
@@ -282,10 +292,19 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
           and d.name not in (select jsonb_array_elements_text(${closed}::jsonb))
         order by q.next_at, d.name
-        limit ${limit}::int`,
-        'dueDestinations',
-      ),
-    );
+        limit ${limit}::int)
+        -- The version of the time ranges comes even when nothing is due: a range opened meanwhile may be why.
+        select ${timeRangesVersion} as ranges_version, due.* from (select 1) one left join due on true
+        order by due.next_at, due.name`,
+          'dueDestinations',
+        ),
+      );
+    let looked = await look(ranges.closedAt(now));
+    if (looked[0]!.ranges_version !== ranges.version()) {
+      await ranges.read();
+      looked = await look(ranges.closedAt(now));
+    }
+    const rows = looked.filter((r) => r.name !== null);
     const hostsOf = (r: DueRow): DisseminationHost[] =>
       (typeof r.hosts === 'string' ? (JSON.parse(r.hosts) as HostRow[]) : r.hosts).map((h) => ({
         hostId: String(h.hostid),

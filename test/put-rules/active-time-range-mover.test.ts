@@ -59,3 +59,28 @@ it('starts no transfer of the destination outside its range; the claim takes it 
   mover.wake();
   await eventually(async () => ((await statusOf()) === 'DONE' ? true : undefined), 10_000, 'DONE');
 });
+
+it('closes a destination at the next look once a range is set on it while the mover runs', async () => {
+  await restoreDestination(h, admin, 'PR_LATER', [{ method: 'test' }]);
+  const put = async (name: string) => {
+    fs.writeFileSync(path.join(sources, name), name);
+    const q = new URLSearchParams({ destination: 'PR_LATER', source: path.join(sources, name) });
+    const r = await h.call('GET', `/v1/datafile/put?${q}`, { auth: admin });
+    expect(r.status, r.text).toBe(200);
+    return r.json.id as number;
+  };
+  const statusOf = async (id: number) =>
+    (await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, id)))[0]!.status;
+  // The mover has looked (and read the ranges) before the option appears: the first file goes.
+  const first = await put('first.bin');
+  mover?.wake();
+  await eventually(async () => ((await statusOf(first)) === 'DONE' ? true : undefined), 10_000, 'first DONE');
+  await h.db
+    .update(destinations)
+    .set({ data: `scheduler.activeTimeRange = "${closedRange(h.ports.clock())}"` })
+    .where(eq(destinations.name, 'PR_LATER'));
+  const second = await put('second.bin');
+  mover?.wake();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  expect(await statusOf(second)).toBe('WAIT');
+});
