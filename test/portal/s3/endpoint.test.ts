@@ -1,8 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataFiles } from '../../../db/schema.ts';
+import { dataFiles, portalTraffic } from '../../../db/schema.ts';
 import { basic } from '../../support/harness.ts';
 import {
   bytesOf,
@@ -42,6 +44,11 @@ beforeAll(async () => {
   await h.ports.repos.portal.setOption('nos3', 'portal.excludeProtocols', 's3');
   await incomingUser(h, admin, { id: 'single', password: 'Secret-6' }, ['DEST']);
   await h.ports.repos.portal.setOption('single', 'portal.maxConnections', '1');
+  await incomingUser(h, admin, { id: 'thrifty', password: 'Secret-7' }, ['DEST']);
+  await h.ports.repos.portal.setOption('thrifty', 'portal.maxDownloadBytes', '1000');
+  await incomingUser(h, admin, { id: 'capped', password: 'Secret-8', grant: ['put'] }, ['DEST']);
+  await h.ports.repos.portal.setOption('capped', 'portal.maxUploadBytes', '1000');
+  await incomingUser(h, admin, { id: 'counted', password: 'Secret-9', grant: ['put'] }, ['DEST']);
   const layout: Array<[string, number]> = [
     ['a.txt', 1000],
     ['dir/b.bin', 5000],
@@ -323,6 +330,92 @@ describe('accounting and limits', () => {
     expect(third.status).toBe(200);
     await third.arrayBuffer();
   });
+
+  it('refuses every request with SlowDown once the download quota is spent, the reason in a DEA line', async () => {
+    const thrifty = { accessKeyId: 'thrifty', secretAccessKey: 'Secret-7' };
+    const first = await s3(s.h, url('DEST/a.txt'), thrifty);
+    expect(first.status).toBe(200);
+    expect(Buffer.from(await first.arrayBuffer())).toEqual(files.get('a.txt'));
+    await s.h.settle();
+    const before = lines('DEA').length;
+    const refused = await s3(s.h, url('DEST/a.txt'), thrifty);
+    const xml = await refused.text();
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect([refused.status, xmlText(xml, 'Code'), xmlText(xml, 'Message')]).toEqual([
+      503,
+      'SlowDown',
+      'Please reduce your request rate.',
+    ]);
+    expect(await code(await s3(s.h, url('DEST?list-type=2'), thrifty))).toEqual([503, 'SlowDown']);
+    expect(lines('DEA').slice(before)).toEqual([
+      expect.objectContaining({ UserId: 'thrifty', Message: 'Download quota exceeded', Context: 's3:test' }),
+      expect.objectContaining({ UserId: 'thrifty', Message: 'Download quota exceeded', Context: 's3:test' }),
+    ]);
+  });
+
+  it("counts S3 downloads and uploads in the user's traffic per minute, under the protocol s3", async () => {
+    const counted = { accessKeyId: 'counted', secretAccessKey: 'Secret-9' };
+    await (await s3(s.h, url('DEST/z.bin'), counted)).arrayBuffer();
+    await (await s3(s.h, url('DEST/dir/b.bin'), counted, { headers: { range: 'bytes=0-99' } })).arrayBuffer();
+    // A HEAD moves no bytes: no transfer.
+    expect((await s3(s.h, url('DEST/a.txt'), counted, { method: 'HEAD' })).status).toBe(200);
+    const put = bytesOf(3000, 110);
+    const sha256 = createHash('sha256').update(put).digest('hex');
+    const r = await s3(s.h, url('DEST/counted/put.bin'), counted, { method: 'PUT', body: put, payloadHash: sha256 });
+    expect(r.status).toBe(200);
+    // A multipart upload's bytes count once, when it is complete.
+    const created = await (await s3(s.h, url('DEST/counted/multi.bin?uploads'), counted, { method: 'POST' })).text();
+    const uploadId = xmlText(created, 'UploadId')!;
+    const part = bytesOf(2000, 111);
+    const sent = await s3(s.h, url(`DEST/counted/multi.bin?partNumber=1&uploadId=${uploadId}`), counted, {
+      method: 'PUT',
+      body: part,
+      payloadHash: 'UNSIGNED-PAYLOAD',
+    });
+    const etag = sent.headers.get('etag');
+    const body =
+      '<CompleteMultipartUpload>' +
+      `<Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part>` +
+      '</CompleteMultipartUpload>';
+    const done = await s3(s.h, url(`DEST/counted/multi.bin?uploadId=${uploadId}`), counted, { method: 'POST', body });
+    expect(done.status).toBe(200);
+    await s.h.settle();
+
+    const rows = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'counted'));
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.protocol).toBe('s3');
+      expect(row.minute.getTime() % 60_000).toBe(0);
+    }
+    const sum = (key: 'downloadBytes' | 'uploadBytes' | 'downloads' | 'uploads') =>
+      rows.reduce((n, row) => n + row[key], 0);
+    const totals = {
+      downloadBytes: sum('downloadBytes'),
+      uploadBytes: sum('uploadBytes'),
+      downloads: sum('downloads'),
+      uploads: sum('uploads'),
+    };
+    expect(totals).toEqual({
+      downloadBytes: files.get('z.bin')!.length + 100,
+      uploadBytes: put.length + part.length,
+      downloads: 2,
+      uploads: 2,
+    });
+    // As the INH lines count them, and as the repository reads them back for quotas and the chart.
+    const inh = lines('INH').filter((l) => l.UserId === 'counted');
+    expect(inh.every((l) => l.TransferProtocol === 's3')).toBe(true);
+    const bytesOfAction = (action: string) =>
+      inh.filter((l) => l.Action === action).reduce((n, l) => n + Number(l.BytesSent), 0);
+    expect([bytesOfAction('download'), bytesOfAction('upload')]).toEqual([totals.downloadBytes, totals.uploadBytes]);
+    const since = new Date(Math.min(...rows.map((row) => row.minute.getTime())));
+    expect(await s.h.ports.repos.portal.trafficSince('counted', since)).toEqual(totals);
+    const series = await s.h.ports.repos.portal.trafficSeries('counted', since);
+    const minutes = [...new Set(rows.map((row) => row.minute.getTime()))].sort((a, b) => a - b);
+    expect(series.map((m) => m.minute.getTime())).toEqual(minutes);
+    expect(series.reduce((n, m) => n + m.downloadBytes + m.uploadBytes, 0)).toBe(
+      totals.downloadBytes + totals.uploadBytes,
+    );
+  });
 });
 
 describe('uploads', () => {
@@ -485,5 +578,38 @@ describe('uploads', () => {
     await s3(s.h, url('DEST/up/del.txt'), alice, { method: 'PUT', body: bytes, payloadHash: sha256(bytes) });
     expect((await s3(s.h, url('DEST/up/del.txt'), alice, { method: 'DELETE' })).status).toBe(204);
     expect((await s3(s.h, url('DEST/up/del.txt'), alice, { method: 'HEAD' })).status).toBe(404);
+  });
+
+  it('refuses a PutObject going over the upload quota, before or while it is sent; then the login', async () => {
+    const capped = { accessKeyId: 'capped', secretAccessKey: 'Secret-8' };
+    const put = (key: string, bytes: Buffer, headers: Record<string, string> = {}) =>
+      s3(s.h, url(`DEST/quota/${key}`), capped, { method: 'PUT', body: bytes, payloadHash: sha256(bytes), headers });
+    const uploaded = async () => (await s.h.ports.repos.portal.trafficSince('capped', new Date(0))).uploadBytes;
+    expect((await put('q1.bin', bytesOf(600, 100))).status).toBe(200);
+    expect(await uploaded()).toBe(600);
+    const quotaRefusal = async (r: Response) => {
+      const xml = await r.text();
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      return [r.status, xmlText(xml, 'Code'), xmlText(xml, 'Message')];
+    };
+    // Its length said beforehand: refused before a byte is taken.
+    const declared = await put('q2.bin', bytesOf(600, 101), { 'content-length': '600' });
+    expect(await quotaRefusal(declared)).toEqual([503, 'SlowDown', 'Upload quota exceeded']);
+    expect(await uploaded()).toBe(600);
+    // No length given: cut once it goes over, the bytes taken counted.
+    const streamed = await put('q3.bin', bytesOf(600, 102));
+    expect(await quotaRefusal(streamed)).toEqual([503, 'SlowDown', 'Upload quota exceeded']);
+    expect(await uploaded()).toBeGreaterThan(1000);
+    expect(await uploaded()).toBeLessThanOrEqual(1200);
+    for (const key of ['q2.bin', 'q3.bin']) {
+      expect(await s.h.ports.repos.portal.file('DEST', `quota/${key}`, new Date()), key).toBeNull();
+      expect(fs.existsSync(path.join(s.uploads, 'DEST', 'quota', key)), key).toBe(false);
+    }
+    expect(fs.readdirSync(path.join(s.uploads, '.partial')).filter((name) => name.endsWith('.part'))).toEqual([]);
+    const traffic = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'capped'));
+    expect(traffic.reduce((n, row) => n + row.uploads, 0)).toBe(1);
+    const spent = await put('q4.bin', Buffer.from('x'));
+    expect(await quotaRefusal(spent)).toEqual([503, 'SlowDown', 'Please reduce your request rate.']);
+    expect(lines('DEA').at(-1)).toMatchObject({ UserId: 'capped', Message: 'Upload quota exceeded' });
   });
 });

@@ -26,6 +26,8 @@ beforeAll(async () => {
   await incomingUser(h, admin, { id: 'selfs', password: 'Own-Pass-1', mode: 'self-service' }, ['DEST']);
   await incomingUser(h, admin, { id: 'capped', password: 'Capped-1', grant: ['put'] }, ['DEST']);
   await h.ports.repos.portal.setOption('capped', 'portal.maxUploadBytes', '100000');
+  await incomingUser(h, admin, { id: 'thrifty', password: 'Thrifty-1' }, ['DEST']);
+  await h.ports.repos.portal.setOption('thrifty', 'portal.maxDownloadBytes', '100000');
   await incomingUser(h, admin, { id: 'changing', password: 'Change-1', grant: ['put'] }, ['DEST']);
   await incomingUser(h, admin, { id: 'subbed', password: 'Own-Pass-2', mode: 'self-service' }, ['DEST']);
   await putFile(h, admin, s.sources, 'DEST', 'big.bin', big);
@@ -192,6 +194,25 @@ describe('the upload quota over SFTP', () => {
     const again = await sftpWithPassword('capped', 'Capped-1', ['ls /DEST']);
     expect(again.code).not.toBe(0);
     expect(dea().at(-1)).toMatchObject({ UserId: 'capped', Message: 'Upload quota exceeded' });
+  });
+});
+
+describe('the download quota over SFTP', () => {
+  it('judges it at login: a download in a session finishes whole, then the next login is refused', async () => {
+    const r = await sftpWithPassword('thrifty', 'Thrifty-1', ['get /DEST/big.bin thrifty.bin']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(md5(fs.readFileSync(path.join(s.work, 'thrifty.bin')))).toBe(md5(big));
+    const traffic = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'thrifty'));
+    expect(traffic.reduce((sum, t) => sum + t.downloadBytes, 0)).toBe(big.length);
+    const before = dea().length;
+    const again = await sftpWithPassword('thrifty', 'Thrifty-1', ['get /DEST/a.txt thrifty-a.txt']);
+    expect(again.code).not.toBe(0);
+    // The client hears what any refused login gets; the reason is in the DEA line only.
+    expect(again.stderr).toMatch(/Permission denied/);
+    expect(fs.existsSync(path.join(s.work, 'thrifty-a.txt'))).toBe(false);
+    expect(dea().slice(before)).toEqual([
+      expect.objectContaining({ UserId: 'thrifty', Message: 'Download quota exceeded', Context: 'sftp:127.0.0.1' }),
+    ]);
   });
 });
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { and, eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataFiles, dataTransfers, portalTraffic } from '../../../db/schema.ts';
+import { dataFiles, dataTransfers, destinations, portalTraffic } from '../../../db/schema.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, logsIn, type SftpScene, sftpScene } from './support.ts';
 
@@ -20,9 +20,15 @@ const small = bytesOf(200_000, 2);
 beforeAll(async () => {
   s = await sftpScene();
   const { h, admin } = s;
-  for (const d of ['DEST', 'OTHER']) await h.addDestination(d);
+  for (const d of ['DEST', 'OTHER', 'PARTS', 'BADPAT']) await h.addDestination(d);
+  // Temporary names by a pattern of the destination's own; one that does not compile is left aside.
+  await h.db
+    .update(destinations)
+    .set({ data: 'incoming.tmpPattern = ".*\\.part"' })
+    .where(eq(destinations.name, 'PARTS'));
+  await h.db.update(destinations).set({ data: 'incoming.tmpPattern = "(.*"' }).where(eq(destinations.name, 'BADPAT'));
   const all = ['put', 'delete', 'mkdir', 'rename', 'rmdir'] as const;
-  await incomingUser(h, admin, { id: 'alice', password: 'Secret-1', grant: [...all] }, ['DEST']);
+  await incomingUser(h, admin, { id: 'alice', password: 'Secret-1', grant: [...all] }, ['DEST', 'PARTS', 'BADPAT']);
   await incomingUser(h, admin, { id: 'bob', password: 'Secret-2' }, ['OTHER']);
   await incomingUser(h, admin, { id: 'reader', password: 'Secret-3' }, ['DEST']);
   await incomingUser(h, admin, { id: 'carol', password: 'Secret-4', active: false }, ['DEST']);
@@ -140,6 +146,77 @@ describe('OpenSSH sftp -b with a key', () => {
     expect(final).toMatchObject({ status: 'WAIT', size: 300_000 });
     expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
     expect(await s.h.ports.repos.portal.file('DEST', 'in/.final.bin', new Date())).toBeNull();
+  });
+});
+
+describe('temporary names of uploads', () => {
+  /** The newest transfer of a path of a destination. */
+  const transfer = async (destination: string, target: string) =>
+    (
+      await s.h.db
+        .select()
+        .from(dataTransfers)
+        .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target)))
+        .orderBy(asc(dataTransfers.id))
+    ).at(-1);
+  const listed = (out: Buffer) =>
+    out
+      .toString()
+      .split('\n')
+      .filter((l) => l !== '' && !l.startsWith('sftp>'));
+
+  it('holds an upload under a name ending in .tmp in standby, and queues it once renamed to a final name', async () => {
+    const bytes = bytesOf(250_000, 11);
+    fs.writeFileSync(path.join(s.work, 'tmp-up.bin'), bytes);
+    const r = await batch(alice.file, 'alice', ['put tmp-up.bin /DEST/tmp/x.bin.tmp', 'ls -1 /DEST/tmp']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'HOLD' });
+    // Only under its temporary name: nothing of the final name is there yet, to list or to queue.
+    expect(listed(r.stdout)).toEqual(['/DEST/tmp/x.bin.tmp']);
+    expect(await transfer('DEST', 'tmp/x.bin')).toBeUndefined();
+    expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date())).toBeNull();
+
+    const renamed = await batch(alice.file, 'alice', ['rename /DEST/tmp/x.bin.tmp /DEST/tmp/x.bin', 'ls -1 /DEST/tmp']);
+    expect(renamed.code, renamed.stderr).toBe(0);
+    expect(listed(renamed.stdout)).toEqual(['/DEST/tmp/x.bin']);
+    const final = await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date());
+    expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
+    expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
+    expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin.tmp', new Date())).toBeNull();
+    expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'STOP' });
+  });
+
+  it("takes the destination's incoming.tmpPattern for temporary names in place of the default", async () => {
+    const bytes = bytesOf(40_000, 12);
+    fs.writeFileSync(path.join(s.work, 'pattern-up.bin'), bytes);
+    const r = await batch(alice.file, 'alice', [
+      'put pattern-up.bin /PARTS/in/a.bin.part',
+      'put pattern-up.bin /PARTS/in/b.bin.tmp',
+      'put pattern-up.bin /PARTS/in/.c.bin',
+      'put pattern-up.bin /PARTS/in/d.part.bin',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    // The pattern matches whole names: a.bin.part is temporary, d.part.bin is not; .tmp and a
+    // leading dot are final names here.
+    expect(await transfer('PARTS', 'in/a.bin.part')).toMatchObject({ status: 'HOLD' });
+    for (const name of ['b.bin.tmp', '.c.bin', 'd.part.bin']) {
+      expect(await transfer('PARTS', `in/${name}`), name).toMatchObject({ status: 'WAIT' });
+    }
+    const renamed = await batch(alice.file, 'alice', ['rename /PARTS/in/a.bin.part /PARTS/in/a.bin']);
+    expect(renamed.code, renamed.stderr).toBe(0);
+    const final = await s.h.ports.repos.portal.file('PARTS', 'in/a.bin', new Date());
+    expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
+    expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
+    expect(await s.h.ports.repos.portal.file('PARTS', 'in/a.bin.part', new Date())).toBeNull();
+
+    // A pattern that does not compile is left aside: the default applies.
+    const fallback = await batch(alice.file, 'alice', [
+      'put pattern-up.bin /BADPAT/e.bin.tmp',
+      'put pattern-up.bin /BADPAT/f.bin.part',
+    ]);
+    expect(fallback.code, fallback.stderr).toBe(0);
+    expect(await transfer('BADPAT', 'e.bin.tmp')).toMatchObject({ status: 'HOLD' });
+    expect(await transfer('BADPAT', 'f.bin.part')).toMatchObject({ status: 'WAIT' });
   });
 });
 
