@@ -443,42 +443,13 @@ describe('what a mover looks at', () => {
     expect(await shownStatus('ON_R2')).not.toBe('HOLD');
   });
 
-  it('stops a send on its own before its lease lapses when the lease cannot be renewed', async () => {
-    await restoreDestination(h, admin, 'UNRENEWED', [{ method: 'test', data: 'test.delay = "30s"' }]);
-    const watch = watched();
-    let renewalsFail = false;
-    const dissemination = h.ports.repos.dissemination;
-    const ports = {
-      ...h.ports,
-      repos: {
-        ...h.ports.repos,
-        dissemination: {
-          ...dissemination,
-          // The database as a mover sees it when it becomes unreachable for its renewals only.
-          renewLeases: (input: Parameters<typeof dissemination.renewLeases>[0]) =>
-            renewalsFail ? Promise.reject(new Error('database unreachable')) : dissemination.renewLeases(input),
-        },
-      },
-    };
-    const leaseMs = 1500;
-    movers.push(
-      startMover(
-        { ports, methods: { test: watch.method }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
-        { name: 'unrenewed', concurrency: 2, leaseMs, heartbeatMs: 150, pollMs: 40 },
-      ),
-    );
-    const sent = await put('UNRENEWED');
-    await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    renewalsFail = true;
-    const { leaseUntil } = await transfer(sent.transferId);
-    await eventually(async () => (watch.aborted.includes(sent.target) ? true : undefined), 5_000, 'abort');
-    // Stopped while the lease it was last given still held: no other mover could have started yet.
-    expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
-  });
-
-  it('stops a send, its lease lapsed, when its renewal never answers', async () => {
-    await restoreDestination(h, admin, 'BEAT_HELD', [{ method: 'test', data: 'test.delay = "30s"' }]);
+  it.each([
+    // The database as a mover sees it when it becomes unreachable for its renewals only.
+    { when: 'its renewals fail', name: 'UNRENEWED', renewal: () => Promise.reject(new Error('database unreachable')) },
+    // A renewal on its way when the process was paused, or stuck in a database that stopped answering.
+    { when: 'its renewal never answers', name: 'BEAT_HELD', renewal: () => new Promise<never>(() => undefined) },
+  ])('stops a send on its own, its lease lapsing, before another mover may take it when $when', async (c) => {
+    await restoreDestination(h, admin, c.name, [{ method: 'test', data: 'test.delay = "30s"' }]);
     const reasons: unknown[] = [];
     const inner = testMethod();
     const method: TransferMethod = {
@@ -488,7 +459,7 @@ describe('what a mover looks at', () => {
       },
       close: () => inner.close(),
     };
-    let renewalsHang = false;
+    let renewalsLost = false;
     const dissemination = h.ports.repos.dissemination;
     const ports = {
       ...h.ports,
@@ -496,25 +467,24 @@ describe('what a mover looks at', () => {
         ...h.ports.repos,
         dissemination: {
           ...dissemination,
-          // A renewal on its way when the process was paused, or stuck in a database that stopped answering.
           renewLeases: (input: Parameters<typeof dissemination.renewLeases>[0]) =>
-            renewalsHang ? new Promise<never>(() => undefined) : dissemination.renewLeases(input),
+            renewalsLost ? c.renewal() : dissemination.renewLeases(input),
         },
       },
     };
-    const leaseMs = 1500;
     movers.push(
       startMover(
         { ports, methods: { test: method }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
-        { name: 'beat-held', concurrency: 2, leaseMs, heartbeatMs: 150, pollMs: 40 },
+        { name: c.name.toLowerCase(), concurrency: 2, leaseMs: 1500, heartbeatMs: 150, pollMs: 40 },
       ),
     );
-    const sent = await put('BEAT_HELD');
+    const sent = await put(c.name);
     await eventually(statusIs(sent.transferId, 'EXEC'), 10_000, 'EXEC');
     await new Promise((resolve) => setTimeout(resolve, 300));
-    renewalsHang = true;
+    renewalsLost = true;
     const { leaseUntil } = await transfer(sent.transferId);
     await eventually(async () => (reasons.length > 0 ? true : undefined), 5_000, 'abort');
+    // Stopped while the lease it was last given still held: no other mover could have started yet.
     expect(Date.now()).toBeLessThan(leaseUntil!.getTime());
     expect(reasons[0]).toBeInstanceOf(LeaseLapsed);
   });
