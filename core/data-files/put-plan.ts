@@ -14,7 +14,10 @@ export interface PutDestination {
   data: string;
   maxPending: number | null;
   maxFileSize: number | null;
-  /** Its transfers waiting to be sent (WAIT, RETR, INTR). */
+  /**
+   * Its transfers waiting to be sent (WAIT, RETR, INTR), counted only up to one past its maxPending
+   * (exact once past it; at most 1 when it has none): all the limit's check needs.
+   */
   pending: number;
   /** The destinations it is aliased to, by name. */
   aliases: string[];

@@ -1,6 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { DataFileRepo, RegisteredFile } from '../../core/data-files/ports.ts';
-import type { PlannedTransfer, PutDestination } from '../../core/data-files/put-plan.ts';
+import { DEFAULT_MAX_PENDING, type PlannedTransfer, type PutDestination } from '../../core/data-files/put-plan.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { requeueIn, type Tx } from './data-file-requeue.ts';
@@ -42,11 +42,16 @@ export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | '
           select a.alias_to from destination_aliases a join reach r on a.alias_from = r.name
         )
         select d.name, d.data, d.max_pending, d.max_file_size,
-          (select count(*) from data_transfers t
-            where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR')) as pending,
+          case when c.cap > 0 and seen.n > c.cap then (select count(*) from data_transfers t
+            where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR')) else seen.n end as pending,
           array(select a.alias_to from destination_aliases a where a.alias_from = d.name order by a.alias_to)
             as aliases
-        from destinations d join reach r on r.name = d.name`),
+        from destinations d join reach r on r.name = d.name
+        -- Counted only as far as the limit needs: a put must not cost more as a backlog grows. Past the
+        -- limit (a refusal, which says how many), counted whole.
+        cross join lateral (select greatest(coalesce(d.max_pending, ${DEFAULT_MAX_PENDING}::int), 0) as cap) c
+        cross join lateral (select count(*) as n from (select 1 from data_transfers t
+          where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR') limit c.cap + 1) w) seen`),
     );
     if (!rows.some((r) => r.name === destination)) return null;
     return new Map<string, PutDestination>(
