@@ -4,7 +4,7 @@ import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
-import { dataTransfers, transferHistory } from '../../db/schema.ts';
+import { dataTransfers, destinations, transferHistory } from '../../db/schema.ts';
 import { destinationBackup } from '../support/backups.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 
@@ -37,12 +37,14 @@ async function restore(
   list: Array<{ name: string; data?: string; fields?: Record<string, unknown> }>,
   aliases: Array<[string, string]> = [],
 ) {
-  const destinations = list.map(
+  const entries = list.map(
     ({ name, data, fields }) =>
       destinationBackup(name, [], { destination: { data: data ?? '', ...fields }, nextHostId: () => ++hostid }).backup
         .destinations[0],
   );
-  const body = { backup: { destinations, aliases: aliases.map(([aliasFrom, aliasTo]) => ({ aliasFrom, aliasTo })) } };
+  const body = {
+    backup: { destinations: entries, aliases: aliases.map(([aliasFrom, aliasTo]) => ({ aliasFrom, aliasTo })) },
+  };
   return h.call('PUT', '/v1/destination/backup', { auth: admin, body });
 }
 
@@ -154,6 +156,13 @@ describe('limits at datafile/put', () => {
     expect(r.text).toBe(error('Destination PR_PENDING have 3 pending DataTransfer(s) (limit is 2)'));
     const waiting = await h.db.select().from(dataTransfers).where(eq(dataTransfers.destination, 'PR_PENDING'));
     expect(waiting).toHaveLength(3);
+    // Counted only up to one past the limit to decide, the refusal still says how many wait.
+    await h.db.update(destinations).set({ maxPending: 1 }).where(eq(destinations.name, 'PR_PENDING'));
+    const lower = await put({ destination: 'PR_PENDING', uniquename: 'e' });
+    expect(lower.text).toBe(error('Destination PR_PENDING have 3 pending DataTransfer(s) (limit is 1)'));
+    // 0: no limit.
+    await h.db.update(destinations).set({ maxPending: 0 }).where(eq(destinations.name, 'PR_PENDING'));
+    expect((await put({ destination: 'PR_PENDING', uniquename: 'f' })).status).toBe(200);
   });
 
   it('maxFileSize: a larger file is refused and nothing is stored', async () => {
