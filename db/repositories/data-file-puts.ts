@@ -2,6 +2,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { DataFileRepo, RegisteredFile } from '../../core/data-files/ports.ts';
 import { DEFAULT_MAX_PENDING, type PlannedTransfer, type PutDestination } from '../../core/data-files/put-plan.ts';
 import { type Database, rowsOf } from '../client.ts';
+import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { requeueIn, type Tx } from './data-file-requeue.ts';
 import { announceTransfer } from './wis2-outbox.ts';
@@ -35,7 +36,9 @@ export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | '
   async putReach(destination) {
     // `union` keeps each destination once, so a cycle of aliases ends.
     const rows = rowsOf<ReachRow>(
-      await db.execute(sql`
+      await executePrepared(
+        db,
+        sql`
         with recursive reach(name) as (
           select name from destinations where name = ${destination}
           union
@@ -51,7 +54,9 @@ export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | '
         -- limit (a refusal, which says how many), counted whole.
         cross join lateral (select greatest(coalesce(d.max_pending, ${DEFAULT_MAX_PENDING}::int), 0) as cap) c
         cross join lateral (select count(*) as n from (select 1 from data_transfers t
-          where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR') limit c.cap + 1) w) seen`),
+          where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR') limit c.cap + 1) w) seen`,
+        'putReach',
+      ),
     );
     if (!rows.some((r) => r.name === destination)) return null;
     return new Map<string, PutDestination>(
