@@ -37,6 +37,9 @@ export interface PostgresOptions {
 /** The rows of `db.execute`: postgres.js answers an array of them, PGlite `{ rows }`. */
 export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows);
 
+/** A json column as read: postgres.js may answer its text, PGlite the parsed value. */
+export const jsonColumn = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
+
 const CONNECT_TIMEOUT_SECONDS = 10;
 const MAX_RECONNECT_DELAY_SECONDS = 1;
 

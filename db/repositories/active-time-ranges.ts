@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { insideActiveTimeRange } from '../../core/data-files/active-time-range.ts';
 import { readOptions } from '../../core/hosts/options.ts';
-import { type Database, rowsOf } from '../client.ts';
+import { type Database, jsonColumn, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 
 const MENTIONS_RANGE = sql`active and status_code in ('WAIT', 'EXEC') and strpos(data, 'scheduler.activeTimeRange') > 0`;
@@ -30,7 +30,7 @@ export function activeTimeRanges(db: Database) {
       return JSON.stringify(closed);
     },
     async read(): Promise<void> {
-      const [row] = rowsOf<{ version: string; ranges: string | { name: string; data: string }[] }>(
+      const [row] = rowsOf<{ version: string; ranges: unknown }>(
         await executePrepared(
           db,
           sql`select ${timeRangesVersion} as version, coalesce((select json_agg(json_build_object('name', name,
@@ -38,10 +38,9 @@ export function activeTimeRanges(db: Database) {
           'activeTimeRanges',
         ),
       );
-      const ranges = typeof row!.ranges === 'string' ? JSON.parse(row!.ranges) : row!.ranges;
       known = {
         version: row!.version,
-        ranges: (ranges as { name: string; data: string }[]).map((r) => ({
+        ranges: jsonColumn<{ name: string; data: string }[]>(row!.ranges).map((r) => ({
           name: r.name,
           range: readOptions(r.data).get('scheduler.activeTimeRange'),
         })),

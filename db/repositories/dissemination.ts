@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { R2_SOURCE_PATTERN, WORKER_SOURCE_PATTERN } from '../../core/data-files/r2-sources.ts';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
-import { type Database, rowsOf } from '../client.ts';
+import { type Database, jsonColumn, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 import { activeTimeRanges, timeRangesVersion } from './active-time-ranges.ts';
@@ -75,8 +75,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       'runningTransfers',
     );
     const [row] = rowsOf<{ destination: number; host: number; at_limit: AtLimitRow[] | string }>(rows);
-    const atLimit =
-      typeof row?.at_limit === 'string' ? (JSON.parse(row.at_limit) as AtLimitRow[]) : (row?.at_limit ?? []);
+    const atLimit = jsonColumn<AtLimitRow[] | undefined>(row?.at_limit) ?? [];
     return {
       destination: Number(row?.destination ?? 0),
       host: Number(row?.host ?? 0),
@@ -306,7 +305,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     }
     const rows = looked.filter((r) => r.name !== null);
     const hostsOf = (r: DueRow): DisseminationHost[] =>
-      (typeof r.hosts === 'string' ? (JSON.parse(r.hosts) as HostRow[]) : r.hosts).map((h) => ({
+      jsonColumn<HostRow[]>(r.hosts).map((h) => ({
         hostId: String(h.hostid),
         module: h.module,
         host: h.host ?? '',

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { PortalOperation, PortalRepo, Subscriber, SubscriberStatus, Traffic } from '../../core/portal/ports.ts';
-import { type Database, rowsOf } from '../client.ts';
+import { type Database, jsonColumn, rowsOf } from '../client.ts';
 import { executePrepared, runPrepared } from '../prepared.ts';
 import {
   countries,
@@ -38,11 +38,10 @@ export const portalRepo = (db: Database): PortalRepo => ({
       'portalAdmission',
     );
     const [row] = rowsOf<{ options: unknown; destinations: unknown; permissions: unknown; connections: number }>(rows);
-    const json = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
     return {
-      options: json<Record<string, string>>(row!.options),
-      destinations: json<string[]>(row!.destinations),
-      permissions: json<PortalOperation[]>(row!.permissions),
+      options: jsonColumn<Record<string, string>>(row!.options),
+      destinations: jsonColumn<string[]>(row!.destinations),
+      permissions: jsonColumn<PortalOperation[]>(row!.permissions),
       connections: Number(row!.connections),
     };
   },
