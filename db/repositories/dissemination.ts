@@ -469,17 +469,28 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const at = now.toISOString();
     const rows = await executePrepared(
       db,
+      // The named destinations first, then their transfers, a destination at a time, each through an
+      // index of its own: otherwise Postgres hashed every live transfer for the resending check, and
+      // looked for a due one along the expiry index, costs that grew with every destination's backlog.
       sql`
-      select d.name, d.scheduler_status as shown, d.xmin::text as version, s.paused_until, s.pause_reason,
-        exists (select 1 from destination_requeues r where r.destination = d.name) as requeued,
-        exists (select 1 from data_transfers where destination = d.name and status = 'EXEC') as sending,
-        exists (select 1 from data_transfers where destination = d.name and status = 'EXEC'
-          and attempt > 1 and message is not null) as resending,
-        exists (select 1 from data_transfers where destination = d.name
-          and status in ('WAIT', 'RETR', 'INTR') and queue_at <= ${at}::timestamptz) as due
-      from destinations d left join destination_state s on s.destination = d.name
-      where d.name in (select jsonb_array_elements_text(${JSON.stringify(names)}::jsonb))
-        and d.status_code in ('WAIT', 'EXEC')`,
+      with named as materialized (
+        select d.name, d.scheduler_status as shown, d.xmin::text as version, s.paused_until, s.pause_reason
+        from destinations d left join destination_state s on s.destination = d.name
+        where d.name in (select jsonb_array_elements_text(${JSON.stringify(names)}::jsonb))
+          and d.status_code in ('WAIT', 'EXEC')
+      )
+      select n.*, exists (select 1 from destination_requeues r where r.destination = n.name) as requeued,
+        running.resending is not null as sending, coalesce(running.resending, false) as resending,
+        due.found is not null as due
+      from named n
+      -- No row when nothing is being sent; at most the destination's connections when something is.
+      left join lateral (select bool_or(attempt > 1 and message is not null) as resending from data_transfers
+        where destination = n.name and status = 'EXEC' having count(*) > 0) running on true
+      -- Due as a claim finds it (no attempt still writing it), in the order of the claim's index.
+      left join lateral (select true as found from data_transfers
+        where destination = n.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
+          and queue_at <= ${at}::timestamptz
+        order by priority, queue_at, id limit 1) due on true`,
       'schedulerViews',
     );
     return new Map(

@@ -1,11 +1,9 @@
 import fs from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { drizzle } from 'drizzle-orm/pglite';
 import { inject } from 'vitest';
-import { type Database, type DbHandle, openPostgres } from '../../db/client.ts';
+import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
-import { openPglite } from '../../db/pglite.ts';
-import * as schema from '../../db/schema.ts';
+import { openPglite, pgliteHandle } from '../../db/pglite.ts';
 
 /**
  * A fresh, migrated database for one test file: in-memory PGlite by default, or a new
@@ -24,9 +22,7 @@ async function freshPglite(): Promise<DbHandle> {
     await migrate(handle);
     return handle;
   }
-  const client = await PGlite.create({ loadDataDir: new Blob([fs.readFileSync(template)]) });
-  const db = drizzle(client, { schema }) as unknown as Database;
-  return { db, kind: 'pglite', close: () => client.close() };
+  return pgliteHandle(await PGlite.create({ loadDataDir: new Blob([fs.readFileSync(template)]) }));
 }
 
 /**
