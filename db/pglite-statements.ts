@@ -1,4 +1,5 @@
 import { type PGlite, parse, protocol, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import { concatBytes } from '../core/common/encoding.ts';
 
 /** More would hold plans of statements built once (long IN lists); the least recently run goes first. */
 const MAX_STATEMENTS = 500;
@@ -37,7 +38,7 @@ export function preparingClient(pg: PGlite): PGlite {
     }
     const name = `s${++named}`;
     const described = await send(
-      concat(protocol.serialize.parse({ name, text }), protocol.serialize.describe({ type: 'S', name }), SYNC),
+      concatBytes([protocol.serialize.parse({ name, text }), protocol.serialize.describe({ type: 'S', name }), SYNC]),
     );
     const statement = { name, types: parse.parseDescribeStatementResults(described) };
     statements.set(text, statement);
@@ -49,19 +50,19 @@ export function preparingClient(pg: PGlite): PGlite {
     const [text, oldest] = statements.entries().next().value!;
     statements.delete(text);
     // Refused inside a failed transaction: the statement then stays prepared, unused.
-    await send(concat(protocol.serialize.close({ type: 'S', name: oldest.name }), SYNC)).catch(() => undefined);
+    await send(concatBytes([protocol.serialize.close({ type: 'S', name: oldest.name }), SYNC])).catch(() => undefined);
   }
 
   async function run<T>(text: string, params: unknown[], options?: QueryOptions): Promise<Results<T>> {
     const statement = await prepared(text);
     const values = params.map((value, i) => serialized(pg, value, statement.types[i]!, options));
     const messages = await send(
-      concat(
+      concatBytes([
         protocol.serialize.bind({ statement: statement.name, values }),
         protocol.serialize.describe({ type: 'P' }),
         protocol.serialize.execute({}),
         SYNC,
-      ),
+      ]),
     );
     return parse.parseResults(messages, pg.parsers, options)[0] as Results<T>;
   }
@@ -102,16 +103,6 @@ export function preparingClient(pg: PGlite): PGlite {
 }
 
 const SYNC = protocol.serialize.sync();
-
-function concat(...parts: Uint8Array[]) {
-  const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
-}
 
 /** As PGlite's query serializes a parameter: by the type Postgres inferred for it. */
 function serialized(pg: PGlite, value: unknown, type: number, options?: QueryOptions): string | null {
