@@ -480,12 +480,12 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           and d.status_code in ('WAIT', 'EXEC')
       )
       select n.*, exists (select 1 from destination_requeues r where r.destination = n.name) as requeued,
-        running.resending is not null as sending, coalesce(running.resending, false) as resending,
-        due.found is not null as due
+        running.sending, running.resending, due.found is not null as due
       from named n
-      -- No row when nothing is being sent; at most the destination's connections when something is.
-      left join lateral (select bool_or(attempt > 1 and message is not null) as resending from data_transfers
-        where destination = n.name and status = 'EXEC' having count(*) > 0) running on true
+      -- At most the destination's connections: the transfers being sent.
+      cross join lateral (select count(*) > 0 as sending,
+          coalesce(bool_or(attempt > 1 and message is not null), false) as resending
+        from data_transfers where destination = n.name and status = 'EXEC') running
       -- Due as a claim finds it (no attempt still writing it), in the order of the claim's index.
       left join lateral (select true as found from data_transfers
         where destination = n.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
