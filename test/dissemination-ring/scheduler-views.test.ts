@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DbHandle } from '../../db/client.ts';
-import { rowsOf } from '../../db/client.ts';
+import { type DbHandle, jsonColumn, rowsOf } from '../../db/client.ts';
 import { disseminationRepo } from '../../db/repositories/dissemination.ts';
 import { freshDatabase } from '../support/database.ts';
 
@@ -85,8 +84,7 @@ describe("a destination's scheduler view", () => {
     const [row] = rowsOf<{ 'QUERY PLAN': unknown }>(
       await handle.db.execute(sql.raw(`explain (analyze, format json) ${inlined}`)),
     );
-    const plan = row!['QUERY PLAN'];
-    const [top] = (typeof plan === 'string' ? JSON.parse(plan) : plan) as Array<{ Plan: PlanNode }>;
+    const [top] = jsonColumn<Array<{ Plan: PlanNode }>>(row!['QUERY PLAN']);
     // Per destination: its transfers being sent (8), and the first due found.
     expect(transferRowsRead(top!.Plan)).toBeLessThan(1000);
   });
