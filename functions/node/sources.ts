@@ -26,34 +26,63 @@ export function nodeSourceProber(options: {
     async probe(raw) {
       if (isRemoteSource(raw)) return http.probe(raw);
       if (isR2Source(raw)) throw r2SourceOnWorkersOnly(raw);
-      const { real, shown } = await containedRealPath(options.roots, raw);
-      // The resolved path, not the given one: what is measured is what was checked.
-      const stat = await statOf(real).catch(() => {
-        throw invalid(`Source ${shown} not found`);
-      });
-      if (!stat.isFile()) throw invalid(`Source ${shown} not allowed: not a regular file`);
-      return { size: stat.size };
+      // Measured on the file opened and checked as a send opens it: no swap tells the size of another.
+      const { size, file } = await openLocalSource(options.roots, raw);
+      await file.close();
+      return { size };
     },
   };
 }
 
 /**
- * Opens a local source to send it: resolved and checked as at registration, then opened without
- * following a link in its last step and checked again on the open file, so that a file swapped
- * after the check is not what gets read.
+ * Opens a local source to send it: resolved and checked as at registration, then opened (never
+ * following a link in its last step, never waiting on a FIFO) and checked again on the open
+ * descriptor: the path the kernel holds for it must lie inside a root. A directory swapped for a
+ * link between the check and the open thus cannot make it read a file elsewhere, whatever the
+ * interleaving. Where the descriptor's path cannot be read (no /proc), local sources are refused.
  */
 export async function openLocalSource(roots: readonly string[], raw: string) {
-  const { real, shown } = await containedRealPath(roots, raw);
-  const file = await fs.promises.open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW).catch(() => {
+  const { real, shown, realRootList } = await containedRealPath(roots, raw);
+  const file = await fs.promises.open(real, OPEN_FLAGS).catch(() => {
     throw invalid(`Source ${shown} not found`);
   });
-  const stat = await file.stat();
-  if (!stat.isFile()) {
-    await file.close();
-    throw invalid(`Source ${shown} not allowed: not a regular file`);
+  try {
+    const opened = await openedPath(file.fd, shown);
+    if (opened === null) throw invalid(`Source ${shown} not found`);
+    if (!insideRoots(realRootList, opened)) {
+      throw invalid(`Source ${shown} not allowed: outside the configured source roots`);
+    }
+    const stat = await file.stat();
+    if (!stat.isFile()) throw invalid(`Source ${shown} not allowed: not a regular file`);
+    return { size: stat.size, file };
+  } catch (error) {
+    await file.close().catch(() => undefined);
+    throw error;
   }
-  return { size: stat.size, file };
 }
+
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * The path the kernel holds for an open descriptor (links resolved: where the file really is),
+ * null when the file was removed since. Read from /proc/self/fd; without it the check cannot be
+ * made, and the source is refused rather than read unchecked.
+ */
+async function openedPath(fd: number, shown: string): Promise<string | null> {
+  const held = await readlinkOf(`/proc/self/fd/${fd}`).catch(() => {
+    throw invalid(`Source ${shown} not allowed: this platform cannot check an open file's path (no /proc/self/fd)`);
+  });
+  return held.endsWith(DELETED) ? null : held;
+}
+
+const DELETED = ' (deleted)';
+
+/**
+ * The one rule for local sources: a real path (links resolved) is allowed when it is a root's
+ * real path or lies below one.
+ */
+const insideRoots = (realRootList: readonly string[], real: string) =>
+  realRootList.some((root) => isWithin(root, real));
 
 /** The real path of a local source inside one of the roots, or the reason it is refused. */
 async function containedRealPath(roots: readonly string[], raw: string) {
@@ -72,11 +101,11 @@ async function containedRealPath(roots: readonly string[], raw: string) {
   // A missing file is judged by where it would be, its existing part resolved: "not found" only
   // inside a root, so the answers never tell which files exist elsewhere.
   const judged = real ?? (await resolvedAsFarAsItExists(local));
-  if (!realRootList.some((root) => isWithin(root, judged))) {
+  if (!insideRoots(realRootList, judged)) {
     throw invalid(`Source ${shown} not allowed: outside the configured source roots`);
   }
   if (real === null) throw invalid(`Source ${shown} not found`);
-  return { real, shown };
+  return { real, shown, realRootList };
 }
 
 /** The real path of the deepest existing ancestor of `local`, with the missing rest appended. */
@@ -102,7 +131,7 @@ async function realRoots(roots: readonly string[]): Promise<string[]> {
 
 // Node's callback API, promisified: through fs/promises the two calls cost more CPU (see BENCHMARKS.md).
 const realpathOf = promisify(fs.realpath.native);
-const statOf = promisify(fs.stat);
+const readlinkOf = promisify(fs.readlink);
 
 function safeFileUrl(source: string) {
   try {
