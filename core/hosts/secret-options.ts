@@ -1,12 +1,34 @@
 import type { SecretBox } from '../common/crypto.ts';
+import type { MethodName } from '../dissemination/method-options.ts';
 import { type OptionEntry, optionEntries, optionLine, rewriteOptions, setOption } from './options.ts';
 
 /**
+ * Every option each transfer method reads from its own `module.` options as a credential (see
+ * functions/transfer-methods): secret whatever its name. The Azure SAS gateway's URL is one as a
+ * whole: it may carry a key (`code=`, `sig=`) in its query. Logins and the host's own password
+ * are no options; S3, R2 and WebDAV take theirs from the host.
+ */
+export const METHOD_CREDENTIAL_OPTIONS = {
+  sftp: ['privateKey', 'passPhrase'],
+  ftp: ['password'],
+  ftps: ['password'],
+  s3: [],
+  http: ['authheader'],
+  r2: [],
+  azure: ['sasUrl', 'sasSubscriptionKey'],
+  webdav: [],
+  file: [],
+  test: [],
+  portal: [],
+} as const satisfies Record<MethodName, readonly string[]>;
+
+/**
  * The words that make a host option a secret. An option is one when its key (the name after
- * `module.`, or the whole name of an entry without a dot) holds one of them, ignoring case and
- * any `_`, `-` or `.`: `sftp.privateKey`, `sftp.passPhrase`, `ftp.password`, `http.authheader`,
- * `s3.secretKey`, `x.api_key`, `y.accessToken`. The methods' own credentials are all caught by it;
- * the S3 access key id is the host's login, which the ERR lines show as UserId, as the reference does.
+ * `module.`, or the whole name of an entry without a dot) holds one of them, or is a key of
+ * METHOD_CREDENTIAL_OPTIONS, ignoring case and any `_`, `-` or `.`: `sftp.privateKey`,
+ * `sftp.passPhrase`, `ftp.password`, `http.authheader`, `s3.secretKey`, `x.api_key`,
+ * `y.accessToken`, `azure.sasSubscriptionKey`. The S3 access key id is the host's login, which the
+ * ERR lines show as UserId, as the reference does.
  */
 export const SECRET_WORDS = [
   'password',
@@ -19,12 +41,21 @@ export const SECRET_WORDS = [
   'authorization',
   'credential',
   'apikey',
+  'subscriptionkey',
+  'accountkey',
+  'sasurl',
 ] as const;
+
+const normalisedKey = (key: string) => key.toLowerCase().replace(/[_.-]/g, '');
+
+const CREDENTIAL_KEYS: ReadonlySet<string> = new Set(
+  Object.values(METHOD_CREDENTIAL_OPTIONS).flatMap((keys) => keys.map(normalisedKey)),
+);
 
 export function isSecretOption(name: string): boolean {
   const dot = name.indexOf('.');
-  const key = (dot > 0 ? name.slice(dot + 1) : name).toLowerCase().replace(/[_.-]/g, '');
-  return SECRET_WORDS.some((word) => key.includes(word));
+  const key = normalisedKey(dot > 0 ? name.slice(dot + 1) : name);
+  return CREDENTIAL_KEYS.has(key) || SECRET_WORDS.some((word) => key.includes(word));
 }
 
 /**

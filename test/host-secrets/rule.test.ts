@@ -25,6 +25,8 @@ describe('which host options are secrets', () => {
     'ftp.password',
     'ftps.password',
     'http.authheader',
+    'azure.sasUrl',
+    'azure.sasSubscriptionKey',
   ];
   // Credentials under other names, and the same names in other spellings.
   const OTHER_SECRETS = [
@@ -36,6 +38,8 @@ describe('which host options are secrets', () => {
     'x.api-key',
     'x.apiKey',
     'x.clientSecret',
+    'x.accountKey',
+    'x.subscription_key',
     'ectrans.credentials',
     'ftp.PASSWD',
     'sftp.PRIVATE_KEY',
