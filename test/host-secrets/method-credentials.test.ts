@@ -95,10 +95,13 @@ function optionKeysTheMethodsRead(): Set<string> {
 describe('the credentials the transfer methods use', () => {
   it('every option a method reads is either one of its credentials or declared none', () => {
     const read = optionKeysTheMethodsRead();
-    const credentials = new Set(CREDENTIALS.map(([, key]) => key));
+    const credentials = new Set<string>(CREDENTIALS.map(([, key]) => key));
     const unclassified = [...read].filter((key) => !credentials.has(key) && !NOT_CREDENTIALS.includes(key));
     expect(unclassified, 'options read but neither a credential nor declared none').toEqual([]);
-    expect([...credentials].filter((key) => !read.has(key)), 'credentials no method reads').toEqual([]);
+    expect(
+      [...credentials].filter((key) => !read.has(key)),
+      'credentials no method reads',
+    ).toEqual([]);
     expect(read.has('sasSubscriptionKey')).toBe(true);
   });
 
