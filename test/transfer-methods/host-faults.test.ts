@@ -57,6 +57,8 @@ let delivered: string;
 let mover: Mover;
 let faulty: FaultyHosts;
 let sftp: FaultServer;
+/** An SFTP server that answers an open with a malformed packet. */
+let sftpMalformed: FaultServer;
 let sink: HttpSink;
 let s3: S3TestServer;
 const uncaught: unknown[] = [];
