@@ -152,6 +152,11 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
     client.on('ready', () => {
       client.sftp((error, sftp) => {
         if (error) return fail(new Error(`SFTP subsystem refused by ${where}: ${error.message}`));
+        // A packet the server got wrong: ssh2 fails the requests waiting on the channel and closes
+        // it; the session is never used again.
+        sftp.on('error', (sftpError: Error) => {
+          lost ??= new Error(`Connection to ${where} lost: ${sftpError.message}`);
+        });
         if (ready) return sftp.end();
         ready = true;
         signal.removeEventListener('abort', onAbort);
@@ -292,6 +297,9 @@ function runCommand(client: Client, command: string, signal: AbortSignal, lost: 
         return reject(new Error(`Cannot start the command: ${error.message}`));
       }
       channel = stream;
+      // The channel's close follows, and answers.
+      stream.on('error', () => undefined);
+      stream.stderr.on('error', () => undefined);
       let code = -1;
       stream.on('exit', (exitCode: number | null) => {
         if (typeof exitCode === 'number') code = exitCode;
