@@ -152,10 +152,12 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
     client.on('ready', () => {
       client.sftp((error, sftp) => {
         if (error) return fail(new Error(`SFTP subsystem refused by ${where}: ${error.message}`));
-        // A packet the server got wrong: ssh2 fails the requests waiting on the channel and closes
-        // it; the session is never used again.
+        // A packet the server got wrong: the connection is closed, which fails every request still
+        // waiting for an answer (as the close of a lost connection does); it is never used again.
         sftp.on('error', (sftpError: Error) => {
           lost ??= new Error(`Connection to ${where} lost: ${sftpError.message}`);
+          client.destroy();
+          socket.destroy();
         });
         if (ready) return sftp.end();
         ready = true;
