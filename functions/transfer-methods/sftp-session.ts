@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
-import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import ssh2, { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { HostConnection } from '../../core/dissemination/methods.ts';
 
@@ -100,9 +100,19 @@ export function fingerprintMatches(expected: string, key: Buffer): boolean {
 
 export function connect(host: HostConnection, credentials: SftpCredentials, signal: AbortSignal): Promise<SftpSession> {
   const where = whereOf(host);
+  // Before any connection is opened: a key that cannot be used fails the attempt with that reason.
+  const keyProblem = privateKeyProblem(credentials);
+  if (keyProblem !== null) {
+    return Promise.reject(new Error(`Cannot use sftp.privateKey for ${host.login}@${where}: ${keyProblem}`));
+  }
   const client = new Client();
-  // Ours rather than ssh2's, so that `batch` can cork it.
+  // Ours rather than ssh2's, so that `batch` can cork it. Its errors reach ssh2 once `client.connect`
+  // has taken it; this listener is there before it can emit at all, so that a failure before then (or
+  // one ssh2 no longer listens for) ends the attempt, never the process.
   const socket = new Socket();
+  socket.on('error', (error) => {
+    lost ??= new Error(`Connection to ${where} lost: ${error.message}`);
+  });
   let offeredKey: Buffer | null = null;
   let lost: Error | null = null;
   let closed = false;
@@ -115,6 +125,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
         ready = true;
         signal.removeEventListener('abort', onAbort);
         client.end();
+        socket.destroy();
         reject(error);
       }
     };
@@ -141,6 +152,13 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
     client.on('ready', () => {
       client.sftp((error, sftp) => {
         if (error) return fail(new Error(`SFTP subsystem refused by ${where}: ${error.message}`));
+        // A packet the server got wrong: the connection is closed, which fails every request still
+        // waiting for an answer (as the close of a lost connection does); it is never used again.
+        sftp.on('error', (sftpError: Error) => {
+          lost ??= new Error(`Connection to ${where} lost: ${sftpError.message}`);
+          client.destroy();
+          socket.destroy();
+        });
         if (ready) return sftp.end();
         ready = true;
         signal.removeEventListener('abort', onAbort);
@@ -190,9 +208,12 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
     if (credentials.privateKey !== null) methods.push('publickey');
     if (host.password !== null) methods.push('password', 'keyboard-interactive');
     const expected = credentials.fingerPrint;
+    socket.once('error', (error) => fail(connectError(error, host, where, credentials, offeredKey)));
     try {
+      // Connecting before ssh2 has it: given a socket that is not connecting, ssh2 takes it as connected.
+      socket.connect({ host: host.hostname, port: host.options.port ?? 22 });
       client.connect({
-        sock: socket.connect({ host: host.hostname, port: host.options.port ?? 22 }),
+        sock: socket,
         username: host.login,
         password: host.password ?? undefined,
         privateKey: credentials.privateKey ?? undefined,
@@ -216,10 +237,24 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
       // Nagle's algorithm against the server's delayed ACK would hold each one up to 40 ms.
       socket.setNoDelay(true);
     } catch (error) {
-      // ssh2 parses the private key before connecting.
-      fail(new Error(`Cannot use sftp.privateKey for ${host.login}@${where}: ${(error as Error).message}`));
+      fail(new Error(`Connection to ${where} failed: ${(error as Error).message}`));
     }
   });
+}
+
+/** Why ssh2 would refuse `sftp.privateKey` (and `sftp.passPhrase`), as its connect checks it; null if usable. */
+function privateKeyProblem(credentials: SftpCredentials): string | null {
+  if (credentials.privateKey === null) return null;
+  let parsed: ReturnType<typeof ssh2.utils.parseKey>;
+  try {
+    parsed = ssh2.utils.parseKey(credentials.privateKey, credentials.passPhrase ?? undefined);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  if (parsed instanceof Error) return parsed.message;
+  const key = Array.isArray(parsed) ? parsed[0] : parsed;
+  if (!key || key.getPrivatePEM() === null) return 'it does not contain a (valid) private key';
+  return null;
 }
 
 function connectError(
@@ -264,6 +299,9 @@ function runCommand(client: Client, command: string, signal: AbortSignal, lost: 
         return reject(new Error(`Cannot start the command: ${error.message}`));
       }
       channel = stream;
+      // The channel's close follows, and answers.
+      stream.on('error', () => undefined);
+      stream.stderr.on('error', () => undefined);
       let code = -1;
       stream.on('exit', (exitCode: number | null) => {
         if (typeof exitCode === 'number') code = exitCode;

@@ -21,6 +21,8 @@ export interface Faults {
   sizeOffBy?: number;
   /** Refuse every rename. */
   refuseRename?: boolean;
+  /** Answer an open with a HANDLE packet shorter than the handle it announces (a protocol error). */
+  malformedHandle?: boolean;
 }
 
 export interface FaultServer {
@@ -112,6 +114,7 @@ function serve(sftp: SFTPWrapper, client: Connection, root: string, state: { fau
   };
 
   sftp.on('OPEN', (reqid, filename, flags) => {
+    if (state.faults.malformedHandle) return sendRaw(sftp, malformedHandle(reqid));
     try {
       const mode = flags & OPEN_MODE.WRITE ? (flags & OPEN_MODE.TRUNC ? 'w' : 'r+') : 'r';
       const fd = fs.openSync(local(filename), mode);
@@ -173,6 +176,31 @@ function serve(sftp: SFTPWrapper, client: Connection, root: string, state: { fau
     });
   });
   sftp.on('REALPATH', (reqid, remote) => {
-    sftp.name(reqid, [{ filename: path.posix.resolve('/', remote), longname: remote, attrs: {} as never }]);
+    sftp.name(reqid, [
+      {
+        filename: path.posix.resolve('/', remote),
+        longname: remote,
+        attrs: {} as never,
+      },
+    ]);
   });
+}
+
+/** A HANDLE packet announcing a handle of 1000 bytes and holding none. */
+function malformedHandle(reqid: number): Buffer {
+  const packet = Buffer.alloc(4 + 1 + 4 + 4);
+  packet.writeUInt32BE(packet.length - 4, 0);
+  packet[4] = 102; // SSH_FXP_HANDLE
+  packet.writeUInt32BE(reqid, 5);
+  packet.writeUInt32BE(1000, 9);
+  return packet;
+}
+
+/** Bytes on the SFTP channel as they are: ssh2's server API only writes well-formed packets. */
+function sendRaw(sftp: SFTPWrapper, bytes: Buffer) {
+  const raw = sftp as unknown as {
+    _protocol: { channelData(id: number, data: Buffer): void };
+    outgoing: { id: number };
+  };
+  raw._protocol.channelData(raw.outgoing.id, bytes);
 }
