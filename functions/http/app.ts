@@ -15,7 +15,7 @@ import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { type DocsMounts, docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { accessLog, requestId, requestMetrics, secureOnly } from './middleware.ts';
+import { accessLog, framingRefused, requestId, requestMetrics, secureOnly } from './middleware.ts';
 import { opsRoutes } from './ops.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
 
@@ -55,7 +55,13 @@ export type Env = { Variables: { requestId: string; caller: Caller | null; servi
 export function createApp(options: AppOptions) {
   const app = new Hono<Env>();
   const metrics = createMetrics();
-  app.use(requestId(), accessLog(options.logger), requestMetrics(metrics), secureOnly(options.trustProxy));
+  app.use(
+    requestId(),
+    accessLog(options.logger),
+    requestMetrics(metrics),
+    secureOnly(options.trustProxy),
+    framingRefused(),
+  );
 
   const base = options.basePath ?? null;
   // Mounted routes are copied into the app's router with their prefix: no middleware per request.
