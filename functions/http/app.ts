@@ -32,7 +32,8 @@ export interface AppOptions {
    * The data portal under /portal: its file routes (incoming users' files) and its pages (log in,
    * registration), with one browser session for both; left out, the app serves none.
    */
-  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'> & Pick<PortalPagesOptions, 'cookieSecret' | 'origin'>;
+  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'> &
+    Pick<PortalPagesOptions, 'cookieSecret' | 'origin' | 'registrationLimits'>;
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
   /**
@@ -73,8 +74,8 @@ export function createApp(options: AppOptions) {
   }
   if (options.portal) {
     const { portsFor, clientAddress } = options;
-    const { cookieSecret, origin, ...files } = options.portal;
-    const pages = { portsFor, clientAddress, cookieSecret, origin };
+    const { cookieSecret, origin, registrationLimits, ...files } = options.portal;
+    const pages = { portsFor, clientAddress, cookieSecret, origin, registrationLimits };
     const sessionIdentity = files.sessionIdentity ?? portalSessionIdentity(pages);
     app.route('/portal', portalPages(pages, sessionIdentity));
     app.route('/portal', portalApp({ ...files, portsFor, clientAddress, sessionIdentity }));

@@ -18,7 +18,12 @@ beforeAll(async () => {
   h = await createHarness({ portalPages: true });
   const api = await h.client('admin', ['.*']);
   await h.addDestination('FRAMED');
-  await incomingUser(h, api, { id: 'reader', mode: 'standard-login', password: 'reader-Pass-1', destination: 'FRAMED' });
+  await incomingUser(h, api, {
+    id: 'reader',
+    mode: 'standard-login',
+    password: 'reader-Pass-1',
+    destination: 'FRAMED',
+  });
   await incomingUser(h, api, { id: 'open', mode: 'open-access', destination: 'FRAMED' });
   portal = new Agent(h.app);
   expect((await portal.login('reader', 'reader-Pass-1')).status).toBe(303);
@@ -31,11 +36,21 @@ afterAll(() => h?.close());
 
 /** A path for each GET route: parameters filled in (the open-access user where a user is named). */
 function visitedPaths() {
-  const paths = new Set<string>(['/portal/data/', '/portal/data/FRAMED/', '/portal/home/open/', '/portal/nothing-here']);
+  const paths = new Set<string>([
+    '/portal/data/',
+    '/portal/data/FRAMED/',
+    '/portal/home/open/',
+    '/portal/nothing-here',
+  ]);
   for (const route of h.app.routes) {
     if (route.method !== 'GET' && route.method !== 'ALL') continue;
     if (!/^\/(portal|console)(\/|$)/.test(route.path)) continue;
-    paths.add(route.path.replace(/:user\b[^/]*/g, 'open').replace(/:\w+[^/]*/g, 'x').replace(/\*$/, ''));
+    paths.add(
+      route.path
+        .replace(/:user\b[^/]*/g, 'open')
+        .replace(/:\w+[^/]*/g, 'x')
+        .replace(/\*$/, ''),
+    );
   }
   return [...paths];
 }
@@ -52,7 +67,10 @@ describe('framing of HTML pages', () => {
     for (const [where, page] of html) {
       expect(page.headers.get('x-frame-options'), where).toBe('DENY');
       const policy = page.headers.get('content-security-policy') ?? '';
-      expect(policy.split(';').map((d) => d.trim()), where).toContain("frame-ancestors 'none'");
+      expect(
+        policy.split(';').map((d) => d.trim()),
+        where,
+      ).toContain("frame-ancestors 'none'");
       expect(policy.match(/frame-ancestors/g), where).toHaveLength(1);
     }
     // The listings (which hold forms) and the console's pages were among them, behind their sessions.
