@@ -70,8 +70,9 @@ function countsOf(limits: RegistrationLimits, address: string, email: string) {
 /**
  * Counts a registration about to be mailed, or refuses it (throttled, with the wait) when its
  * e-mail or its client address had its limit of registrations within the window. The registration
- * is counted first and the counts read after, so registrations arriving together cannot all pass
- * the last free place: the ones beyond it are refused.
+ * is counted first and the counts read after, whichever process counts them: of registrations
+ * arriving at the same moment around the last free place, some may all be refused, but never one
+ * too many passes.
  */
 export async function countRegistration(
   log: FailureLog,
@@ -81,16 +82,14 @@ export async function countRegistration(
   const { now } = registration;
   const counts = countsOf(limits, registration.address, registration.email);
   // Already over: refused without being counted, so that a flood does not push the wait further out.
-  await refuseOver(log, counts, now, 0);
+  for (const c of counts) refuseOver(c, await log.recent(c.key, now - c.windowMs, c.limit), now, c.limit);
   for (const c of counts) await log.add(c.key, now, now - c.windowMs, c.limit + 1);
-  await refuseOver(log, counts, now, 1);
+  for (const c of counts) refuseOver(c, await log.recent(c.key, now - c.windowMs, c.limit + 1), now, c.limit + 1);
 }
 
-async function refuseOver(log: FailureLog, counts: ReturnType<typeof countsOf>, now: number, counted: number) {
-  for (const c of counts) {
-    const times = await log.recent(c.key, now - c.windowMs, c.limit + counted);
-    if (times.length < c.limit + counted) continue;
-    const waitMs = times[times.length - c.limit - counted]! + c.windowMs - now;
-    throw throttled(`Too many registrations from ${c.what}; try again later`, retryAfterSeconds(waitMs));
-  }
+/** Refuses when `times` (oldest first) are `over` or more: the wait is until enough leave the window. */
+function refuseOver(count: ReturnType<typeof countsOf>[number], times: readonly number[], now: number, over: number) {
+  if (times.length < over) return;
+  const waitMs = times[times.length - over]! + count.windowMs - now;
+  throw throttled(`Too many registrations from ${count.what}; try again later`, retryAfterSeconds(waitMs));
 }
