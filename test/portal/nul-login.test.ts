@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic } from '../support/harness.ts';
 import { Agent, incomingUser } from './agent.ts';
-import { logsIn, type SftpScene, sftpScene } from './sftp/support.ts';
+import { call, connect, logsIn, type SftpScene, sftpScene } from './sftp/support.ts';
 
 /**
  * A login holding U+0000, which no database text can hold, is a wrong login like any other, on
@@ -52,6 +52,23 @@ describe('a login with a NUL character', () => {
     expect(await logsIn(s.sftp.port, { username: NUL_LOGIN, password: 'reader-Pass-1' })).toBe(false);
     expect(await counted()).toBeGreaterThan(before);
     expect(await logsIn(s.sftp.port, { username: 'reader', password: 'reader-Pass-1' })).toBe(true);
+    expect(errorsLogged()).toEqual([]);
+  });
+
+  it('in an SFTP path is no such file, and the session goes on', async () => {
+    const { client, sftp } = await connect(s.sftp.port, { username: 'reader', password: 'reader-Pass-1' });
+    try {
+      for (const path of ['/NUL/a\u0000b', '/N\u0000UL']) {
+        const error = await call((done) => sftp.stat(path, done)).then(
+          () => null,
+          (e: { code?: number }) => e,
+        );
+        expect(error?.code, path).toBe(2);
+      }
+      expect((await call<unknown[]>((done) => sftp.readdir('/', done))).length).toBeGreaterThan(0);
+    } finally {
+      client.end();
+    }
     expect(errorsLogged()).toEqual([]);
   });
 
