@@ -159,6 +159,8 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
   ECPDS_MQTT_URL: text(),
   ECPDS_PORTAL_URL: text(),
+  ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS: integer('ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS', 10, 1, 1_000_000),
+  ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: integer('ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL', 3, 1, 1_000_000),
   ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
 });
 

@@ -69,7 +69,8 @@ const portalFailures = (log: FailureLog): FailureLog => ({
  * and throws PortalLoginRefused; a throttled pair gets the API's 429. A success with credentials
  * lets the same credentials in again for a moment without the check (PortalLoginMemory).
  */
-export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Promise<PortalIdentity> {
+export async function portalLogin(ports: Ports, presentedAttempt: PortalLoginAttempt): Promise<PortalIdentity> {
+  const attempt = withStorableLogin(presentedAttempt);
   const { password } = attempt;
   // An open-access visit gives no credentials to remember.
   if (password === null) return checkedLogin(ports, attempt);
@@ -82,6 +83,14 @@ export async function portalLogin(ports: Ports, attempt: PortalLoginAttempt): Pr
   if (identity !== null) return readmit(ports, identity, attempt);
   return memory.check(presented, now, () => checkedLogin(ports, attempt));
 }
+
+/**
+ * No database text holds U+0000, and a query naming it fails: such a login is read with U+FFFD in
+ * its place, which no user id holds either (INCOMING_ID), so it fails and is counted as any unknown
+ * login does, from every protocol, instead of failing in storage.
+ */
+const withStorableLogin = (attempt: PortalLoginAttempt): PortalLoginAttempt =>
+  attempt.login.includes('\u0000') ? { ...attempt, login: attempt.login.replaceAll('\u0000', '\uFFFD') } : attempt;
 
 /**
  * A login with the same credentials as one let in a moment ago (PortalLoginMemory): its identity

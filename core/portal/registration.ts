@@ -5,6 +5,7 @@ import type { Ports, Repositories } from '../ports.ts';
 import { portalMode } from './login.ts';
 import { portalSettings } from './options.ts';
 import type { Subscriber } from './ports.ts';
+import { acceptableName, countRegistration, NAME_EXPECTED, type RegistrationLimits } from './registration-rules.ts';
 
 /**
  * Self-service registration: a visitor registers to a self-service user with a name, an e-mail
@@ -28,21 +29,28 @@ export interface Registration {
   iso: string;
 }
 
-/** The portal's address as users reach it (`https://host[:port]`), for the links in e-mails. */
-export type PortalOrigin = string;
+/** Where a registration comes from, as the shell knows it. */
+export interface RegistrationContext {
+  /**
+   * The portal's public address as configured (`https://host[:port][/prefix]`, ECPDS_PORTAL_URL),
+   * the start of the links in e-mails: never the request's Host, which the visitor chooses.
+   */
+  origin: string;
+  /** The client's address, for the limit of registrations per address. */
+  address: string;
+  limits: RegistrationLimits;
+}
 
 function mailerOf(ports: Ports) {
   if (ports.mailer === null) throw unavailable('registration by e-mail is not configured on this server');
   return ports.mailer;
 }
 
-export async function register(ports: Ports, input: Registration, origin: PortalOrigin): Promise<void> {
+export async function register(ports: Ports, input: Registration, context: RegistrationContext): Promise<void> {
   const mailer = mailerOf(ports);
-  const name = input.name.trim();
+  const name = acceptableName(input.name);
   const email = input.email.trim();
-  if (name === '' || name.length > 200 || /[\p{Cc}]/u.test(name)) {
-    throw invalid('A name of 1 to 200 characters expected');
-  }
+  if (name === null) throw invalid(NAME_EXPECTED);
   if (!PLAIN_ADDRESS.test(email) || email.length > 254) throw invalid('An e-mail address expected');
   if (!(await ports.repos.countries.exists(input.iso))) throw invalid('A country from the list expected');
   const user = await ports.repos.incomingUsers.find(input.userId);
@@ -66,14 +74,24 @@ export async function register(ports: Ports, input: Registration, origin: Portal
   let id = await add();
   if (id === null && (await forgetLapsedRegistration(ports, user.id, email, now))) id = await add();
   if (id === null) throw conflict('This e-mail address is already registered');
-  const link = `${origin}/portal/verify?token=${encodeURIComponent(token)}`;
+  const subscriberId = id;
+  // Counted once the registration is stored: one refused as already registered sends nothing.
+  await countRegistration(ports.repos.console.signInFailures, context.limits, {
+    address: context.address,
+    email,
+    now: now.getTime(),
+  }).catch(async (e: unknown) => {
+    await ports.repos.portal.deleteSubscriber(subscriberId);
+    throw e;
+  });
+  const link = `${context.origin}/portal/verify?token=${encodeURIComponent(token)}`;
   try {
     await mailer.send({
       to: email,
       subject: `Confirm your registration to ${user.id}`,
       text:
         `Hello ${name},\n\nTo confirm your registration to the data portal of ${user.id}, open this link ` +
-        `within 24 hours:\n\n${link}\n\nIf you did not register, ignore this message.\n`,
+        `within 24 hours and confirm there:\n\n${link}\n\nIf you did not register, ignore this message.\n`,
     });
   } catch (e) {
     // Nobody got the link: the address may register again.
@@ -98,6 +116,16 @@ async function forgetLapsedRegistration(ports: Ports, userId: string, email: str
   if (lapsed === undefined) return false;
   await ports.repos.portal.deleteSubscriber(lapsed.id);
   return true;
+}
+
+/** Whether a verification token is one still waiting to be used (nothing changes). */
+export async function verificationPending(ports: Ports, token: string): Promise<boolean> {
+  const subscriber = await ports.repos.portal.subscriberByToken(sha256Base64(token));
+  return (
+    subscriber?.status === 'unverified' &&
+    subscriber.tokenExpiresAt !== null &&
+    subscriber.tokenExpiresAt.getTime() > ports.clock().getTime()
+  );
 }
 
 /** Uses a verification token: the subscriber is activated (and mailed its password) or waits for approval. */

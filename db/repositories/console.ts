@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, lte } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, like, lte } from 'drizzle-orm';
 import type { ConsoleRepo } from '../../core/console/ports.ts';
 import type { Database } from '../client.ts';
 import { aclCategories, auditLog, consoleSessions, signInFailures, webUserCategories, webUsers } from '../schema.ts';
@@ -58,8 +58,13 @@ export const consoleRepo = (db: Database): ConsoleRepo => ({
     },
     async add(key, at, since) {
       await db.insert(signInFailures).values({ key, failedAt: new Date(at) });
-      // Every key's, not only this one's: keys that stop failing would otherwise stay forever.
-      await db.delete(signInFailures).where(lte(signInFailures.failedAt, new Date(since)));
+      // Every key's of the same kind (the text before the first ':'), not only this one's: keys that
+      // stop failing would otherwise stay forever. Kinds counted over longer windows keep theirs.
+      const kind = key.slice(0, key.indexOf(':') + 1);
+      const old = lte(signInFailures.failedAt, new Date(since));
+      await db
+        .delete(signInFailures)
+        .where(kind === '' ? old : and(old, like(signInFailures.key, `${kind.replace(/[\\%_]/g, '\\$&')}%`)));
     },
   },
   async audit(entry) {

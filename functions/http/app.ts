@@ -15,7 +15,7 @@ import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
 import { type DocsMounts, docsRoutes } from './docs.ts';
 import { errorResponse, plain } from './errors.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { accessLog, requestId, requestMetrics, secureOnly } from './middleware.ts';
+import { accessLog, framingRefused, requestId, requestMetrics, secureOnly } from './middleware.ts';
 import { opsRoutes } from './ops.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
 
@@ -32,7 +32,8 @@ export interface AppOptions {
    * The data portal under /portal: its file routes (incoming users' files) and its pages (log in,
    * registration), with one browser session for both; left out, the app serves none.
    */
-  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'> & Pick<PortalPagesOptions, 'cookieSecret' | 'origin'>;
+  portal?: Omit<PortalOptions, 'portsFor' | 'clientAddress'> &
+    Pick<PortalPagesOptions, 'cookieSecret' | 'origin' | 'registrationLimits'>;
   /** /metrics without credentials (ECPDS_METRICS_PUBLIC=1); otherwise it needs the `metrics` permission. */
   metricsPublic?: boolean;
   /**
@@ -55,7 +56,13 @@ export type Env = { Variables: { requestId: string; caller: Caller | null; servi
 export function createApp(options: AppOptions) {
   const app = new Hono<Env>();
   const metrics = createMetrics();
-  app.use(requestId(), accessLog(options.logger), requestMetrics(metrics), secureOnly(options.trustProxy));
+  app.use(
+    requestId(),
+    accessLog(options.logger),
+    requestMetrics(metrics),
+    secureOnly(options.trustProxy),
+    framingRefused(),
+  );
 
   const base = options.basePath ?? null;
   // Mounted routes are copied into the app's router with their prefix: no middleware per request.
@@ -67,8 +74,8 @@ export function createApp(options: AppOptions) {
   }
   if (options.portal) {
     const { portsFor, clientAddress } = options;
-    const { cookieSecret, origin, ...files } = options.portal;
-    const pages = { portsFor, clientAddress, cookieSecret, origin };
+    const { cookieSecret, origin, registrationLimits, ...files } = options.portal;
+    const pages = { portsFor, clientAddress, cookieSecret, origin, registrationLimits };
     const sessionIdentity = files.sessionIdentity ?? portalSessionIdentity(pages);
     app.route('/portal', portalPages(pages, sessionIdentity));
     app.route('/portal', portalApp({ ...files, portsFor, clientAddress, sessionIdentity }));

@@ -65,3 +65,29 @@ const isSecure = (c: Context, trustProxy: boolean) =>
   trustProxy
     ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
     : c.req.url.startsWith('https:');
+
+const FRAME_ANCESTORS = "frame-ancestors 'none'";
+
+/** A page's policy with framing refused: its own frame-ancestors (if any) replaced in place, the rest kept. */
+export function withFramingRefused(policy: string | null): string {
+  const directives = (policy ?? '')
+    .split(';')
+    .map((d) => d.trim())
+    .filter((d) => d !== '');
+  const framing = (d: string) => /^frame-ancestors(\s|$)/i.test(d);
+  if (!directives.some(framing)) return [...directives, FRAME_ANCESTORS].join('; ');
+  const kept = directives.filter((d, i) => !framing(d) || directives.findIndex(framing) === i);
+  return kept.map((d) => (framing(d) ? FRAME_ANCESTORS : d)).join('; ');
+}
+
+/**
+ * Every HTML answer (the console's and the portal's pages, listings, error pages) refuses to be
+ * framed, the one place this is decided: a page with a form inside another site's frame can be
+ * clicked through unseen. Other answers (files, JSON, S3's XML) are left as they are.
+ */
+export const framingRefused = (): MiddlewareHandler<Env> => async (c, next) => {
+  await next();
+  if (!/^\s*text\/html\b/i.test(c.res.headers.get('content-type') ?? '')) return;
+  c.res.headers.set('content-security-policy', withFramingRefused(c.res.headers.get('content-security-policy')));
+  c.res.headers.set('x-frame-options', 'DENY');
+};

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { REGISTRATION_LIMITS, type RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { RetentionLimits } from '../../core/retention/purge.ts';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
 
@@ -70,6 +71,10 @@ export interface PortalConfig {
   s3Domain: string | null;
   /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
   sftpPort: number | null;
+  /** The portal's public address (ECPDS_PORTAL_URL), without the trailing '/'; null: not configured. */
+  publicUrl: string | null;
+  /** Registrations mailed per client address (an hour) and per e-mail (a day). */
+  registrationLimits: RegistrationLimits;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -93,6 +98,15 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
   }
   const uploadDir = path.resolve(e.ECPDS_PORTAL_UPLOAD_DIR ?? path.join(e.ECPDS_DATA_DIR, 'portal-uploads'));
+  const mail = parseMail(e.ECPDS_SMTP_URL, e.ECPDS_MAIL_FROM);
+  const publicUrl = e.ECPDS_PORTAL_URL === null ? null : parsePortalUrl(e.ECPDS_PORTAL_URL);
+  // Mail turns self-service registration on; its links must lead to the portal, whatever Host a request names.
+  if (mail !== null && publicUrl === null) {
+    throw new ConfigError(
+      "ECPDS_SMTP_URL turns on the portal's self-service registration, whose mails link to the portal: " +
+        'set ECPDS_PORTAL_URL to the address users reach it at, e.g. https://data.example.org',
+    );
+  }
   return {
     host: e.HOST,
     port: e.PORT,
@@ -128,7 +142,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     notesUrl: e.ECPDS_NOTES_URL,
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,
-    mail: parseMail(e.ECPDS_SMTP_URL, e.ECPDS_MAIL_FROM),
+    mail,
     mover: {
       enabled: e.ECPDS_MOVER,
       name: e.ECPDS_MOVER_NAME ?? `${os.hostname()}-${process.pid}`,
@@ -146,6 +160,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       uploadDir,
       s3Domain: e.ECPDS_PORTAL_S3_DOMAIN,
       sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT,
+      publicUrl,
+      registrationLimits: {
+        ...REGISTRATION_LIMITS,
+        perAddress: e.ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS,
+        perEmail: e.ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL,
+      },
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };

@@ -44,7 +44,13 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
     basePath: config.basePath,
     clientAddress: (c) => clientAddress(c, config.trustProxy),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
-    portal: { ...portal, s3Domain: config.portal.s3Domain, cookieSecret: ports.secrets.derive('portal-cookie') },
+    portal: {
+      ...portal,
+      s3Domain: config.portal.s3Domain,
+      cookieSecret: ports.secrets.derive('portal-cookie'),
+      origin: config.portal.publicUrl,
+      registrationLimits: config.portal.registrationLimits,
+    },
   });
   return Object.assign(app, { portal });
 }

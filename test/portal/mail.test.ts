@@ -25,6 +25,7 @@ describe('the mail settings', () => {
     const config = parseConfig({
       ECPDS_SMTP_URL: 'smtps://relay%20user:p%40ss%3Aw%2Frd@mail.example.org',
       ECPDS_MAIL_FROM: 'Data Portal <portal@example.org>',
+      ECPDS_PORTAL_URL: 'https://data.example.org',
     });
     expect(config.mail).toEqual({
       host: 'mail.example.org',
@@ -60,7 +61,7 @@ describe('the mail settings', () => {
       ['smtp://user:SECRET-PW@mail.example.org', 'no address', /ECPDS_MAIL_FROM must be/],
     ];
     for (const [url, from, message] of refused) {
-      const env = { ECPDS_SMTP_URL: url, ECPDS_MAIL_FROM: from };
+      const env = { ECPDS_SMTP_URL: url, ECPDS_MAIL_FROM: from, ECPDS_PORTAL_URL: 'https://data.example.org' };
       let error: unknown;
       try {
         parseConfig(env);
@@ -111,11 +112,39 @@ describe('the SMTP mailer', () => {
   });
 });
 
+describe('the public address of the registration mails', () => {
+  it('is required with mail, which turns registration on: the start stops with a clear message', () => {
+    const mail = { ECPDS_SMTP_URL: 'smtp://mail.example.org', ECPDS_MAIL_FROM: FROM };
+    expect(() => parseConfig(mail)).toThrow(ConfigError);
+    expect(() => parseConfig(mail)).toThrow(/ECPDS_SMTP_URL turns on .*registration.*set ECPDS_PORTAL_URL/);
+    expect(parseConfig({ ...mail, ECPDS_PORTAL_URL: 'https://data.example.org/dds/' }).portal.publicUrl).toBe(
+      'https://data.example.org/dds',
+    );
+    expect(parseConfig({}).portal.publicUrl).toBeNull();
+    expect(() => parseConfig({ ...mail, ECPDS_PORTAL_URL: 'ftp://data.example.org' })).toThrow(/ECPDS_PORTAL_URL/);
+  });
+
+  it('comes with limits of registrations per address and per e-mail, which the environment may change', () => {
+    expect(parseConfig({}).portal.registrationLimits).toMatchObject({ perAddress: 10, perEmail: 3 });
+    const env = { ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS: '25', ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: '1' };
+    expect(parseConfig(env).portal.registrationLimits).toMatchObject({ perAddress: 25, perEmail: 1 });
+    expect(() => parseConfig({ ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: '0' })).toThrow(
+      /ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL must be an integer from 1/,
+    );
+  });
+});
+
 describe("the Node runtime's ports", () => {
   it('send mail through ECPDS_SMTP_URL, and have no mailer without it', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
     const logger = { info: () => {}, warn: () => {}, error: () => {} };
-    const env = { ECPDS_DATA_DIR: dir, ECPDS_DEMO: '0', ECPDS_SMTP_URL: smtp.url, ECPDS_MAIL_FROM: FROM };
+    const env = {
+      ECPDS_DATA_DIR: dir,
+      ECPDS_DEMO: '0',
+      ECPDS_SMTP_URL: smtp.url,
+      ECPDS_MAIL_FROM: FROM,
+      ECPDS_PORTAL_URL: 'https://data.example.org',
+    };
     try {
       const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
       try {

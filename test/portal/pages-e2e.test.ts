@@ -11,6 +11,7 @@ import { parseMail } from '../../functions/node/config.ts';
 import { smtpMailer } from '../../functions/node/mail.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { freePort } from '../support/processes.ts';
 import { linkIn, passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
 import { incomingUser } from './agent.ts';
 
@@ -54,9 +55,12 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     smtp = await startSmtpReceiver();
     const sources = tempDir('ecpds-portal-e2e-src-');
+    // The port first: the registration mails link to the portal's configured address.
+    const port = await freePort();
     h = await createHarness({
       sourceRoots: [sources],
       mailer: smtpMailer(parseMail(smtp.url, 'portal@example.org')!),
+      portalPages: { origin: `https://127.0.0.1:${port}` },
     });
     const admin = await h.client('admin', ['.*']);
     await h.addDestination('BROWSE');
@@ -77,7 +81,7 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     const tls = await loadTls({ dataDir: tempDir('ecpds-portal-e2e-tls-') } as NodeConfig);
     server = await new Promise((resolve) => {
       const s = serve(
-        { fetch: h.app.fetch, hostname: '127.0.0.1', port: 0, createServer: https.createServer, serverOptions: tls },
+        { fetch: h.app.fetch, hostname: '127.0.0.1', port, createServer: https.createServer, serverOptions: tls },
         () => resolve(s),
       );
     });
@@ -118,6 +122,8 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     const link = linkIn(await smtp.nextMailTo('katherine@example.org'))!;
     expect(link.startsWith(`${base}/portal/verify?token=`)).toBe(true);
     await page.goto(link);
+    expect(await heading()).toBe('Confirm your registration');
+    await submit(() => button('Confirm').click());
     expect(await heading()).toBe('Registration complete');
     await shot('03-verified');
     const password = passwordIn(await smtp.nextMailTo('katherine@example.org'))!;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
+import type { RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { Logger, Mailer } from '../../core/ports.ts';
 import type { DbHandle } from '../../db/client.ts';
 import { destinations } from '../../db/schema.ts';
@@ -43,8 +44,11 @@ export interface HarnessOptions {
   failedAuth?: ProcessStateOptions;
   /** Sends the portal's mail (ECPDS_SMTP_URL); none when left out. */
   mailer?: Mailer | null;
-  /** The portal's pages: `origin` for the links they mail (the request's host when left out). */
-  portalPages?: boolean | { origin?: string | null };
+  /**
+   * The portal's pages: `origin` for the links they mail (`https://localhost` when left out; null:
+   * none configured) and the registration limits (the production ones when left out).
+   */
+  portalPages?: boolean | { origin?: string | null; registrationLimits?: RegistrationLimits };
   /** Where the portal keeps uploads (a source root too); left out, the portal takes none. */
   portalUploadDir?: string;
   /** The portal's S3 domain for virtual-host style (ECPDS_PORTAL_S3_DOMAIN). */
@@ -82,6 +86,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     wakeMovers: options.wakeMovers,
   });
   const clientAddress = (c: Context) => c.req.header('x-test-address') ?? 'test';
+  const pages = typeof options.portalPages === 'object' ? options.portalPages : {};
   const app = createApp({
     logger,
     trustProxy: options.trustProxy ?? false,
@@ -98,7 +103,8 @@ export async function createHarness(options: HarnessOptions = {}) {
       sessionIdentity: options.portalSession,
       s3Domain: options.portalS3Domain ?? null,
       cookieSecret: ports.secrets.derive('portal-cookie'),
-      origin: typeof options.portalPages === 'object' ? options.portalPages.origin : null,
+      origin: pages.origin === undefined ? 'https://localhost' : pages.origin,
+      registrationLimits: pages.registrationLimits,
     },
   });
 

@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { isServiceError, type ServiceError } from '../../../core/common/errors.ts';
-import { register, verify } from '../../../core/portal/registration.ts';
+import { register, verificationPending, verify } from '../../../core/portal/registration.ts';
+import { REGISTRATION_LIMITS, type RegistrationLimits } from '../../../core/portal/registration-rules.ts';
 import type { Ports } from '../../../core/ports.ts';
 import { ErrorNote, Notice, PortalPage } from '../layout.tsx';
 import type { PortalSessionOptions } from '../session.ts';
@@ -8,11 +9,13 @@ import { FORM_REFUSED, formToken, formTokenMatches } from './form-token.ts';
 
 export interface RegistrationOptions extends PortalSessionOptions {
   /**
-   * The portal's address in the links it mails (`https://portal.example.org`). Left out, the
-   * request's own host: set it when a proxy in front does not check the Host header, so that a
-   * forged Host cannot put another site's address in a verification mail.
+   * The portal's public address, the start of the links it mails (`https://data.example.org`,
+   * ECPDS_PORTAL_URL). Never the request's Host, which the visitor chooses: without it, registration
+   * is unavailable.
    */
   origin?: string | null;
+  /** How many registrations are mailed per client address and per e-mail (REGISTRATION_LIMITS when left out). */
+  registrationLimits?: RegistrationLimits;
 }
 
 interface Entered {
@@ -67,10 +70,14 @@ const Unavailable = ({ message }: { message: string }) => (
 );
 
 const NOT_CONFIGURED = 'Registration is unavailable: this server has no way to send e-mail.';
+const NO_PUBLIC_ADDRESS = 'Registration is unavailable: this server is not configured with its public address.';
 const MISSING_USER = 'This registration link is incomplete: it names no user (/portal/register?user=...).';
 
 export function registrationPages(app: Hono, options: RegistrationOptions) {
-  const formPage = async (c: Context, entered: Entered, status: 200 | 400 | 409 | 503, message?: string) => {
+  /** Why registration is off on this server, or null when it is on. */
+  const unavailable = (ports: Ports) =>
+    ports.mailer === null ? NOT_CONFIGURED : (options.origin ?? null) === null ? NO_PUBLIC_ADDRESS : null;
+  const formPage = async (c: Context, entered: Entered, status: 200 | 400 | 409 | 429 | 503, message?: string) => {
     const ports = await options.portsFor(c);
     const [token, countries] = await Promise.all([formToken(c, options.cookieSecret), countriesOf(ports)]);
     return c.html(
@@ -89,7 +96,8 @@ export function registrationPages(app: Hono, options: RegistrationOptions) {
   app.get('/register', async (c) => {
     const userId = c.req.query('user') ?? '';
     if (userId === '') return c.html(<Unavailable message={MISSING_USER} />, 400);
-    if ((await options.portsFor(c)).mailer === null) return c.html(<Unavailable message={NOT_CONFIGURED} />, 503);
+    const off = unavailable(await options.portsFor(c));
+    if (off !== null) return c.html(<Unavailable message={off} />, 503);
     // The same form for every id: whether a user exists, and how it logs in, is told to nobody.
     return formPage(c, { userId, name: '', email: '', iso: '' }, 200);
   });
@@ -100,11 +108,17 @@ export function registrationPages(app: Hono, options: RegistrationOptions) {
     const field = (name: string) => (typeof body[name] === 'string' ? body[name] : '');
     const entered = { userId: field('user'), name: field('name'), email: field('email'), iso: field('iso') };
     const ports = await options.portsFor(c);
-    if (ports.mailer === null) return c.html(<Unavailable message={NOT_CONFIGURED} />, 503);
+    const off = unavailable(ports);
+    if (off !== null || !options.origin) return c.html(<Unavailable message={off ?? NO_PUBLIC_ADDRESS} />, 503);
     try {
-      await register(ports, entered, options.origin ?? `https://${new URL(c.req.url).host}`);
+      await register(ports, entered, {
+        origin: options.origin,
+        address: options.clientAddress(c),
+        limits: options.registrationLimits ?? REGISTRATION_LIMITS,
+      });
     } catch (e) {
       if (!isServiceError(e)) throw e;
+      if (e.retryAfterSeconds !== undefined) c.header('Retry-After', String(e.retryAfterSeconds));
       return formPage(c, entered, statusOf(e), messageOf(e));
     }
     return c.html(
@@ -120,10 +134,21 @@ export function registrationPages(app: Hono, options: RegistrationOptions) {
     );
   });
 
+  // The mailed link only shows a form: mail scanners and link previews open links (GET), and must
+  // not use the token up. The visitor's own click posts it, with the form's CSRF token.
   app.get('/verify', async (c) => {
     const token = c.req.query('token') ?? '';
-    // Tokens are 43 characters: anything much longer is no token of ours, and is not hashed.
-    if (token === '' || token.length > 256) return c.html(<InvalidLink />, 400);
+    if (!plausibleToken(token)) return c.html(<InvalidLink />, 400);
+    const ports = await options.portsFor(c);
+    if (!(await verificationPending(ports, token))) return c.html(<InvalidLink />, 400);
+    return c.html(<ConfirmForm csrf={await formToken(c, options.cookieSecret)} token={token} />);
+  });
+
+  app.post('/verify', async (c) => {
+    const body = await c.req.parseBody();
+    if (!(await formTokenMatches(c, options.cookieSecret, body.csrf))) return c.text(FORM_REFUSED, 403);
+    const token = typeof body.token === 'string' ? body.token : '';
+    if (!plausibleToken(token)) return c.html(<InvalidLink />, 400);
     const ports = await options.portsFor(c);
     try {
       const outcome = await verify(ports, token);
@@ -139,7 +164,22 @@ export function registrationPages(app: Hono, options: RegistrationOptions) {
   });
 }
 
-const statusOf = (e: ServiceError) => (e.kind === 'conflict' ? 409 : e.kind === 'unavailable' ? 503 : 400);
+/** Tokens are 43 characters: anything much longer is no token of ours, and is not hashed. */
+const plausibleToken = (token: string) => token !== '' && token.length <= 256;
+
+const ConfirmForm = (props: { csrf: string; token: string }) => (
+  <PortalPage title="Confirm your registration">
+    <p>Confirm that this e-mail address is yours to complete your registration to the data portal.</p>
+    <form method="post" action="/portal/verify">
+      <input type="hidden" name="csrf" value={props.csrf} />
+      <input type="hidden" name="token" value={props.token} />
+      <button type="submit">Confirm</button>
+    </form>
+  </PortalPage>
+);
+
+const statusOf = (e: ServiceError) =>
+  e.kind === 'conflict' ? 409 : e.kind === 'unavailable' ? 503 : e.kind === 'throttled' ? 429 : 400;
 /** The core's texts, without the API's `Service unavailable:` prefix. */
 const messageOf = (e: ServiceError) => {
   const text = e.message.replace(/^Service unavailable: /, '');
