@@ -18,19 +18,22 @@ export interface Statement {
 type Session = { prepareQuery: (query: Statement, ...rest: unknown[]) => unknown };
 const sessionOf = (db: Database) => (db as unknown as { _: { session: Session } })._.session;
 
-/** The statements `work` runs through the database's session, in order, with their parameters. */
+/**
+ * The statements `work` runs through the database's sessions, in order, with their parameters: those
+ * of its transactions too (their sessions share the database session's prototype).
+ */
 export async function statementsOf(db: Database, work: () => Promise<unknown>): Promise<Statement[]> {
   const statements: Statement[] = [];
-  const session = sessionOf(db);
-  const prepare = session.prepareQuery;
-  session.prepareQuery = (query: Statement, ...rest: unknown[]) => {
+  const sessions = Object.getPrototypeOf(sessionOf(db)) as Session;
+  const prepare = sessions.prepareQuery;
+  sessions.prepareQuery = function (this: Session, query: Statement, ...rest: unknown[]) {
     statements.push({ sql: query.sql, params: [...query.params] });
-    return prepare.call(session, query, ...rest);
+    return prepare.call(this, query, ...rest);
   };
   try {
     await work();
   } finally {
-    session.prepareQuery = prepare;
+    sessions.prepareQuery = prepare;
   }
   return statements;
 }
