@@ -33,8 +33,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
 /** BENCH_DATABASES=Postgres or PGlite: run only on that database. */
 const DATABASES = (process.env.BENCH_DATABASES ?? 'Postgres,PGlite').split(',');
-/** BENCH_SIZES=large or small: run only at that data size. */
-const SIZES = (process.env.BENCH_SIZES ?? 'large,small').split(',');
+/**
+ * BENCH_SIZES=large, small or put: run only at that data size (put: the put at 1 and at 10,000
+ * destinations, neither analyzed).
+ */
+const SIZES = (process.env.BENCH_SIZES ?? 'large,small,put').split(',');
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-'));
 const LARGE: Scale = { destinations: 10_000, cycles: 250, metadataFields: 100 };
@@ -266,6 +269,58 @@ async function appScenarios(
   await stop(child);
 }
 
+const PUT_UNANALYZED = 'never analyzed: GET datafile/put';
+const PUT_SCALES = [
+  ['1 destination', 0],
+  ['10,001 destinations', 10_000],
+] as const;
+
+/**
+ * The put's cost must not grow with the installation, even where nothing was analyzed (a table no
+ * one writes, such as the aliases of an installation without any, never is; the embedded database
+ * has no autovacuum): the put at 1 destination and at 10,001, seeded without ANALYZE or VACUUM and
+ * measured in turns, on each database.
+ */
+async function putUnanalyzed(admin: postgres.Sql, databases: string[]) {
+  if (!wanted(PUT_UNANALYZED)) return;
+  const scaleOf = (destinations: number): Scale => ({ destinations, cycles: 0, metadataFields: 1 });
+  const servers: Array<{ child: ReturnType<typeof startApp>['child']; target: Target }> = [];
+  try {
+    for (const flavour of DATABASES) {
+      for (const [data, destinations] of PUT_SCALES) {
+        log(`seeding ${flavour} for the put at ${data}, never analyzed`);
+        let env: Record<string, string>;
+        if (flavour === 'Postgres') {
+          const name = `ecpds_bench_put_${destinations}_${process.pid}`;
+          await admin.unsafe(`create database "${name}"`);
+          databases.push(name);
+          const url = new URL(PG);
+          url.pathname = `/${name}`;
+          await prepare(openPostgres(url.toString(), { max: 2 }), scaleOf(destinations), { statistics: false });
+          env = { DATABASE_URL: url.toString() };
+        } else {
+          const dir = path.join(tmp, `pglite-put-${destinations}`);
+          fs.mkdirSync(dir, { recursive: true });
+          await prepare(await openPglite(path.join(dir, 'pgdata')), scaleOf(destinations), { statistics: false });
+          env = { ECPDS_DATA_DIR: dir };
+        }
+        const { child, base } = startApp(env);
+        await waitFor(`${base}/v1/version`);
+        servers.push({ child, target: { flavour, scenario: PUT_UNANALYZED, data, base, pid: child.pid! } });
+      }
+    }
+    for (const flavour of DATABASES) {
+      const [one, many] = servers.filter((s) => s.target.flavour === flavour).map((s) => s.target);
+      await inTurns([one!, putLoad('unanalyzed-1')], [many!, putLoad('unanalyzed-10k')]);
+      const [a, b] = [one, many].map((t) => rows.findLast((r) => r.flavour === flavour && r.data === t!.data)!);
+      const share = Math.round((100 * b!.rps) / a!.rps);
+      log(`${flavour}: the put at ${b!.data} runs at ${share}% of its rate at ${a!.data}, neither analyzed`);
+    }
+  } finally {
+    for (const { child } of servers) await stop(child);
+  }
+}
+
 async function main() {
   fs.mkdirSync(path.join(tmp, 'src'), { recursive: true });
   fs.writeFileSync(path.join(tmp, 'src/file.bin'), Buffer.alloc(1 << 20));
@@ -310,6 +365,7 @@ async function main() {
       await prepare(await openPglite(path.join(dir, 'pgdata')), scale);
       await appScenarios('PGlite', label, scale, { ECPDS_DATA_DIR: dir }, null);
     }
+    if (SIZES.includes('put')) await putUnanalyzed(admin, databases);
   } finally {
     for (const name of databases)
       await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);

@@ -23,13 +23,16 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The middle value (the upper one of an even count). */
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
-/** Migrates, seeds and adds the `bench` client with every permission, then closes. */
-export async function prepare(handle: DbHandle, scale: Scale) {
+/**
+ * Migrates, seeds and adds the `bench` client with every permission, then closes. `statistics: false`
+ * leaves the tables neither vacuumed nor analyzed (see `seed`).
+ */
+export async function prepare(handle: DbHandle, scale: Scale, { statistics = true } = {}) {
   await migrate(handle);
-  await seed(handle.db, scale);
+  await seed(handle.db, scale, { statistics });
   await addBenchClient(handle);
   // Done here rather than by autovacuum during the first scenarios, which it would slow down.
-  await handle.db.execute(sql.raw('vacuum analyze'));
+  if (statistics) await handle.db.execute(sql.raw('vacuum analyze'));
   await handle.close();
 }
 

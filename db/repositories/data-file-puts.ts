@@ -34,7 +34,11 @@ class KeyTaken extends Error {}
 
 export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | 'registerAll'> => ({
   async putReach(destination) {
-    // `union` keeps each destination once, so a cycle of aliases ends.
+    // `union` keeps each destination once, so a cycle of aliases ends. Each step of the closure and
+    // each destination it reaches is one index lookup: the lateral subqueries (kept apart by
+    // `offset 0`) leave the planner no join to choose. Joined as tables, `destination_aliases`,
+    // never analyzed where no alias was ever written, made the closure look thousands of rows long,
+    // and Postgres hashed every destination for every put.
     const rows = rowsOf<ReachRow>(
       await executePrepared(
         db,
@@ -42,14 +46,17 @@ export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | '
         with recursive reach(name) as (
           select name from destinations where name = ${destination}
           union
-          select a.alias_to from destination_aliases a join reach r on a.alias_from = r.name
+          select a.alias_to from reach r
+            cross join lateral (select a.alias_to from destination_aliases a where a.alias_from = r.name offset 0) a
         )
         select d.name, d.data, d.max_pending, d.max_file_size,
           case when c.cap > 0 and seen.n > c.cap then (select count(*) from data_transfers t
             where t.destination = d.name and t.status in ('WAIT', 'RETR', 'INTR')) else seen.n end as pending,
           array(select a.alias_to from destination_aliases a where a.alias_from = d.name order by a.alias_to)
             as aliases
-        from destinations d join reach r on r.name = d.name
+        from reach r
+        cross join lateral (select d.name, d.data, d.max_pending, d.max_file_size from destinations d
+          where d.name = r.name offset 0) d
         -- Counted only as far as the limit needs: a put must not cost more as a backlog grows. Past the
         -- limit (a refusal, which says how many), counted whole.
         cross join lateral (select greatest(coalesce(d.max_pending, ${DEFAULT_MAX_PENDING}::int), 0) as cap) c

@@ -250,6 +250,10 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const at = now.toISOString();
     const ranges = timeRangesOf(db);
     if (ranges.version() === null) await ranges.read();
+    // From the queue's index on, each destination's rows are read through their keys: the lateral
+    // subqueries, kept apart by `offset 0`, leave the planner no join to choose. On tables never
+    // analyzed (the embedded database's never are), it scanned every host, and every destination's
+    // state, for each due destination.
     const look = async (closed: string) =>
       rowsOf<DueRow & { ranges_version: string }>(
         await executePrepared(
@@ -260,9 +264,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           d.on_host_failure, d.reset_frequency, s.host_index, s.host_failures, s.rounds, s.left_primary_at, due.at,
           hs.hosts
         from destination_queue q
-        join destinations d on d.name = q.destination
-        join destination_types t on t.id = d.type
-        left join destination_state s on s.destination = d.name
+        cross join lateral (select * from destinations d where d.name = q.destination offset 0) d
+        cross join lateral (select t.label from destination_types t where t.id = d.type offset 0) t
+        left join lateral (select * from destination_state s where s.destination = d.name offset 0) s on true
         join lateral (
           select queue_at as at from data_transfers
           where destination = d.name and status in ('WAIT', 'RETR', 'INTR') and mover is null
@@ -278,8 +282,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
             'filter_name', h.filter_name, 'network', coalesce(nullif(h.network_name, ''), nullif(h.network_code, '')))
             order by a.priority, h.hostid), '[]') as hosts
           from destination_hosts a
-          join hosts h on h.hostid = a.hostid
-          left join transfer_methods m on m.name = h.transfer_method_name
+          cross join lateral (select * from hosts h where h.hostid = a.hostid offset 0) h
+          left join lateral (select m.ectrans_module_name from transfer_methods m
+            where m.name = h.transfer_method_name offset 0) m on true
           where a.destination = d.name and h.active and h.type = 'Dissemination'
         ) hs
         where q.next_at <= ${at}::timestamptz and d.active and d.status_code in ('WAIT', 'EXEC')
@@ -472,12 +477,16 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       // The named destinations first, then their transfers, a destination at a time, each through an
       // index of its own: otherwise Postgres hashed every live transfer for the resending check, and
       // looked for a due one along the expiry index, costs that grew with every destination's backlog.
+      // The named rows through their keys (`offset 0` keeps each lookup apart): joined, a list of names
+      // taken for a hundred made Postgres scan every destination.
       sql`
       with named as materialized (
         select d.name, d.scheduler_status as shown, d.xmin::text as version, s.paused_until, s.pause_reason
-        from destinations d left join destination_state s on s.destination = d.name
-        where d.name in (select jsonb_array_elements_text(${JSON.stringify(names)}::jsonb))
-          and d.status_code in ('WAIT', 'EXEC')
+        from (select distinct name from jsonb_array_elements_text(${JSON.stringify(names)}::jsonb) as n(name)) wanted
+        cross join lateral (select d.name, d.scheduler_status, d.xmin from destinations d
+          where d.name = wanted.name and d.status_code in ('WAIT', 'EXEC') offset 0) d
+        left join lateral (select s.paused_until, s.pause_reason from destination_state s
+          where s.destination = d.name offset 0) s on true
       )
       select n.*, exists (select 1 from destination_requeues r where r.destination = n.name) as requeued,
         running.sending, running.resending, due.found is not null as due
@@ -583,15 +592,18 @@ const readableSources = (only: boolean | undefined) =>
     : sql`and not exists (select 1 from data_files f where f.id = data_transfers.data_file_id
         and f.source ~* ${sql.raw(`'${R2_SOURCE_PATTERN}'`)})`;
 
+// A probe of the destination's own hosts (`offset 0` keeps it one: as a join, it read every destination's).
 const withModules = (modules: readonly string[] | undefined) =>
   modules === undefined
     ? sql``
-    : sql`and exists (select 1 from destination_hosts a join hosts h on h.hostid = a.hostid
-        join transfer_methods m on m.name = h.transfer_method_name
+    : sql`and exists (select 1 from destination_hosts a
+        cross join lateral (select * from hosts h where h.hostid = a.hostid offset 0) h
+        cross join lateral (select m.ectrans_module_name from transfer_methods m
+          where m.name = h.transfer_method_name offset 0) m
         where a.destination = d.name and h.active and h.type = 'Dissemination'
           and m.ectrans_module_name in (${sql.join(
             modules.map((m) => sql`${m}`),
             sql`, `,
-          )}))`;
+          )}) offset 0)`;
 
 const numberOrNull = (v: string | number | null) => (v === null ? null : Number(v));

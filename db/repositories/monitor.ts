@@ -56,23 +56,32 @@ export const monitorRepo = (db: Database): MonitorRepo => ({
         select d.name, d.status_code, d.scheduler_status, d.active, d.comment, s.host_index,
           ${ms(sql`s.last_success_at`)} as last_success_at, ${ms(sql`s.last_error_at`)} as last_error_at,
           s.last_error, s.last_host_id
-        from destinations d left join destination_state s on s.destination = d.name
+        from destinations d
+        left join lateral (select * from destination_state s where s.destination = d.name offset 0) s on true
         where ${sql.join(where, sql` and `)}
         order by d.name
         limit ${limit}::int`),
     );
     if (rows.length === 0) return [];
-    const names = inList(rows.map((r) => r.name));
-    // Two grouped reads for the whole page, whatever its length: counts from the monitor index, the rings.
+    const names = sql.join(
+      rows.map((r) => sql`(${r.name}::text)`),
+      sql`, `,
+    );
+    // Two reads for the whole page, whatever its length: counts from the monitor index, the rings. Each
+    // destination of the page is probed through its keys (`offset 0` keeps each probe apart): as joins
+    // on tables never analyzed (the embedded database's never are), they read every transfer and host.
     const [counted, ringed] = await Promise.all([
       db.execute(sql`
-        select destination, status, count(*)::int as n from data_transfers
-        where destination in (${names}) group by destination, status`),
+        select n.destination, c.status, c.n from (values ${names}) n(destination)
+        cross join lateral (select status, count(*)::int as n from data_transfers t
+          where t.destination = n.destination group by status offset 0) c`),
       db.execute(sql`
-        select a.destination, h.hostid, h.nickname, h.host
-        from destination_hosts a join hosts h on h.hostid = a.hostid
-        where a.destination in (${names}) and h.active and h.type = 'Dissemination'
-        order by a.destination, a.priority, h.hostid`),
+        select n.destination, h.hostid, h.nickname, h.host from (values ${names}) n(destination)
+        cross join lateral (select a.hostid, a.priority from destination_hosts a
+          where a.destination = n.destination offset 0) a
+        cross join lateral (select h.hostid, h.nickname, h.host from hosts h
+          where h.hostid = a.hostid and h.active and h.type = 'Dissemination' offset 0) h
+        order by n.destination, a.priority, h.hostid`),
     ]);
     const counts = new Map<string, Record<string, number>>();
     for (const c of rowsOf<{ destination: string; status: string; n: number }>(counted)) {
@@ -120,7 +129,8 @@ export const monitorRepo = (db: Database): MonitorRepo => ({
       await db.execute(sql`
         select h.hostid, h.nickname, h.host, h.transfer_method_name as method, h.active,
           l.status, ${ms(sql`l.at`)} as at, l.comment, l.error
-        from destination_hosts a join hosts h on h.hostid = a.hostid
+        from destination_hosts a
+        cross join lateral (select * from hosts h where h.hostid = a.hostid offset 0) h
         left join lateral (
           select status, at, comment, error from transfer_history th
           where th.destination = a.destination and th.host_id = h.hostid::text and th.host_id is not null
