@@ -7,6 +7,7 @@ import type { IncomingUser } from '../incoming-users/ports.ts';
 import type { Ports } from '../ports.ts';
 import { checkLogin, credentialsToCheck, LOGIN_FAILED, type LoginFacts, type PortalMode, portalMode } from './login.ts';
 import { type PortalSettings, portalSettings } from './options.ts';
+import { credentialFingerprint } from './revocation.ts';
 import type { PortalOperation } from './ports.ts';
 
 /** Who is logged in to the portal, and what that user may do. */
@@ -19,6 +20,11 @@ export interface PortalIdentity {
   destinations: string[];
   permissions: PortalOperation[];
   settings: PortalSettings;
+  /**
+   * The fingerprint of the credentials the user was let in on (credentialFingerprint): a session
+   * opened with it ends once the user's differs (its password, mode or being active changed).
+   */
+  credential: string;
 }
 
 export interface PortalLoginAttempt {
@@ -225,6 +231,7 @@ export async function admit(
     destinations,
     permissions,
     settings,
+    credential: credentialFingerprint(user),
   };
 }
 

@@ -1,4 +1,5 @@
 import { conflict, ServiceError } from '../../core/common/errors.ts';
+import type { PortalIdentity } from '../../core/portal/access.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { isSafeSegment } from '../../core/portal/tree.ts';
 import { registerUpload } from '../../core/portal/uploads.ts';
@@ -76,6 +77,11 @@ export interface UploadDeps {
   requestId: string;
   /** The protocol of the INH line, the traffic and `portal.excludeProtocols` (`https` when left out). */
   protocol?: string;
+  /**
+   * The uploader as it is once the bytes are in, before anything is registered: throws when it may
+   * no longer put this file (its access ended while they came), and then nothing is registered.
+   */
+  recheck?(): Promise<PortalIdentity>;
 }
 
 export interface Uploaded {
@@ -128,11 +134,9 @@ export async function receiveUpload(
       await received.discard();
       throw new PortalAnswer(plain(400, `Upload incomplete: ${received.bytes} of ${declaredLength} bytes received`));
     }
-    const source = await received.place(target.destination, target.path).catch(async (e: unknown) => {
-      await received.discard();
-      throw e;
-    });
-    registered = await registerUpload(ports, who, { ...target, source, requestId: deps.requestId });
+    const now = deps.recheck === undefined ? who : await deps.recheck().catch(discarding(received));
+    const source = await received.place(target.destination, target.path).catch(discarding(received));
+    registered = await registerUpload(ports, now, { ...target, source, requestId: deps.requestId });
   } catch (e) {
     await transfer.finish({ bytes, file: null });
     throw e;
@@ -148,6 +152,11 @@ export async function receiveUpload(
     replaced: registered.replaced,
   };
 }
+
+const discarding = (received: ReceivedUpload) => async (e: unknown) => {
+  await received.discard();
+  throw e;
+};
 
 /** A server that keeps no uploads (a Worker: no place every mover reads back from). */
 export const uploadsUnavailable = () => plain(501, 'Uploads are not available on this server');
