@@ -211,8 +211,10 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       ports.repos.incomingUsers.find(userId),
       session.keyFingerprint === null ? null : ports.repos.portal.authorizedKey(userId, session.keyFingerprint),
     ]);
+    if (user === null) throw new PortalLoginRefused(false);
     const keyGone = session.keyFingerprint !== null && key === null;
-    if (user === null || keyGone || credentialFingerprint(user) !== credential) {
+    // A user disabled is refused as such by the login check below.
+    if (user.active && (keyGone || credentialFingerprint(user) !== credential)) {
       ports.events.write(
         deaEvent({
           at: ports.clock(),
