@@ -7,8 +7,8 @@ import type { IncomingUser } from '../incoming-users/ports.ts';
 import type { Ports } from '../ports.ts';
 import { checkLogin, credentialsToCheck, LOGIN_FAILED, type LoginFacts, type PortalMode, portalMode } from './login.ts';
 import { type PortalSettings, portalSettings } from './options.ts';
-import { credentialFingerprint } from './revocation.ts';
 import type { PortalOperation } from './ports.ts';
+import { credentialFingerprint } from './revocation.ts';
 
 /** Who is logged in to the portal, and what that user may do. */
 export interface PortalIdentity {

@@ -22,7 +22,12 @@ export const DEFAULT_PORTAL_RECHECK_MS = 5000;
  */
 export function mayStill(identity: PortalIdentity, operation: PortalOperation, destination: string, path: string) {
   if (!identity.destinations.includes(destination)) return false;
-  return allowed(identity.permissions, identity.settings, operation, path === '' ? destination : `${destination}/${path}`);
+  return allowed(
+    identity.permissions,
+    identity.settings,
+    operation,
+    path === '' ? destination : `${destination}/${path}`,
+  );
 }
 
 /**

@@ -105,7 +105,8 @@ export async function sessionOf(ports: Ports, token: string, at: { address: stri
  * mode, being active: credentialFingerprint), and its own password or an active subscriber's.
  */
 function stillOpens(user: IncomingUser, session: PortalSession, subscriberStatus: string | null) {
-  if (session.credential !== credentialFingerprint(user)) return false;
+  // A user disabled is refused as such (and the session ended) by the login check after this.
+  if (user.active && session.credential !== credentialFingerprint(user)) return false;
   const mode = portalMode(user.portalService);
   return session.subscriberId === null
     ? mode === 'standard-login'

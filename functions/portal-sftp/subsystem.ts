@@ -3,9 +3,9 @@ import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
-import { mayStill } from '../../core/portal/revocation.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalEntry, PortalOperation } from '../../core/portal/ports.ts';
+import { mayStill } from '../../core/portal/revocation.ts';
 import { ruledPath, type SftpPlace, sftpPath, sftpPlace, sftpSegments } from '../../core/portal/sftp-paths.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { destinationEntries } from '../../core/portal/tree.ts';
@@ -269,12 +269,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     }),
   );
 
-  const openForWriting = async (
-    id: number,
-    who: PortalIdentity,
-    place: BelowPlace,
-    flags: number,
-  ) => {
+  const openForWriting = async (id: number, who: PortalIdentity, place: BelowPlace, flags: number) => {
     require(who, 'put', place);
     if (deps.uploads === null) throw unsupported('Uploading');
     if ((flags & OPEN_MODE.APPEND) !== 0) throw unsupported('Appending to a file');

@@ -85,7 +85,7 @@ describe('a handle opened before access ended', () => {
     }
   });
 
-  it('is refused WRITE and CLOSE once the destination is no longer the user\'s: nothing is registered', async () => {
+  it("is refused WRITE and CLOSE once the destination is no longer the user's: nothing is registered", async () => {
     const { client, sftp } = await connect(s.sftp.port, { username: 'mover', password: 'Mover-Pass-1' });
     try {
       const written = await openFile(sftp, '/DEST/cut-whole.bin', 'w');
