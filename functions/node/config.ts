@@ -70,6 +70,8 @@ export interface PortalConfig {
   s3Domain: string | null;
   /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
   sftpPort: number | null;
+  /** How long an SFTP session goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS). */
+  recheckMs: number;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -146,6 +148,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       uploadDir,
       s3Domain: e.ECPDS_PORTAL_S3_DOMAIN,
       sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT,
+      recheckMs: e.ECPDS_PORTAL_RECHECK_MS,
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };
