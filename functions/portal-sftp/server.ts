@@ -225,7 +225,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       );
       throw new PortalLoginRefused(false);
     }
-    return admit(ports, user, subscriberId, { login: user.id, address, protocol: SFTP });
+    return admit(ports, user, subscriberId, { login: user.id, address, protocol: SFTP }, false);
   }
 
   /** The portal's login check for one authentication request; null when it is answered already. */

@@ -2,7 +2,7 @@ import type { FileEntry, SFTPWrapper } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
+import { checkDownloadQuota, type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalEntry, PortalOperation } from '../../core/portal/ports.ts';
 import { mayStill } from '../../core/portal/revocation.ts';
@@ -31,8 +31,9 @@ export interface SubsystemDeps {
   serverName: string;
   address: string;
   /**
-   * The logged-in user as it is now: the login check again (limits, permissions, being active, the
-   * credentials the session was opened with). Throws PortalLoginRefused once it may no longer.
+   * The logged-in user as it is now: the login check again (being active, destinations, permissions,
+   * the credentials the session was opened with; limits are judged as each transfer starts). Throws
+   * PortalLoginRefused once it may no longer.
    */
   identity(): Promise<PortalIdentity>;
   /** Called on each request answered (not one refused for want of access): the session is not idle. */
@@ -244,6 +245,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       }
       if (writing) return openForWriting(id, who, place, flags);
       require(who, 'get', place);
+      await checkDownloadQuota(ports, who, { login: who.userId, address: deps.address, protocol: SFTP });
       const file = await fileAt(place);
       if (file === null) throw (await isDirectory(place)) ? failure('Is a directory') : noSuchFile();
       const transfer = await startPortalTransfer(ports, who, {

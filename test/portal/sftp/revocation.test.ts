@@ -38,6 +38,8 @@ beforeAll(async () => {
   await incomingUser(h, admin, { id: 'opened', mode: 'open-access' }, ['DEST']);
   await incomingUser(h, admin, { id: 'idler', password: 'Idler-Pass-1' }, ['DEST']);
   await incomingUser(h, admin, { id: 'far', password: 'Far-Pass-1' }, ['DEST']);
+  await incomingUser(h, admin, { id: 'limited', password: 'Limited-Pass-1' }, ['DEST']);
+  await h.ports.repos.portal.setOption('limited', 'portal.maxConnections', '1');
 }, 120_000);
 afterAll(() => s?.close());
 
@@ -215,6 +217,26 @@ describe('another server', () => {
       );
       expect(refusal.message).toMatch(/denied/i);
       expect(position).toBeLessThan(big.length);
+    } finally {
+      client.end();
+      await other.close();
+    }
+  });
+
+  it('goes on reading a file open while the user is at its connection limit, past re-checks', async () => {
+    const other = await otherServer({ recheckMs: 100 });
+    const { client, sftp } = await connect(other.port, { username: 'limited', password: 'Limited-Pass-1' });
+    try {
+      const handle = await openFile(sftp, '/DEST/big.bin', 'r');
+      // The one transfer the user may have is this download: a second is refused.
+      await expect(openFile(sftp, '/DEST/big.bin', 'r')).rejects.toMatchObject({ code: 4 });
+      let position = 0;
+      while (position < big.length) {
+        position += await read(sftp, handle, position);
+        // Several re-check intervals pass while the file is read.
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await closeFile(sftp, handle);
     } finally {
       client.end();
       await other.close();
