@@ -4,9 +4,10 @@ import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import { deaEvent } from '../../core/common/events.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { admit, type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
+import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import { portalMode } from '../../core/portal/login.ts';
-import { credentialFingerprint, DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
+import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
+import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
@@ -206,26 +207,13 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
    * credentials changed, its key removed), else the rest of the login check as it is now.
    */
   async function recheck(session: LoggedIn, address: string): Promise<PortalIdentity> {
-    const { userId, subscriberId, credential } = session.identity;
-    const [user, key] = await Promise.all([
-      ports.repos.incomingUsers.find(userId),
-      session.keyFingerprint === null ? null : ports.repos.portal.authorizedKey(userId, session.keyFingerprint),
-    ]);
-    if (user === null) throw new PortalLoginRefused(false);
-    const keyGone = session.keyFingerprint !== null && key === null;
-    // A user disabled is refused as such by the login check below.
-    if (user.active && (keyGone || credentialFingerprint(user) !== credential)) {
-      ports.events.write(
-        deaEvent({
-          at: ports.clock(),
-          userId,
-          message: 'Session ended: its credentials changed',
-          context: `${SFTP}:${address}`,
-        }),
-      );
+    const { userId } = session.identity;
+    if (session.keyFingerprint !== null && !(await ports.repos.portal.authorizedKey(userId, session.keyFingerprint))) {
+      const context = `${SFTP}:${address}`;
+      ports.events.write(deaEvent({ at: ports.clock(), userId, message: CREDENTIALS_CHANGED, context }));
       throw new PortalLoginRefused(false);
     }
-    return admit(ports, user, subscriberId, { login: user.id, address, protocol: SFTP }, false);
+    return stillAdmitted(ports, session.identity, { address, protocol: SFTP });
   }
 
   /** The portal's login check for one authentication request; null when it is answered already. */

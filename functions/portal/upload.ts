@@ -1,5 +1,6 @@
 import { conflict, ServiceError } from '../../core/common/errors.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
+import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { isSafeSegment } from '../../core/portal/tree.ts';
 import { registerUpload } from '../../core/portal/uploads.ts';
@@ -80,6 +81,7 @@ export interface UploadDeps {
   /**
    * The uploader as it is once the bytes are in, before anything is registered: throws when it may
    * no longer put this file (its access ended while they came), and then nothing is registered.
+   * By default the login check again (stillAllowed); an SFTP session has its own.
    */
   recheck?(): Promise<PortalIdentity>;
 }
@@ -134,7 +136,17 @@ export async function receiveUpload(
       await received.discard();
       throw new PortalAnswer(plain(400, `Upload incomplete: ${received.bytes} of ${declaredLength} bytes received`));
     }
-    const now = deps.recheck === undefined ? who : await deps.recheck().catch(discarding(received));
+    // Whoever sent the bytes must still be allowed to put them there now that they are in.
+    const recheck =
+      deps.recheck ??
+      (() =>
+        stillAllowed(
+          ports,
+          who,
+          { address: deps.address, protocol: deps.protocol ?? HTTPS },
+          { operation: 'put', ...target },
+        ));
+    const now = await recheck().catch(discarding(received));
     const source = await received.place(target.destination, target.path).catch(discarding(received));
     registered = await registerUpload(ports, now, { ...target, source, requestId: deps.requestId });
   } catch (e) {

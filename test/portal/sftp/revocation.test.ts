@@ -128,7 +128,7 @@ describe('a session whose credentials change', () => {
       expect(await read(sftp, handle, CHUNK)).toBe(CHUNK);
       expect((await api('POST', user('Changer-Pass-2'))).status).toBe(200);
       await expect(read(sftp, handle, 2 * CHUNK)).rejects.toThrow(/denied/i);
-      expect(dea().at(-1)).toMatchObject({ UserId: 'changer', Message: 'Session ended: its credentials changed' });
+      expect(dea().at(-1)).toMatchObject({ UserId: 'changer', Message: 'Credentials changed since login' });
       expect(await hungUp).toBe(true);
     } finally {
       client.end();
