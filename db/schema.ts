@@ -683,6 +683,8 @@ export const portalSessions = pgTable(
       onDelete: 'cascade',
     }),
     csrf: text('csrf').notNull(),
+    /** The fingerprint of the credentials it was opened with (credentialFingerprint): it ends when the user's differs. */
+    credential: text('credential'),
     createdAt: created(),
     lastSeenAt: stamp('last_seen_at').notNull(),
   },

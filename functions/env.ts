@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isBindingName } from '../core/data-files/r2-sources.ts';
+import { DEFAULT_PORTAL_RECHECK_MS } from '../core/portal/revocation.ts';
 
 /**
  * The environment variables of both shells, in one zod schema: the Workers shell reads the shared
@@ -162,6 +163,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS: integer('ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS', 10, 1, 1_000_000),
   ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: integer('ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL', 3, 1, 1_000_000),
   ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
+  ECPDS_PORTAL_RECHECK_MS: integer('ECPDS_PORTAL_RECHECK_MS', DEFAULT_PORTAL_RECHECK_MS, 100, 600_000),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

@@ -1,4 +1,5 @@
 import type { InputOf } from '../catalogue.ts';
+import { constantTimeEqualText } from '../common/crypto.ts';
 import { notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
 import { requireCountry, requireDestination } from '../destinations/lookups.ts';
@@ -11,8 +12,10 @@ import type { IncomingUser } from './ports.ts';
 async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefault: boolean, password?: string) {
   await requireCountry(ctx, input.iso);
   const now = ctx.ports.clock();
-  const passwordSealed = password === undefined ? undefined : await ctx.ports.secrets.encrypt(password);
   const existing = await ctx.ports.repos.incomingUsers.find(input.id);
+  // Sealed again only when it changes: a new sealed password ends the user's portal sessions.
+  const unchanged = password !== undefined && (await samePassword(ctx, existing?.passwordSealed ?? null, password));
+  const passwordSealed = password === undefined || unchanged ? undefined : await ctx.ports.secrets.encrypt(password);
   if (!existing) {
     const user: IncomingUser = {
       id: input.id,
@@ -40,6 +43,12 @@ async function upsert(ctx: Ctx, input: InputOf<'incomingUserAdd2'>, activeByDefa
   );
   ctx.ports.portalLogins.forget(input.id);
   return {};
+}
+
+async function samePassword(ctx: Ctx, sealed: string | null, password: string) {
+  if (sealed === null) return false;
+  const stored = await ctx.ports.secrets.decrypt(sealed).catch(() => null);
+  return stored !== null && constantTimeEqualText(stored, password);
 }
 
 export const add = ({ ctx, input }: Args<'incomingUserAdd'>) => upsert(ctx, input, false, input.pass);

@@ -8,6 +8,7 @@ import type { Ports } from '../ports.ts';
 import { checkLogin, credentialsToCheck, LOGIN_FAILED, type LoginFacts, type PortalMode, portalMode } from './login.ts';
 import { type PortalSettings, portalSettings } from './options.ts';
 import type { PortalOperation } from './ports.ts';
+import { credentialFingerprint } from './revocation.ts';
 
 /** Who is logged in to the portal, and what that user may do. */
 export interface PortalIdentity {
@@ -19,6 +20,11 @@ export interface PortalIdentity {
   destinations: string[];
   permissions: PortalOperation[];
   settings: PortalSettings;
+  /**
+   * The fingerprint of the credentials the user was let in on (credentialFingerprint): a session
+   * opened with it ends once the user's differs (its password, mode or being active changed).
+   */
+  credential: string;
 }
 
 export interface PortalLoginAttempt {
@@ -197,13 +203,19 @@ export async function admit(
   user: IncomingUser,
   subscriberId: number | null,
   attempt: Pick<PortalLoginAttempt, 'login' | 'address' | 'protocol'>,
+  /**
+   * False for a session already in, checked again while it lasts (SFTP): its own transfers are among
+   * those counted, and its limits are judged as each transfer starts (startPortalTransfer, the upload's
+   * allowance, checkDownloadQuota) rather than on every request.
+   */
+  limits = true,
 ): Promise<PortalIdentity> {
   const now = ports.clock();
   const { repos } = ports;
   const { options, destinations, permissions, connections } = await repos.portal.admission(user.id, now);
   const settings = portalSettings(options);
   const [spent, subscriberActive] = await Promise.all([
-    quotasSpent(ports, user.id, settings, now),
+    limits ? quotasSpent(ports, user.id, settings, now) : { upload: false, download: false },
     // A session opened by a subscriber's password lasts while that subscriber is active.
     subscriberId === null ? true : repos.portal.subscriber(subscriberId).then((s) => s?.status === 'active'),
   ]);
@@ -213,7 +225,7 @@ export async function admit(
     subscriberPasswordMatches: subscriberActive,
     excludedProtocol: settings.excludeProtocols.includes(attempt.protocol) ? attempt.protocol : null,
     connections,
-    maxConnections: settings.maxConnections,
+    maxConnections: limits ? settings.maxConnections : -1,
     uploadQuotaSpent: spent.upload,
     downloadQuotaSpent: spent.download,
     destinations: destinations.length,
@@ -234,6 +246,7 @@ export async function admit(
     destinations,
     permissions,
     settings,
+    credential: credentialFingerprint(user),
   };
 }
 
@@ -259,6 +272,22 @@ async function userPasswordIs(
   if (stored === null) return false;
   if (given.proof !== undefined) return given.proof(stored);
   return given.password !== null && constantTimeEqualText(stored, given.password);
+}
+
+/**
+ * Refuses a download (PortalLoginRefused over its limit, with its DEA line) when the user's download
+ * quota is spent: for a session that stays logged in, whose login judged it once.
+ */
+export async function checkDownloadQuota(
+  ports: Ports,
+  identity: PortalIdentity,
+  attempt: Pick<PortalLoginAttempt, 'login' | 'address' | 'protocol'>,
+) {
+  if (identity.settings.download === null) return;
+  const now = ports.clock();
+  if (!(await quotasSpent(ports, identity.userId, identity.settings, now)).download) return;
+  deny(ports, attempt, 'Download quota exceeded', now);
+  throw new PortalLoginRefused(true);
 }
 
 /** Whether the user's rolling download and upload quotas are spent now. */

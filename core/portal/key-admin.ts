@@ -57,4 +57,6 @@ export async function removeKey(ports: Ports, actor: string, userId: string, fin
       detail: wanted,
     });
   });
+  // Sessions this key opened end at their next request here, and within the re-check interval elsewhere.
+  ports.portalLogins.forget(userId);
 }

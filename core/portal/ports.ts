@@ -27,6 +27,8 @@ export interface PortalSession {
   userId: string;
   subscriberId: number | null;
   csrf: string;
+  /** The fingerprint of the credentials it was opened with; null for a session older than it (which ends). */
+  credential: string | null;
   lastSeenAt: Date;
 }
 

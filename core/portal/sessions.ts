@@ -4,6 +4,7 @@ import type { Ports } from '../ports.ts';
 import { admit, type PortalIdentity, PortalLoginRefused, portalLogin } from './access.ts';
 import { portalMode } from './login.ts';
 import type { PortalSession } from './ports.ts';
+import { credentialFingerprint } from './revocation.ts';
 
 /**
  * The portal's browser sessions: a login form opens one after the one login check (portalLogin);
@@ -50,6 +51,7 @@ export async function openSession(
     userId: identity.userId,
     subscriberId: identity.subscriberId,
     csrf,
+    credential: identity.credential,
     lastSeenAt: now,
   });
   return { session: { token, csrf, identity } };
@@ -62,8 +64,8 @@ export interface SessionUser {
 
 /**
  * The session of a cookie's token, checked as a login is: null when it is unknown, idle for an
- * hour, or no longer opened by what opened it (the user gone or disabled, its mode changed, the
- * subscriber revoked) — such a session is ended, not only refused, so setting things back does not
+ * hour, or no longer opened by what opened it (the user gone or disabled, its password or mode
+ * changed, the subscriber revoked) — such a session is ended, not only refused, so setting things back does not
  * revive it. A user over a limit that passes with time (connections, quotas) keeps its session and
  * gets PortalLoginRefused with `overLimit`.
  */
@@ -98,8 +100,13 @@ export async function sessionOf(ports: Ports, token: string, at: { address: stri
   }
 }
 
-/** Whether what opened the session would open it now: the user's own password, or an active subscriber's. */
+/**
+ * Whether what opened the session would open it now: the same credentials of the user (its password,
+ * mode, being active: credentialFingerprint), and its own password or an active subscriber's.
+ */
 function stillOpens(user: IncomingUser, session: PortalSession, subscriberStatus: string | null) {
+  // A user disabled is refused as such (and the session ended) by the login check after this.
+  if (user.active && session.credential !== credentialFingerprint(user)) return false;
   const mode = portalMode(user.portalService);
   return session.subscriberId === null
     ? mode === 'standard-login'

@@ -163,7 +163,13 @@ export const portalRepo = (db: Database): PortalRepo => ({
   async session(tokenHash) {
     const [row] = await db.select().from(portalSessions).where(eq(portalSessions.tokenHash, tokenHash));
     return row
-      ? { userId: row.userId, subscriberId: row.subscriberId, csrf: row.csrf, lastSeenAt: row.lastSeenAt }
+      ? {
+          userId: row.userId,
+          subscriberId: row.subscriberId,
+          csrf: row.csrf,
+          credential: row.credential,
+          lastSeenAt: row.lastSeenAt,
+        }
       : null;
   },
   async touchSession(tokenHash, at) {

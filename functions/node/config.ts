@@ -75,6 +75,8 @@ export interface PortalConfig {
   publicUrl: string | null;
   /** Registrations mailed per client address (an hour) and per e-mail (a day). */
   registrationLimits: RegistrationLimits;
+  /** How long an SFTP session goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS). */
+  recheckMs: number;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -166,6 +168,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         perAddress: e.ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS,
         perEmail: e.ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL,
       },
+      recheckMs: e.ECPDS_PORTAL_RECHECK_MS,
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };

@@ -65,6 +65,7 @@ async function startSftp(config: NodeConfig, ports: Ports, portal: ReturnType<ty
       ports,
       host: config.host,
       port: config.portal.sftpPort,
+      recheckMs: config.portal.recheckMs,
       hostKey: loadOrCreateHostKey(config.dataDir),
       ...portal,
     });

@@ -2,9 +2,12 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import type { AuthContext, Connection } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
+import { deaEvent } from '../../core/common/events.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { admit, type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
+import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import { portalMode } from '../../core/portal/login.ts';
+import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
+import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
@@ -23,6 +26,12 @@ export interface PortalSftpOptions {
   loginTimeoutMs?: number;
   /** A session with no request for this long is closed (default 10 minutes). */
   idleTimeoutMs?: number;
+  /**
+   * How long a session goes on the user of its last check before reading it again (default
+   * DEFAULT_PORTAL_RECHECK_MS): a change made by another server is seen within it; one made in this
+   * process at the next request.
+   */
+  recheckMs?: number;
 }
 
 export interface PortalSftpServer {
@@ -34,8 +43,6 @@ export interface PortalSftpServer {
 
 const LOGIN_TIMEOUT_MS = 30_000;
 const IDLE_TIMEOUT_MS = 10 * 60_000;
-/** How long a session goes on the identity of its last login check before checking again. */
-const RECHECK_MS = 10_000;
 
 /**
  * AES-GCM first, as the SFTP method's client: Node's OpenSSL runs it with AES-NI; chacha20 next
@@ -61,6 +68,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
   const { ports } = options;
   const loginTimeoutMs = options.loginTimeoutMs ?? LOGIN_TIMEOUT_MS;
   const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+  const recheckMs = options.recheckMs ?? DEFAULT_PORTAL_RECHECK_MS;
   const open = new Set<Connection>();
   /** Every socket gets `loginTimeoutMs` to log in, from its first byte: ssh2 tells of a connection only after the handshake. */
   const loginTimers = new Map<Socket, NodeJS.Timeout>();
@@ -79,7 +87,10 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
         coalesceWrites(socket);
       }
       const address = info.ip;
-      let who: { identity: PortalIdentity; checkedAt: number; mark: number; subscriberId: number | null } | null = null;
+      let who: LoggedIn | null = null;
+      /** Set once the session may do nothing more: its credentials changed, or its user was refused. */
+      let ended = false;
+      let checking: Promise<PortalIdentity> | null = null;
       const closers: Array<() => Promise<void>> = [];
       let lastActivity = Date.now();
       const idleTimer = setInterval(
@@ -101,9 +112,9 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
         // Taken before the check: a change of the user while it runs is seen at the next request.
         const mark = ports.portalLogins.mark();
         authenticate(ctx, address)
-          .then((identity) => {
-            if (identity === null) return;
-            who = { identity, checkedAt: Date.now(), mark, subscriberId: identity.subscriberId };
+          .then((login) => {
+            if (login === null) return;
+            who = { ...login, checkedAt: Date.now(), mark };
             ctx.accept();
           })
           .catch((e: unknown) => {
@@ -120,24 +131,38 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       });
 
       /**
-       * The session's user as it is now: the login check again every few seconds, as the HTTPS portal
-       * does per request, and at once after a change of the user made in this process.
+       * The session's user as it is now: the login check again every `recheckMs`, as the HTTPS portal
+       * does per request, and at once after a change of the user made in this process. A session whose
+       * credentials changed (see stillOpened), or whose user is refused for good, ends: the refusal is
+       * answered, then the connection closed, discarding the uploads it left open.
        */
       const identity = async () => {
-        if (who === null) throw new PortalLoginRefused(false);
+        if (who === null || ended) throw new PortalLoginRefused(false);
         const userId = who.identity.userId;
-        if (Date.now() - who.checkedAt >= RECHECK_MS || ports.portalLogins.changedSince(userId, who.mark)) {
-          const mark = ports.portalLogins.mark();
-          const user = await ports.repos.incomingUsers.find(userId);
-          if (user === null) throw new PortalLoginRefused(false);
-          who = {
-            ...who,
-            identity: await admit(ports, user, who.subscriberId, { login: user.id, address, protocol: SFTP }),
-            checkedAt: Date.now(),
-            mark,
-          };
+        if (Date.now() - who.checkedAt < recheckMs && !ports.portalLogins.changedSince(userId, who.mark)) {
+          return who.identity;
         }
-        return who.identity;
+        // Requests arriving together (a client keeps many reads in flight) share one check.
+        checking ??= (async (session: LoggedIn) => {
+          const mark = ports.portalLogins.mark();
+          try {
+            const checked = await recheck(session, address);
+            if (!ended) who = { ...session, identity: checked, checkedAt: Date.now(), mark };
+            return checked;
+          } catch (e) {
+            if (e instanceof PortalLoginRefused && !e.overLimit) {
+              ended = true;
+              // After the refusal's answer, which goes out in this turn of the event loop.
+              setImmediate(() => hangUp(client));
+            }
+            throw e;
+          } finally {
+            checking = null;
+          }
+        })(who);
+        const checked = await checking;
+        if (ended) throw new PortalLoginRefused(false);
+        return checked;
       };
 
       client.on('session', (accept) => {
@@ -177,12 +202,27 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     },
   );
 
+  /**
+   * The session's user read again: refused when what opened the session no longer would (its
+   * credentials changed, its key removed), else the rest of the login check as it is now.
+   */
+  async function recheck(session: LoggedIn, address: string): Promise<PortalIdentity> {
+    const { userId } = session.identity;
+    if (session.keyFingerprint !== null && !(await ports.repos.portal.authorizedKey(userId, session.keyFingerprint))) {
+      const context = `${SFTP}:${address}`;
+      ports.events.write(deaEvent({ at: ports.clock(), userId, message: CREDENTIALS_CHANGED, context }));
+      throw new PortalLoginRefused(false);
+    }
+    return stillAdmitted(ports, session.identity, { address, protocol: SFTP });
+  }
+
   /** The portal's login check for one authentication request; null when it is answered already. */
-  async function authenticate(ctx: AuthContext, address: string): Promise<PortalIdentity | null> {
+  async function authenticate(ctx: AuthContext, address: string): Promise<Omit<LoggedIn, 'checkedAt' | 'mark'> | null> {
     const attempt = { login: ctx.username, address, protocol: SFTP };
+    const opened = (identity: PortalIdentity, keyFingerprint: string | null = null) => ({ identity, keyFingerprint });
     switch (ctx.method) {
       case 'password':
-        return portalLogin(ports, { ...attempt, password: ctx.password });
+        return opened(await portalLogin(ports, { ...attempt, password: ctx.password }));
       case 'publickey': {
         const fingerprint = sshFingerprint(ctx.key.data);
         const stored = await ports.repos.portal.authorizedKey(ctx.username, fingerprint);
@@ -194,7 +234,12 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
           return null;
         }
         const verified = signatureVerifies(stored, ctx);
-        return portalLogin(ports, { ...attempt, password: null, keyFingerprint: verified ? fingerprint : null });
+        const identity = await portalLogin(ports, {
+          ...attempt,
+          password: null,
+          keyFingerprint: verified ? fingerprint : null,
+        });
+        return opened(identity, fingerprint);
       }
       case 'none': {
         // Open access needs no credentials; for any other user this is the client asking what it may use.
@@ -203,7 +248,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
           ctx.reject(['publickey', 'password']);
           return null;
         }
-        return portalLogin(ports, { ...attempt, password: null });
+        return opened(await portalLogin(ports, { ...attempt, password: null }));
       }
       default:
         ctx.reject(['publickey', 'password']);
@@ -243,6 +288,16 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
       await closed;
     },
   };
+}
+
+/** A logged-in session: who, by what, and when its user was last checked. */
+interface LoggedIn {
+  identity: PortalIdentity;
+  /** The key that opened the session (it ends when the key is removed); null for a password or open access. */
+  keyFingerprint: string | null;
+  checkedAt: number;
+  /** `portalLogins.mark()` when it was checked: a change made here since is seen at once. */
+  mark: number;
 }
 
 /**

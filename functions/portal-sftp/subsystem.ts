@@ -2,9 +2,10 @@ import type { FileEntry, SFTPWrapper } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
+import { checkDownloadQuota, type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalEntry, PortalOperation } from '../../core/portal/ports.ts';
+import { mayStill } from '../../core/portal/revocation.ts';
 import { ruledPath, type SftpPlace, sftpPath, sftpPlace, sftpSegments } from '../../core/portal/sftp-paths.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { destinationEntries } from '../../core/portal/tree.ts';
@@ -29,9 +30,13 @@ export interface SubsystemDeps {
   uploads: (UploadStore & UploadMover) | null;
   serverName: string;
   address: string;
-  /** The logged-in user as it is now: the login check again (limits, permissions, being active). */
+  /**
+   * The logged-in user as it is now: the login check again (being active, destinations, permissions,
+   * the credentials the session was opened with; limits are judged as each transfer starts). Throws
+   * PortalLoginRefused once it may no longer.
+   */
   identity(): Promise<PortalIdentity>;
-  /** Called on each request: the session is not idle. */
+  /** Called on each request answered (not one refused for want of access): the session is not idle. */
   touch(): void;
 }
 
@@ -51,7 +56,8 @@ const failure = (message: string) => new Refusal(STATUS_CODE.FAILURE, message);
 
 type DirectoryHandle = { kind: 'dir'; place: SftpPlace; after: string | null; extra: FileEntry[]; done: boolean };
 type ReadHandle = { kind: 'read'; download: DownloadHandle };
-type WriteHandle = { kind: 'write'; body: UploadBody; finished: Promise<unknown> };
+type WriteHandle = { kind: 'write'; place: BelowPlace; body: UploadBody; finished: Promise<unknown> };
+type BelowPlace = Extract<SftpPlace, { kind: 'below' }>;
 type Handle = DirectoryHandle | ReadHandle | WriteHandle;
 
 /**
@@ -67,9 +73,10 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
   const madeDirectories = new Set<string>();
 
   const answer = (id: number, work: () => Promise<void>) => {
-    deps.touch();
-    work().catch((e: unknown) => {
+    work().then(deps.touch, (e: unknown) => {
       const refusal = asRefusal(e);
+      // A request refused for want of access does not keep the session alive.
+      if (!isAccessRefusal(e, refusal)) deps.touch();
       if (refusal.code === STATUS_CODE.FAILURE) {
         ports.logger.warn('portal sftp request failed', { address: deps.address, reason: refusal.message });
       }
@@ -88,6 +95,28 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     }
     if (e instanceof PortalAnswer) return failure(`Refused (${e.response.status})`);
     return failure(e instanceof Error ? e.message : String(e));
+  };
+  const isAccessRefusal = (e: unknown, refusal: Refusal) =>
+    e instanceof PortalLoginRefused ||
+    refusal.code === STATUS_CODE.PERMISSION_DENIED ||
+    refusal.code === STATUS_CODE.OP_UNSUPPORTED;
+  /**
+   * The user as it is now, still allowed what an open handle does (it was opened under the access of
+   * then): its destination still the user's, its operation still permitted there.
+   */
+  const stillAllowed = async (handle: Handle) => {
+    const who = await deps.identity();
+    const [operation, destination, path]: [PortalOperation, string, string] =
+      handle.kind === 'read'
+        ? ['get', handle.download.file.destination, handle.download.file.path]
+        : handle.kind === 'write'
+          ? ['put', handle.place.destination, handle.place.path]
+          : handle.place.kind === 'root'
+            ? ['dir', '', '']
+            : ['dir', handle.place.destination, handle.place.kind === 'below' ? handle.place.path : ''];
+    const ok = destination === '' ? who.permissions.includes(operation) : mayStill(who, operation, destination, path);
+    if (!ok) throw denied();
+    return who;
   };
   const newHandle = (handle: Handle) => {
     const id = nextHandle++;
@@ -148,7 +177,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     answer(id, async () => {
       const handle = handleOf(raw);
       if (handle === undefined) throw failure('Invalid handle');
-      const who = await deps.identity();
+      const who = await stillAllowed(handle);
       if (handle.kind === 'read') sftp.attrs(id, fileAttributes(handle.download.file, who));
       else if (handle.kind === 'dir') sftp.attrs(id, directoryAttributes(who));
       else sftp.attrs(id, { mode: 0o100644 } as FileEntry['attrs']);
@@ -184,8 +213,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     answer(id, async () => {
       const handle = handleOf(raw);
       if (handle?.kind !== 'dir') throw failure('Invalid handle');
+      const who = await stillAllowed(handle);
       if (handle.done) return sftp.status(id, STATUS_CODE.EOF);
-      const who = await deps.identity();
       const page = { after: handle.after, limit: READDIR_BATCH };
       let entries: PortalEntry[];
       if (handle.place.kind === 'root') entries = destinationEntries(who.destinations, page);
@@ -216,6 +245,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       }
       if (writing) return openForWriting(id, who, place, flags);
       require(who, 'get', place);
+      await checkDownloadQuota(ports, who, { login: who.userId, address: deps.address, protocol: SFTP });
       const file = await fileAt(place);
       if (file === null) throw (await isDirectory(place)) ? failure('Is a directory') : noSuchFile();
       const transfer = await startPortalTransfer(ports, who, {
@@ -241,18 +271,14 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     }),
   );
 
-  const openForWriting = async (
-    id: number,
-    who: PortalIdentity,
-    place: Extract<SftpPlace, { kind: 'below' }>,
-    flags: number,
-  ) => {
+  const openForWriting = async (id: number, who: PortalIdentity, place: BelowPlace, flags: number) => {
     require(who, 'put', place);
     if (deps.uploads === null) throw unsupported('Uploading');
     if ((flags & OPEN_MODE.APPEND) !== 0) throw unsupported('Appending to a file');
     if ((flags & OPEN_MODE.EXCL) !== 0 && (await fileAt(place)) !== null) throw failure('File exists');
     if (await isDirectory(place)) throw failure('Is a directory');
     const body = new UploadBody();
+    const writeHandle: WriteHandle = { kind: 'write', place, body, finished: Promise.resolve() };
     const upload = receiveUpload(
       {
         ports,
@@ -261,6 +287,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
         address: deps.address,
         requestId: `sftp-${deps.address}`,
         protocol: SFTP,
+        // Whoever closes the file must still be allowed to put it, or nothing is registered.
+        recheck: () => stillAllowed(writeHandle),
       },
       { identity: who },
       { destination: place.destination, path: place.path, temporaryNames: true },
@@ -273,13 +301,15 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       throw e;
     });
     finished.catch(() => undefined);
-    sftp.handle(id, newHandle({ kind: 'write', body, finished }));
+    writeHandle.finished = finished;
+    sftp.handle(id, newHandle(writeHandle));
   };
 
   sftp.on('READ', (id, raw, offset, length) =>
     answer(id, async () => {
       const handle = handleOf(raw);
       if (handle?.kind !== 'read') throw failure('Invalid handle');
+      await stillAllowed(handle);
       const data = await handle.download.read(offset, length);
       if (data === null) sftp.status(id, STATUS_CODE.EOF);
       else sftp.data(id, data);
@@ -289,6 +319,11 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     answer(id, async () => {
       const handle = handleOf(raw);
       if (handle?.kind !== 'write') throw failure('Invalid handle');
+      await stillAllowed(handle).catch((e: unknown) => {
+        // What was written is discarded: the file will not be registered.
+        handle.body.fail(new Error('access to the file ended'));
+        throw e;
+      });
       await handle.body.write(offset, data);
       sftp.status(id, STATUS_CODE.OK);
     }),
@@ -298,7 +333,16 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       const handle = handleOf(raw);
       if (handle === undefined) throw failure('Invalid handle');
       dropHandle(raw);
-      await closeHandle(handle);
+      // A download is accounted and an upload discarded even when the close is refused.
+      const refused = await stillAllowed(handle).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      if (refused !== null && handle.kind === 'write') handle.body.fail(new Error('access to the file ended'));
+      await closeHandle(handle).catch((e: unknown) => {
+        if (refused === null) throw e;
+      });
+      if (refused !== null) throw refused;
       sftp.status(id, STATUS_CODE.OK);
     }),
   );
@@ -392,13 +436,14 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
   );
   sftp.on('FSETSTAT', (id, raw) =>
     answer(id, async () => {
-      if (handleOf(raw) === undefined) throw failure('Invalid handle');
+      const handle = handleOf(raw);
+      if (handle === undefined) throw failure('Invalid handle');
+      await stillAllowed(handle);
       sftp.status(id, STATUS_CODE.OK);
     }),
   );
   for (const event of ['READLINK', 'SYMLINK', 'EXTENDED'] as const) {
     sftp.on(event, (id: number) => {
-      deps.touch();
       sftp.status(id, STATUS_CODE.OP_UNSUPPORTED, `${event} is not supported here`);
     });
   }

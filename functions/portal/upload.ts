@@ -1,4 +1,6 @@
 import { conflict, ServiceError } from '../../core/common/errors.ts';
+import type { PortalIdentity } from '../../core/portal/access.ts';
+import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { isSafeSegment } from '../../core/portal/tree.ts';
 import { registerUpload } from '../../core/portal/uploads.ts';
@@ -76,6 +78,12 @@ export interface UploadDeps {
   requestId: string;
   /** The protocol of the INH line, the traffic and `portal.excludeProtocols` (`https` when left out). */
   protocol?: string;
+  /**
+   * The uploader as it is once the bytes are in, before anything is registered: throws when it may
+   * no longer put this file (its access ended while they came), and then nothing is registered.
+   * By default the login check again (stillAllowed); an SFTP session has its own.
+   */
+  recheck?(): Promise<PortalIdentity>;
 }
 
 export interface Uploaded {
@@ -128,11 +136,19 @@ export async function receiveUpload(
       await received.discard();
       throw new PortalAnswer(plain(400, `Upload incomplete: ${received.bytes} of ${declaredLength} bytes received`));
     }
-    const source = await received.place(target.destination, target.path).catch(async (e: unknown) => {
-      await received.discard();
-      throw e;
-    });
-    registered = await registerUpload(ports, who, { ...target, source, requestId: deps.requestId });
+    // Whoever sent the bytes must still be allowed to put them there now that they are in.
+    const recheck =
+      deps.recheck ??
+      (() =>
+        stillAllowed(
+          ports,
+          who,
+          { address: deps.address, protocol: deps.protocol ?? HTTPS },
+          { operation: 'put', ...target },
+        ));
+    const now = await recheck().catch(discarding(received));
+    const source = await received.place(target.destination, target.path).catch(discarding(received));
+    registered = await registerUpload(ports, now, { ...target, source, requestId: deps.requestId });
   } catch (e) {
     await transfer.finish({ bytes, file: null });
     throw e;
@@ -148,6 +164,11 @@ export async function receiveUpload(
     replaced: registered.replaced,
   };
 }
+
+const discarding = (received: ReceivedUpload) => async (e: unknown) => {
+  await received.discard();
+  throw e;
+};
 
 /** A server that keeps no uploads (a Worker: no place every mover reads back from). */
 export const uploadsUnavailable = () => plain(501, 'Uploads are not available on this server');

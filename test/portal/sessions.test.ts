@@ -297,6 +297,30 @@ describe('a session', () => {
     expect((await whoami(own)).who).toBeNull();
   });
 
+  it("ends when its user's password changes, not when the same password is given again", async () => {
+    await incomingUser(h, admin, { id: 'pwd', mode: 'standard-login', password: 'Pwd-Pass-1', destination: 'SESS' });
+    const agent = await loggedIn('pwd', 'Pwd-Pass-1');
+    const key = agent.sessionKey()!;
+    const setPassword = (pass: string) =>
+      h.call(
+        'POST',
+        `/v1/incoming/user/add?${new URLSearchParams({ id: 'pwd', email: 'p@example.org', iso: 'gb', pass })}`,
+        {
+          auth: admin,
+        },
+      );
+    expect((await setPassword('Pwd-Pass-1')).status).toBe(200);
+    expect((await whoami(agent)).who).toMatchObject({ login: 'pwd' });
+    expect((await setPassword('Pwd-Pass-2')).status).toBe(200);
+    const ended = await whoami(agent);
+    expect([ended.status, ended.who]).toEqual([200, null]);
+    expect(await h.ports.repos.portal.session(key)).toBeNull();
+    // Setting it back does not revive it; the new password opens a new one.
+    expect((await setPassword('Pwd-Pass-1')).status).toBe(200);
+    expect((await whoami(agent)).who).toBeNull();
+    await loggedIn('pwd', 'Pwd-Pass-1');
+  });
+
   it('is kept but answered 429 while its user is over a limit that passes with time', async () => {
     const agent = await loggedIn();
     await h.ports.repos.portal.setOption('std', 'portal.maxConnections', '0');

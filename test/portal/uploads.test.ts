@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
 import { admit } from '../../core/portal/access.ts';
+import { credentialFingerprint } from '../../core/portal/revocation.ts';
 import { dataFiles, dataTransfers, destinations, portalTraffic, transferHistory } from '../../db/schema.ts';
 import { eventually } from '../support/engine.ts';
 import { basic, type Harness } from '../support/harness.ts';
@@ -55,6 +56,7 @@ beforeAll(async () => {
     userId: 'alice',
     subscriberId: null,
     csrf: SESSION.csrf,
+    credential: credentialFingerprint((await h.ports.repos.incomingUsers.find('alice'))!),
     lastSeenAt: new Date(),
   });
 }, 60_000);
