@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import type { RetentionLimits } from '../../core/retention/purge.ts';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
 
@@ -70,6 +71,8 @@ export interface PortalConfig {
   s3Domain: string | null;
   /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
   sftpPort: number | null;
+  /** The S3 endpoint's multipart uploads: parts, their size, uploads open per user, how long one stays open. */
+  multipart: MultipartLimits;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -146,6 +149,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       uploadDir,
       s3Domain: e.ECPDS_PORTAL_S3_DOMAIN,
       sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT,
+      multipart: {
+        maxParts: e.ECPDS_PORTAL_S3_MAX_PARTS,
+        maxPartBytes: e.ECPDS_PORTAL_S3_MAX_PART_MIB * 1024 * 1024,
+        maxOpenUploads: e.ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS,
+        staleAfterMs: e.ECPDS_PORTAL_S3_UPLOAD_HOURS * 3600_000,
+      },
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };
