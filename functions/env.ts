@@ -164,6 +164,11 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: integer('ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL', 3, 1, 1_000_000),
   ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
   ECPDS_PORTAL_RECHECK_MS: integer('ECPDS_PORTAL_RECHECK_MS', DEFAULT_PORTAL_RECHECK_MS, 100, 600_000),
+  // The S3 endpoint's multipart uploads (core/portal/multipart-limits.ts): S3's own bounds at most.
+  ECPDS_PORTAL_S3_MAX_PARTS: integer('ECPDS_PORTAL_S3_MAX_PARTS', 10_000, 1, 10_000),
+  ECPDS_PORTAL_S3_MAX_PART_MIB: integer('ECPDS_PORTAL_S3_MAX_PART_MIB', 5120, 1, 5120),
+  ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS: integer('ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS', 100, 1, 100_000),
+  ECPDS_PORTAL_S3_UPLOAD_HOURS: integer('ECPDS_PORTAL_S3_UPLOAD_HOURS', 24, 1, 24 * 365),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

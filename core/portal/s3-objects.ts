@@ -26,6 +26,8 @@ export interface ListingQuery {
   /** Keys after this one only (a continuation token's key or start-after). */
   after: string | null;
   maxKeys: number;
+  /** Whether a key or common prefix may be shown (the listing rule); the others are left out, not counted. */
+  visible: (name: string) => boolean;
 }
 
 /** A key the tree can serve: segments that stay where they are (no `..`, no empty one, ...). */
@@ -58,6 +60,8 @@ async function listDirectory(ports: Ports, destination: string, query: ListingQu
   const listing: ObjectListing = { files: [], commonPrefixes: [], truncated: false, last: null };
   for (const entry of entries) {
     if (!isSafeSegment(entry.name)) continue;
+    const name = entry.type === 'file' ? entry.file.path : `${prefix}${entry.name}/`;
+    if (!query.visible(name)) continue;
     if (listing.files.length + listing.commonPrefixes.length === query.maxKeys) {
       listing.truncated = true;
       break;
@@ -94,11 +98,18 @@ async function listFlat(ports: Ports, destination: string, query: ListingQuery):
     for (const file of files) {
       after = file.path;
       if (!isServableKey(file.path)) continue;
+      const common = rolledUp(file.path);
+      if (common !== null && !query.visible(common)) {
+        // A prefix that may not be shown: on past all of its keys.
+        after = `${common}${LAST}`;
+        skipped = true;
+        break;
+      }
+      if (common === null && !query.visible(file.path)) continue;
       if (listing.files.length + listing.commonPrefixes.length === query.maxKeys) {
         listing.truncated = true;
         return listing;
       }
-      const common = rolledUp(file.path);
       if (common === null) {
         listing.files.push(file);
         listing.last = file.path;

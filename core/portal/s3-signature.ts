@@ -218,22 +218,18 @@ export async function stringToSign(signed: Pick<SignedRequest, 'amzDate' | 'scop
 
 /**
  * The signature of one chunk of an `aws-chunked` body (STREAMING-AWS4-HMAC-SHA256-PAYLOAD): it
- * chains from the previous one, the first from the request's own.
+ * chains from the previous one, the first from the request's own. The chunk is given by its hex
+ * SHA-256, which its reader computes as the bytes pass (a chunk may be as large as the object).
  */
 export async function chunkSignature(
   key: Uint8Array,
   signed: Pick<SignedRequest, 'amzDate' | 'scope'>,
   previous: string,
-  chunk: Uint8Array,
+  chunkSha256: string,
 ) {
-  const toSign = [
-    'AWS4-HMAC-SHA256-PAYLOAD',
-    signed.amzDate,
-    signed.scope,
-    previous,
-    EMPTY_SHA256,
-    await sha256Hex(chunk),
-  ].join('\n');
+  const toSign = ['AWS4-HMAC-SHA256-PAYLOAD', signed.amzDate, signed.scope, previous, EMPTY_SHA256, chunkSha256].join(
+    '\n',
+  );
   return hex(await hmac(key, toSign));
 }
 

@@ -21,7 +21,12 @@ export interface PortalTransfer {
    * Ends the transfer: frees its connection, adds its bytes to the user's traffic and writes its INH
    * line (when `file` names what moved; a transfer that moved nothing of a file writes none).
    */
-  finish(result: { bytes: number; file: (PortalFile & { destination: string }) | null }): Promise<void>;
+  finish(result: {
+    bytes: number;
+    file: (PortalFile & { destination: string }) | null;
+    /** The bytes to add to the traffic when not `bytes` (a multipart upload's, counted as its parts came). */
+    trafficBytes?: number;
+  }): Promise<void>;
 }
 
 /**
@@ -58,7 +63,7 @@ export async function startPortalTransfer(
   }, PORTAL_CONNECTION_LEASE_MS / 3);
   let finished = false;
   return {
-    async finish({ bytes, file }) {
+    async finish({ bytes, file, trafficBytes = bytes }) {
       if (finished) return;
       finished = true;
       clearInterval(renew);
@@ -69,8 +74,8 @@ export async function startPortalTransfer(
         userId: who.userId,
         minute,
         protocol: start.protocol,
-        downloadBytes: upload ? 0 : bytes,
-        uploadBytes: upload ? bytes : 0,
+        downloadBytes: upload ? 0 : trafficBytes,
+        uploadBytes: upload ? trafficBytes : 0,
         downloads: upload || file === null ? 0 : 1,
         uploads: upload && file !== null ? 1 : 0,
       });

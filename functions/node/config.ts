@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { REGISTRATION_LIMITS, type RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { RetentionLimits } from '../../core/retention/purge.ts';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
@@ -77,6 +78,8 @@ export interface PortalConfig {
   registrationLimits: RegistrationLimits;
   /** How long an SFTP session goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS). */
   recheckMs: number;
+  /** The S3 endpoint's multipart uploads: parts, their size, uploads open per user, how long one stays open. */
+  multipart: MultipartLimits;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -169,6 +172,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         perEmail: e.ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL,
       },
       recheckMs: e.ECPDS_PORTAL_RECHECK_MS,
+      multipart: {
+        maxParts: e.ECPDS_PORTAL_S3_MAX_PARTS,
+        maxPartBytes: e.ECPDS_PORTAL_S3_MAX_PART_MIB * 1024 * 1024,
+        maxOpenUploads: e.ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS,
+        staleAfterMs: e.ECPDS_PORTAL_S3_UPLOAD_HOURS * 3600_000,
+      },
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),
   };

@@ -3,20 +3,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { DEFAULT_MULTIPART_LIMITS, type MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import type { MultipartStore, MultipartUpload, StoredPart } from '../portal/upload.ts';
 
-/** A multipart upload neither completed nor aborted this long is given up, its parts removed. */
-const ABANDONED_AFTER_MS = 7 * 24 * 3600_000;
 const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DESCRIPTION = 'upload.json';
 
 /**
  * Multipart uploads on this machine: `<dir>/<upload id>/` holds the upload's description and its
  * parts (`<n>.part`, with `<n>.json` saying its size and MD5), each written under a temporary name
- * and renamed whole. `dir` is inside the upload store's temporary directory. Uploads left for a
- * week are removed when the next one is created.
+ * and renamed whole. `dir` is inside the upload store's temporary directory. An upload left
+ * longer than `limits.staleAfterMs` since its last part is aborted, its parts removed: all of them
+ * when the next upload is created, and one asked for by its id.
  */
-export function nodeMultipartStore(dir: string): MultipartStore {
+export function nodeMultipartStore(dir: string, limits: MultipartLimits = DEFAULT_MULTIPART_LIMITS): MultipartStore {
+  const staleBefore = () => Date.now() - limits.staleAfterMs;
   const folder = (uploadId: string) => {
     // The id comes from the client: only one of ours names a folder.
     if (!UPLOAD_ID.test(uploadId)) return null;
@@ -24,8 +25,9 @@ export function nodeMultipartStore(dir: string): MultipartStore {
   };
   const partFile = (uploadId: string, n: number) => path.join(dir, uploadId, `${n}.part`);
   return {
+    limits,
     async create(upload) {
-      await removeAbandoned(dir, Date.now() - ABANDONED_AFTER_MS);
+      await removeAbandoned(dir, staleBefore());
       const id = randomUUID();
       await fs.promises.mkdir(path.join(dir, id), { recursive: true });
       await fs.promises.writeFile(path.join(dir, id, DESCRIPTION), JSON.stringify(upload), { flag: 'wx' });
@@ -34,8 +36,25 @@ export function nodeMultipartStore(dir: string): MultipartStore {
     async get(uploadId) {
       const at = folder(uploadId);
       if (at === null) return null;
+      const stat = await fs.promises.stat(at).catch(() => null);
+      if (stat === null) return null;
+      if (stat.mtimeMs < staleBefore()) {
+        await fs.promises.rm(at, { recursive: true, force: true });
+        return null;
+      }
       const text = await fs.promises.readFile(path.join(at, DESCRIPTION), 'utf8').catch(() => null);
       return text === null ? null : (JSON.parse(text) as MultipartUpload);
+    },
+    async openUploads(userId) {
+      await removeAbandoned(dir, staleBefore());
+      let open = 0;
+      for (const name of (await fs.promises.readdir(dir).catch(() => [] as string[])).filter((n) =>
+        UPLOAD_ID.test(n),
+      )) {
+        const text = await fs.promises.readFile(path.join(dir, name, DESCRIPTION), 'utf8').catch(() => null);
+        if (text !== null && (JSON.parse(text) as MultipartUpload).userId === userId) open++;
+      }
+      return open;
     },
     async receivePart(uploadId, partNumber, body) {
       const at = folder(uploadId);

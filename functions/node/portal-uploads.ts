@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { inTheWay, PARTIAL_DIRECTORY, type UploadMover, type UploadStore } from '../portal/upload.ts';
 import { nodeMultipartStore } from './portal-multipart.ts';
 import { isWithin } from './sources.ts';
@@ -13,11 +14,11 @@ import { isWithin } from './sources.ts';
  * on the same file system, so the final name only ever holds a whole file. A download reading the
  * file it replaces keeps reading the old one.
  */
-export function nodeUploadStore(dir: string): UploadStore & UploadMover {
+export function nodeUploadStore(dir: string, limits?: MultipartLimits): UploadStore & UploadMover {
   const root = path.resolve(dir);
   const partial = path.join(root, PARTIAL_DIRECTORY);
   return {
-    multipart: nodeMultipartStore(path.join(partial, 'multipart')),
+    multipart: nodeMultipartStore(path.join(partial, 'multipart'), limits),
     async receive(body) {
       await fs.promises.mkdir(partial, { recursive: true });
       const temporary = path.join(partial, `${randomUUID()}.part`);

@@ -32,7 +32,7 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
   const portal = {
     serverName: config.mover.name,
     sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
-    uploads: nodeUploadStore(config.portal.uploadDir),
+    uploads: nodeUploadStore(config.portal.uploadDir, config.portal.multipart),
   };
   const app = createApp({
     logger: ports.logger,

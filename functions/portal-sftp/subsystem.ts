@@ -3,6 +3,7 @@ import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { checkDownloadQuota, type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
+import { mayList } from '../../core/portal/listing-rule.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalEntry, PortalOperation } from '../../core/portal/ports.ts';
 import { mayStill } from '../../core/portal/revocation.ts';
@@ -188,7 +189,9 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     answer(id, async () => {
       const who = await deps.identity();
       const place = placeOf(path, who);
-      require(who, 'dir', place);
+      if (!mayList(who, place.kind === 'root' ? null : place.destination, place.kind === 'below' ? place.path : '')) {
+        throw denied();
+      }
       if (place.kind === 'below' && (await fileAt(place)) !== null) throw failure('Not a directory');
       if (place.kind === 'below' && !(await isDirectory(place))) throw noSuchFile();
       // Directories made in this session and still empty are listed after the others.

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { constantTimeEqualText } from '../../core/common/crypto.ts';
+import { mayList } from '../../core/portal/listing-rule.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalOperation } from '../../core/portal/ports.ts';
 import {
@@ -110,15 +111,17 @@ async function listDirectory(
   let entries: Awaited<ReturnType<Ports['repos']['portal']['list']>>;
   // One entry more than the page, to know whether another page follows.
   const asked = { after: page.after, limit: page.limit + 1 };
+  const listed =
+    target.kind === 'root'
+      ? { destination: null, directory: '' }
+      : {
+          destination: target.destination,
+          directory: target.prefix.slice(0, -1),
+        };
+  if (!mayList(who, listed.destination, listed.directory)) throw new PortalAnswer(permissionDenied());
   if (target.kind === 'root') {
-    requirePermission(visitor, 'dir', null);
     entries = destinationEntries(who.destinations, asked);
   } else {
-    requirePermission(
-      visitor,
-      'dir',
-      `${target.destination}${target.prefix === '' ? '' : `/${target.prefix.slice(0, -1)}`}`,
-    );
     entries = await ports.repos.portal.list(target.destination, target.prefix, ports.clock(), asked);
     segments = [target.destination, ...target.prefix.split('/').filter((s) => s !== '')];
     // A directory exists while a file is below it; a destination's own always does.

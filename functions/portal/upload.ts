@@ -1,5 +1,6 @@
 import { conflict, ServiceError } from '../../core/common/errors.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
+import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { isSafeSegment } from '../../core/portal/tree.ts';
@@ -38,6 +39,7 @@ export interface StoredPart {
  * whole under a temporary name first, as uploads are.
  */
 export interface MultipartStore {
+  readonly limits: MultipartLimits;
   /** A new upload; answers its id (random: knowing one is what lets a client add to it). */
   create(upload: MultipartUpload): Promise<string>;
   /** The upload of this id, or null when there is none (never was, completed or aborted). */
@@ -48,6 +50,8 @@ export interface MultipartStore {
   /** The bytes of these parts, one after another. */
   read(uploadId: string, partNumbers: readonly number[]): AsyncIterable<Uint8Array>;
   remove(uploadId: string): Promise<void>;
+  /** How many uploads this user has open (begun, neither completed, aborted nor stale). */
+  openUploads(userId: string): Promise<number>;
 }
 
 export interface ReceivedUpload {
@@ -84,6 +88,8 @@ export interface UploadDeps {
    * By default the login check again (stillAllowed); an SFTP session has its own.
    */
   recheck?(): Promise<PortalIdentity>;
+  /** The body's bytes were counted against the quota and in the traffic already (a multipart upload's parts). */
+  counted?: boolean;
 }
 
 export interface Uploaded {
@@ -113,7 +119,7 @@ export async function receiveUpload(
     throw new PortalAnswer(plain(400, 'Uploads are not possible to this destination'));
   }
   const who = visitor.identity;
-  const allowance = await uploadAllowance(ports, visitor);
+  const allowance = deps.counted ? Number.POSITIVE_INFINITY : await uploadAllowance(ports, visitor);
   if (declaredLength !== null && declaredLength > allowance) throw quotaExceeded();
   const transfer = await startPortalTransfer(ports, who, {
     protocol: deps.protocol ?? HTTPS,
@@ -150,11 +156,11 @@ export async function receiveUpload(
     const source = await received.place(target.destination, target.path).catch(discarding(received));
     registered = await registerUpload(ports, now, { ...target, source, requestId: deps.requestId });
   } catch (e) {
-    await transfer.finish({ bytes, file: null });
+    await transfer.finish({ bytes, file: null, trafficBytes: deps.counted ? 0 : bytes });
     throw e;
   }
   const file = registered.file === null ? null : { ...registered.file, destination: target.destination };
-  await transfer.finish({ bytes, file });
+  await transfer.finish({ bytes, file, trafficBytes: deps.counted ? 0 : bytes });
   return {
     dataFileId: registered.dataFileId,
     transferId: registered.file?.transferId ?? null,
@@ -173,10 +179,10 @@ const discarding = (received: ReceivedUpload) => async (e: unknown) => {
 /** A server that keeps no uploads (a Worker: no place every mover reads back from). */
 export const uploadsUnavailable = () => plain(501, 'Uploads are not available on this server');
 
-const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
+export const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
 
 /** Bytes the user may still upload now: what its rolling quota leaves, or no limit. */
-async function uploadAllowance(ports: Ports, visitor: Pick<Visitor, 'identity'>) {
+export async function uploadAllowance(ports: Ports, visitor: Pick<Visitor, 'identity'>) {
   const { userId, settings } = visitor.identity;
   if (settings.upload === null) return Number.POSITIVE_INFINITY;
   const since = new Date(ports.clock().getTime() - settings.upload.periodMs);

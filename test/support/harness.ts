@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
+import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import type { RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { Logger, Mailer } from '../../core/ports.ts';
 import type { DbHandle } from '../../db/client.ts';
@@ -51,6 +52,8 @@ export interface HarnessOptions {
   portalPages?: boolean | { origin?: string | null; registrationLimits?: RegistrationLimits };
   /** Where the portal keeps uploads (a source root too); left out, the portal takes none. */
   portalUploadDir?: string;
+  /** The S3 multipart uploads' limits of the portal's upload store (the defaults when left out). */
+  portalMultipartLimits?: MultipartLimits;
   /** The portal's S3 domain for virtual-host style (ECPDS_PORTAL_S3_DOMAIN). */
   portalS3Domain?: string;
   /** Who a portal request's browser session is (functions/portal/options.ts). */
@@ -99,7 +102,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     portal: {
       serverName: 'test',
       sources: nodeSourceReader({ roots: sourceRoots, hosts: options.sourceHosts ?? [] }),
-      uploads: options.portalUploadDir ? nodeUploadStore(options.portalUploadDir) : null,
+      uploads: options.portalUploadDir ? nodeUploadStore(options.portalUploadDir, options.portalMultipartLimits) : null,
       sessionIdentity: options.portalSession,
       s3Domain: options.portalS3Domain ?? null,
       cookieSecret: ports.secrets.derive('portal-cookie'),

@@ -1,4 +1,5 @@
 import { type Context, Hono } from 'hono';
+import { mayList } from '../../../core/portal/listing-rule.ts';
 import { byteOrder } from '../../../core/portal/tree.ts';
 import type { Ports } from '../../../core/ports.ts';
 import type { PortalOptions } from '../options.ts';
@@ -91,7 +92,7 @@ async function dispatch(c: Context, options: PortalOptions, ports: Ports, target
   }
   if (target.bucket === null) {
     if (c.req.method !== 'GET') throw notImplemented();
-    if (!identity.permissions.includes('dir') || visitor.signed === null) throw accessDenied();
+    if (!mayList(identity, null) || visitor.signed === null) throw accessDenied();
     const buckets = [...identity.destinations].sort(byteOrder);
     return xmlAnswer(listBucketsXml(identity.userId, buckets, new Date(0)));
   }

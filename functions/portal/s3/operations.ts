@@ -1,4 +1,5 @@
 import { base64ToBytes, bytesToBase64Url, strictUtf8 } from '../../../core/common/encoding.ts';
+import { mayList, mayShow } from '../../../core/portal/listing-rule.ts';
 import { allowed } from '../../../core/portal/options.ts';
 import type { PortalOperation } from '../../../core/portal/ports.ts';
 import { isServableKey, listObjects, MAX_KEYS } from '../../../core/portal/s3-objects.ts';
@@ -75,11 +76,14 @@ async function listAnswer(r: S3Request) {
   const startAfter = version === 2 ? (query.get('start-after') ?? null) : (query.get('marker') ?? null);
   const after = token !== null ? keyOfToken(token) : startAfter || null;
 
+  // The directory the prefix names a part of is listed as HTTPS lists it; every key and common
+  // prefix shows by the same rule (keys of other directories below it too, with no delimiter).
   const slash = prefix.lastIndexOf('/');
-  const ruled = slash < 0 ? r.bucket : `${r.bucket}/${prefix.slice(0, slash)}`;
-  requirePermission(r, 'dir', ruled);
-  const listing = await listObjects(r.ports, r.bucket, { prefix, delimiter, after, maxKeys });
-  const { permissions } = visitor.identity;
+  const who = visitor.identity;
+  if (!mayList(who, r.bucket, slash < 0 ? '' : prefix.slice(0, slash))) throw accessDenied();
+  const visible = (name: string) => mayShow(who, r.bucket, name);
+  const listing = await listObjects(r.ports, r.bucket, { prefix, delimiter, after, maxKeys, visible });
+  const { permissions } = who;
   const xml = listObjectsXml(listing, {
     version,
     bucket: r.bucket,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { STREAMING_PAYLOAD, STREAMING_UNSIGNED_TRAILER } from '../../../core/portal/s3-signature.ts';
 import { startPortalTransfer } from '../../../core/portal/transfers.ts';
-import { receiveUpload } from '../upload.ts';
+import { quotaExceeded, receiveUpload, uploadAllowance } from '../upload.ts';
 import { awsChunkedBody } from './chunked.ts';
 import { notImplemented, S3Failure } from './errors.ts';
 import type { S3Request } from './index.ts';
@@ -11,10 +11,11 @@ import { completedParts, completeMultipartXml, initiateMultipartXml, xmlAnswer }
 /**
  * Uploads through the S3 endpoint, as the HTTPS portal's (functions/portal/upload.ts): stored
  * whole, then registered as datafile/put registers a file, counted as the user's transfers. A
- * payload hash or Content-MD5 the client gives is checked before the file is placed.
+ * payload hash or Content-MD5 the client gives is checked before the file is placed. A multipart
+ * upload's parts count against the upload quota as they arrive (the file they make counts no
+ * more), within the store's limits: parts, their size, uploads open at once.
  */
 
-const MAX_PART_NUMBER = 10_000;
 const MAX_COMPLETE_BODY = 1024 * 1024;
 
 export async function putObject(r: S3Request, key: string) {
@@ -39,21 +40,44 @@ export async function putObject(r: S3Request, key: string) {
 
 export async function createMultipart(r: S3Request, key: string) {
   const store = multipartStore(r);
+  const { maxOpenUploads } = store.limits;
+  if ((await store.openUploads(r.visitor.identity.userId)) >= maxOpenUploads) {
+    throw new S3Failure(
+      400,
+      'TooManyUploads',
+      `At most ${maxOpenUploads} multipart uploads may be open at once; complete or abort one first.`,
+    );
+  }
   const uploadId = await store.create({ userId: r.visitor.identity.userId, destination: r.bucket, path: key });
   return xmlAnswer(initiateMultipartXml(r.bucket, key, uploadId));
 }
 
 export async function uploadPart(r: S3Request, key: string, uploadId: string, partNumber: string) {
-  if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > MAX_PART_NUMBER) {
-    throw new S3Failure(
-      400,
-      'InvalidArgument',
-      `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive`,
-    );
-  }
   const store = await ownUpload(r, key, uploadId);
+  const { maxParts, maxPartBytes } = store.limits;
+  if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > maxParts) {
+    throw new S3Failure(400, 'InvalidArgument', `Part number must be an integer between 1 and ${maxParts}, inclusive`);
+  }
   const payload = payloadOf(r);
-  // A part counts against the user's connections while it comes; its bytes count once, when the file is complete.
+  const tooLarge = () =>
+    new S3Failure(
+      400,
+      'EntityTooLarge',
+      `Your proposed upload exceeds the maximum allowed size of a part (${maxPartBytes} bytes).`,
+    );
+  if (payload.length !== null && payload.length > maxPartBytes) throw tooLarge();
+  // A part counts against the user's connections while it comes, and its bytes against the quota.
+  const allowance = await uploadAllowance(r.ports, r.visitor);
+  if (payload.length !== null && payload.length > allowance) throw quotaExceeded();
+  let bytes = 0;
+  async function* counted() {
+    for await (const chunk of payload.body) {
+      bytes += chunk.byteLength;
+      if (bytes > maxPartBytes) throw tooLarge();
+      if (bytes > allowance) throw quotaExceeded();
+      yield chunk;
+    }
+  }
   const transfer = await startPortalTransfer(r.ports, r.visitor.identity, {
     protocol: S3,
     server: r.options.serverName,
@@ -61,7 +85,7 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
     action: 'upload',
   });
   try {
-    const part = await store.receivePart(uploadId, Number(partNumber), payload.body);
+    const part = await store.receivePart(uploadId, Number(partNumber), counted());
     if (payload.length !== null && part.bytes !== payload.length) {
       throw new S3Failure(
         400,
@@ -71,7 +95,7 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
     }
     return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
   } finally {
-    await transfer.finish({ bytes: 0, file: null });
+    await transfer.finish({ bytes, file: null });
   }
 }
 
@@ -111,7 +135,7 @@ export async function completeMultipart(r: S3Request, key: string, uploadId: str
     }
   }
   const target = { destination: r.bucket, path: key };
-  const uploaded = await receiveUpload(uploadDeps(r), r.visitor, target, hashed(), total);
+  const uploaded = await receiveUpload({ ...uploadDeps(r), counted: true }, r.visitor, target, hashed(), total);
   await r.ports.repos.portal.recordChecksum(uploaded.dataFileId, whole.digest('hex'));
   await store.remove(uploadId);
   const md5s = Buffer.concat(parts.map((p) => Buffer.from(p.md5, 'hex')));

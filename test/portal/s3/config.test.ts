@@ -24,3 +24,31 @@ describe('ECPDS_PORTAL_S3_DOMAIN', () => {
     expect(config.ECPDS_PORTAL_S3_DOMAIN).toBe('s3.example.org');
   });
 });
+
+describe("ECPDS_PORTAL_S3_*: the multipart uploads' limits", () => {
+  it("default to S3's own bounds, 100 uploads open per user, aborted after 24 hours", () => {
+    expect(parseConfig({}).portal.multipart).toEqual({
+      maxParts: 10_000,
+      maxPartBytes: 5 * 1024 ** 3,
+      maxOpenUploads: 100,
+      staleAfterMs: 24 * 3600_000,
+    });
+    const set = parseConfig({
+      ECPDS_PORTAL_S3_MAX_PARTS: '100',
+      ECPDS_PORTAL_S3_MAX_PART_MIB: '64',
+      ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS: '5',
+      ECPDS_PORTAL_S3_UPLOAD_HOURS: '2',
+    });
+    expect(set.portal.multipart).toEqual({
+      maxParts: 100,
+      maxPartBytes: 64 * 1024 * 1024,
+      maxOpenUploads: 5,
+      staleAfterMs: 2 * 3600_000,
+    });
+  });
+
+  it("refuses what goes past S3's bounds, by name", () => {
+    expect(() => parseConfig({ ECPDS_PORTAL_S3_MAX_PARTS: '10001' })).toThrow(/ECPDS_PORTAL_S3_MAX_PARTS/);
+    expect(() => parseConfig({ ECPDS_PORTAL_S3_MAX_PART_MIB: '6000' })).toThrow(/ECPDS_PORTAL_S3_MAX_PART_MIB/);
+  });
+});

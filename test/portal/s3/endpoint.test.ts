@@ -363,7 +363,7 @@ describe('accounting and limits', () => {
     const sha256 = createHash('sha256').update(put).digest('hex');
     const r = await s3(s.h, url('DEST/counted/put.bin'), counted, { method: 'PUT', body: put, payloadHash: sha256 });
     expect(r.status).toBe(200);
-    // A multipart upload's bytes count once, when it is complete.
+    // A multipart upload's bytes count once, as its parts arrive (the completed file adds none).
     const created = await (await s3(s.h, url('DEST/counted/multi.bin?uploads'), counted, { method: 'POST' })).text();
     const uploadId = xmlText(created, 'UploadId')!;
     const part = bytesOf(2000, 111);

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   chunkSignature,
+  EMPTY_SHA256,
   readSignature,
   type SignedRequest,
+  sha256Hex,
   signatureMatches,
   signingKey,
 } from '../../../core/portal/s3-signature.ts';
@@ -136,11 +138,11 @@ describe('an aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD)', () => {
     const signed = readSignature(put, AT) as SignedRequest;
     expect(await signatureMatches(signed, SECRET)).toBe(true);
     const key = await signingKey(SECRET, signed.date, signed.region);
-    const first = await chunkSignature(key, signed, signed.signature, new Uint8Array(65536).fill(97));
+    const first = await chunkSignature(key, signed, signed.signature, await sha256Hex(new Uint8Array(65536).fill(97)));
     expect(first).toBe('ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648');
-    const second = await chunkSignature(key, signed, first, new Uint8Array(1024).fill(97));
+    const second = await chunkSignature(key, signed, first, await sha256Hex(new Uint8Array(1024).fill(97)));
     expect(second).toBe('0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497');
-    const last = await chunkSignature(key, signed, second, new Uint8Array(0));
+    const last = await chunkSignature(key, signed, second, EMPTY_SHA256);
     expect(last).toBe('b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9');
   });
 });

@@ -1,3 +1,5 @@
+import { createHash, createHmac } from 'node:crypto';
+import https from 'node:https';
 import { AwsV4Signer } from 'aws4fetch';
 import type { Harness } from '../../support/harness.ts';
 
@@ -58,3 +60,85 @@ export async function s3(h: Harness, url: string, credentials: S3Credentials | n
 export const xmlText = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1] ?? null;
 export const xmlAll = (xml: string, name: string) =>
   [...xml.matchAll(new RegExp(`<${name}>([^<]*)</${name}>`, 'g'))].map((m) => m[1]!);
+
+/**
+ * An aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) as SDKs sign it: the request signed
+ * with the body's length, then each chunk (and the empty last one) signed in a chain from the
+ * request's signature. `forge` names a chunk whose bytes are changed after it is signed.
+ */
+export async function signedChunkedUpload(
+  target: string,
+  credentials: S3Credentials,
+  chunks: readonly Uint8Array[],
+  forge: number | null = null,
+) {
+  const all = [...chunks, new Uint8Array(0)];
+  const frame = (size: number) => `${size.toString(16)};chunk-signature=${'0'.repeat(64)}\r\n`.length + size + 2;
+  const length = all.reduce((n, c) => n + frame(c.length), 0);
+  const decoded = chunks.reduce((n, c) => n + c.length, 0);
+  const request = await signed(target, credentials, {
+    method: 'PUT',
+    payloadHash: 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
+    headers: {
+      'content-encoding': 'aws-chunked',
+      'content-length': String(length),
+      'x-amz-decoded-content-length': String(decoded),
+    },
+  });
+  const amzDate = request.headers.get('x-amz-date')!;
+  const scope = `${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request`;
+  const hmac = (k: Buffer | string, text: string) => createHmac('sha256', k).update(text).digest();
+  const key = ['us-east-1', 's3', 'aws4_request'].reduce(
+    (k, part) => hmac(k, part),
+    hmac(`AWS4${credentials.secretAccessKey}`, amzDate.slice(0, 8)),
+  );
+  const hash = (b: Uint8Array | string) => createHash('sha256').update(b).digest('hex');
+  let previous = /Signature=([0-9a-f]{64})/.exec(request.headers.get('authorization')!)![1]!;
+  const body = all.flatMap((chunk, i) => {
+    previous = hmac(
+      key,
+      ['AWS4-HMAC-SHA256-PAYLOAD', amzDate, scope, previous, hash(''), hash(chunk)].join('\n'),
+    ).toString('hex');
+    const sent = i === forge ? Buffer.from(chunk).fill(0, 0, 10) : chunk;
+    return [Buffer.from(`${chunk.length.toString(16)};chunk-signature=${previous}\r\n`), sent, Buffer.from('\r\n')];
+  });
+  return { url: new URL(request.url), headers: Object.fromEntries(request.headers), body, length };
+}
+
+/**
+ * Sends a request over real HTTPS to the test server (its certificate its own), writing the body
+ * in the pieces given, as a client streams it; answers the status and text.
+ */
+export function httpsSend(
+  base: string,
+  request: { url: URL; method?: string; headers: Record<string, string>; body: readonly Uint8Array[] },
+) {
+  const server = new URL(base);
+  return new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = https.request(
+      {
+        host: server.hostname,
+        port: server.port,
+        method: request.method ?? 'PUT',
+        path: request.url.pathname + request.url.search,
+        headers: { ...request.headers, host: request.url.host },
+        rejectUnauthorized: false,
+        // A connection of its own: one the server closed after refusing a body is not used again.
+        agent: false,
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (b: Buffer) => parts.push(b));
+        res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(parts).toString() }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    void (async () => {
+      for (const piece of request.body) {
+        if (!req.write(piece)) await new Promise((r) => req.once('drain', r));
+      }
+      req.end();
+    })();
+  });
+}
