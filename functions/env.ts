@@ -160,6 +160,12 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_MQTT_URL: text(),
   ECPDS_PORTAL_URL: text(),
   ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
+  // What a connection not yet in may take (see README, "Connections before a login").
+  ECPDS_HANDSHAKE_TIMEOUT_MS: integer('ECPDS_HANDSHAKE_TIMEOUT_MS', 10_000, 100, 600_000),
+  ECPDS_HEADERS_TIMEOUT_MS: integer('ECPDS_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
+  ECPDS_PORTAL_SFTP_LOGIN_TIMEOUT_MS: integer('ECPDS_PORTAL_SFTP_LOGIN_TIMEOUT_MS', 30_000, 100, 600_000),
+  ECPDS_PORTAL_SFTP_MAX_STARTUPS: integer('ECPDS_PORTAL_SFTP_MAX_STARTUPS', 100, 1, 1_000_000),
+  ECPDS_PORTAL_SFTP_MAX_STARTUPS_PER_ADDRESS: integer('ECPDS_PORTAL_SFTP_MAX_STARTUPS_PER_ADDRESS', 10, 1, 1_000_000),
 });
 
 export type SharedEnv = z.output<typeof sharedEnvSchema>;

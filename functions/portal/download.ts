@@ -210,7 +210,7 @@ function countedBody(
         if (sent === expected) controller.close();
       } catch (e) {
         await end(e instanceof Error ? e.message : String(e));
-        controller.error(e);
+        controller.error(cutShort(e));
       }
     },
     async cancel() {
@@ -218,6 +218,15 @@ function countedBody(
     },
   };
   return new ReadableStream<Uint8Array>(source, { highWaterMark: 0 });
+}
+
+/**
+ * The error a body fails with once its headers went: the client's answer is cut, and that is all.
+ * @hono/node-server writes `Error: <message>` into the body of an answer whose stream fails, which
+ * a client would take for bytes of the file, unless the failure is a premature close.
+ */
+function cutShort(cause: unknown) {
+  return Object.assign(new Error('the download was cut short', { cause }), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
 }
 
 /** `attachment` with the file's name: ASCII for every client, UTF-8 (RFC 6266) for those that read it. */
