@@ -19,7 +19,9 @@ import { createRepositories } from '../db/repositories/index.ts';
  * and rendered lists.
  * Never a database client or a request's I/O.
  */
-export type ProcessState = Pick<Ports, 'credentialCache' | 'failedAuth' | 'portalLogins' | 'portalDownloads' | 'memo' | 'views'
+export type ProcessState = Pick<
+  Ports,
+  'credentialCache' | 'failedAuth' | 'portalLogins' | 'portalDownloads' | 'memo' | 'views'
 >;
 
 export interface ProcessStateOptions {

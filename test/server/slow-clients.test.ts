@@ -63,10 +63,14 @@ describe.skipIf(onPostgres())('slow clients on the HTTPS port', () => {
     });
   }
 
-  const header = 'GET /v1/version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(100);
+  const header = `GET /v1/version HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ${'a'.repeat(100)}`;
 
   it('closes a client dripping its headers over TLS, and one dripping them in plain HTTP', async () => {
-    const overTls = dripping(tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }), 'secureConnect', header);
+    const overTls = dripping(
+      tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }),
+      'secureConnect',
+      header,
+    );
     const plain = dripping(net.connect(port, '127.0.0.1'), 'connect', header);
     const [a, b] = await Promise.all([overTls, plain]);
     expect(a.closedByServer).toBe(true);

@@ -79,9 +79,13 @@ describe('a READ longer than the server answers', () => {
   it('leaves OpenSSH sftp with reads of 1 MiB and rclone downloading the whole file byte-exact', async () => {
     const batch = path.join(s.work, 'batch');
     fs.writeFileSync(batch, 'get /DEST/large.bin by-openssh.bin\n');
-    const openssh = await tool('sftp', [...s.sshOptions(reader.file), '-B', '1048576', '-b', batch, 'reader@127.0.0.1'], {
-      cwd: s.work,
-    });
+    const openssh = await tool(
+      'sftp',
+      [...s.sshOptions(reader.file), '-B', '1048576', '-b', batch, 'reader@127.0.0.1'],
+      {
+        cwd: s.work,
+      },
+    );
     expect(openssh.code, openssh.stderr).toBe(0);
     expect(fileDigest(path.join(s.work, 'by-openssh.bin'))).toBe(digest);
 

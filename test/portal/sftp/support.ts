@@ -6,7 +6,11 @@ import { addKey } from '../../../core/portal/key-admin.ts';
 import { nodeUploadStore } from '../../../functions/node/portal-uploads.ts';
 import { nodeSourceReader } from '../../../functions/node/sources.ts';
 import { loadOrCreateHostKey } from '../../../functions/portal-sftp/host-key.ts';
-import { type PortalSftpOptions, type PortalSftpServer, startPortalSftp } from '../../../functions/portal-sftp/server.ts';
+import {
+  type PortalSftpOptions,
+  type PortalSftpServer,
+  startPortalSftp,
+} from '../../../functions/portal-sftp/server.ts';
 import { portalScene } from '../support.ts';
 
 /** The portal's scene with its SFTP server on a port of its own, in this process, and helpers for real clients. */
