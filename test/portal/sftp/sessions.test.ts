@@ -201,7 +201,7 @@ describe('the download quota over SFTP', () => {
   it('cuts a download at the quota, then refuses the next login', async () => {
     const r = await sftpWithPassword('thrifty', 'Thrifty-1', ['get /DEST/big.bin thrifty.bin']);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/read from remote file/);
+    expect(r.stderr).toMatch(/read remote "\/DEST\/big\.bin" : Failure/);
     expect(fs.statSync(path.join(s.work, 'thrifty.bin')).size).toBeLessThanOrEqual(100_000);
     const traffic = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'thrifty'));
     expect(traffic.reduce((sum, t) => sum + t.downloadBytes, 0)).toBe(100_000);
