@@ -9,6 +9,7 @@ import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
 import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
+import type { DownloadLedger } from './portal/download-quota.ts';
 import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { RetentionRepo } from './retention/ports.ts';
@@ -35,6 +36,8 @@ export interface Ports {
   failedAuth: FailedAuthLimits;
   /** The portal's successful logins of the last moment (see PortalLoginMemory). */
   portalLogins: PortalLoginMemory;
+  /** What the portal's running downloads sent, per user, against its download quota (see DownloadLedger). */
+  portalDownloads: DownloadLedger;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
   /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */

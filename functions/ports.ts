@@ -7,6 +7,7 @@ import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
 import { httpNotePublisher } from '../core/metadata/notes.ts';
+import { DownloadLedger } from '../core/portal/download-quota.ts';
 import { PortalLoginMemory } from '../core/portal/login-memory.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
 import type { Database } from '../db/client.ts';
@@ -14,10 +15,14 @@ import { createRepositories } from '../db/repositories/index.ts';
 
 /**
  * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
- * authentications, the portal's logins of the last moment, reference data and rendered lists.
+ * authentications, the portal's logins of the last moment and its running downloads, reference data
+ * and rendered lists.
  * Never a database client or a request's I/O.
  */
-export type ProcessState = Pick<Ports, 'credentialCache' | 'failedAuth' | 'portalLogins' | 'memo' | 'views'>;
+export type ProcessState = Pick<
+  Ports,
+  'credentialCache' | 'failedAuth' | 'portalLogins' | 'portalDownloads' | 'memo' | 'views'
+>;
 
 export interface ProcessStateOptions {
   /** Other failed-authentication rules than the production ones (tests). */
@@ -35,6 +40,7 @@ export function createProcessState(options: ProcessStateOptions = {}): ProcessSt
       sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     },
     portalLogins: new PortalLoginMemory(crypto.getRandomValues(new Uint8Array(32))),
+    portalDownloads: new DownloadLedger(),
     memo: createMemo(),
     views: createViewCache(),
   };

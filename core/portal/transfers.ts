@@ -2,6 +2,7 @@ import { deaEvent, inhEvent } from '../common/events.ts';
 import type { Ports } from '../ports.ts';
 import type { PortalIdentity } from './access.ts';
 import { PortalLoginRefused } from './access.ts';
+import { DOWNLOAD_QUOTA_EXCEEDED, type DownloadMeter } from './download-quota.ts';
 import { connectionsExceeded } from './login.ts';
 import type { PortalFile } from './ports.ts';
 
@@ -17,6 +18,11 @@ export interface PortalTransferStart {
 }
 
 export interface PortalTransfer {
+  /**
+   * How many of `bytes` may go now, asked before they are sent: a download stops at its user's
+   * download quota, shared with the user's other downloads (DownloadLedger); an upload is not held here.
+   */
+  allow(bytes: number): number;
   /**
    * Ends the transfer: frees its connection, adds its bytes to the user's traffic and writes its INH
    * line (when `file` names what moved; a transfer that moved nothing of a file writes none).
@@ -40,6 +46,12 @@ export async function startPortalTransfer(
   start: PortalTransferStart,
 ): Promise<PortalTransfer> {
   const startedAt = ports.clock();
+  const context = `${start.protocol}:${start.address}`;
+  const meter = start.action === 'download' ? await downloadMeter(ports, who, startedAt) : null;
+  if (meter === 'spent') {
+    ports.events.write(deaEvent({ at: startedAt, userId: who.userId, message: DOWNLOAD_QUOTA_EXCEEDED, context }));
+    throw new PortalLoginRefused(true);
+  }
   const id = await ports.repos.portal.openConnection({
     userId: who.userId,
     server: start.server,
@@ -50,8 +62,8 @@ export async function startPortalTransfer(
   });
   if (id === null) {
     // As a login over the limit is: a login let in a moment ago (PortalLoginMemory) counts nothing.
+    meter?.close();
     const reason = connectionsExceeded(who.settings.maxConnections);
-    const context = `${start.protocol}:${start.address}`;
     ports.events.write(deaEvent({ at: startedAt, userId: who.userId, message: reason, context }));
     throw new PortalLoginRefused(true);
   }
@@ -63,6 +75,7 @@ export async function startPortalTransfer(
   }, PORTAL_CONNECTION_LEASE_MS / 3);
   let finished = false;
   return {
+    allow: (bytes) => (meter === null ? bytes : meter.allow(bytes)),
     async finish({ bytes, file, trafficBytes = bytes }) {
       if (finished) return;
       finished = true;
@@ -70,15 +83,17 @@ export async function startPortalTransfer(
       const at = ports.clock();
       const minute = new Date(Math.floor(startedAt.getTime() / 60_000) * 60_000);
       const upload = start.action === 'upload';
-      await ports.repos.portal.endConnection(id, {
-        userId: who.userId,
-        minute,
-        protocol: start.protocol,
-        downloadBytes: upload ? 0 : trafficBytes,
-        uploadBytes: upload ? trafficBytes : 0,
-        downloads: upload || file === null ? 0 : 1,
-        uploads: upload && file !== null ? 1 : 0,
-      });
+      await ports.repos.portal
+        .endConnection(id, {
+          userId: who.userId,
+          minute,
+          protocol: start.protocol,
+          downloadBytes: upload ? 0 : trafficBytes,
+          uploadBytes: upload ? trafficBytes : 0,
+          downloads: upload || file === null ? 0 : 1,
+          uploads: upload && file !== null ? 1 : 0,
+        })
+        .finally(() => meter?.close());
       if (file === null) return;
       ports.events.write(
         inhEvent({
@@ -102,4 +117,16 @@ export async function startPortalTransfer(
       );
     },
   };
+}
+
+/**
+ * The download's share of the user's download quota, from the traffic stored for the quota's
+ * period: `spent` when nothing is left of it, null when the user has none (nothing is metered).
+ */
+async function downloadMeter(ports: Ports, who: PortalIdentity, now: Date): Promise<DownloadMeter | 'spent' | null> {
+  const quota = who.settings.download;
+  if (quota === null) return null;
+  const since = new Date(now.getTime() - quota.periodMs);
+  const stored = (await ports.repos.portal.trafficSince(who.userId, since)).downloadBytes;
+  return ports.portalDownloads.open(who.userId, quota, stored) ?? 'spent';
 }

@@ -18,6 +18,8 @@ export interface NodeConfig {
   propertiesFile: string | null;
   demo: boolean;
   maxBodyBytes: number;
+  /** What a connection may take before its request is read (ECPDS_HANDSHAKE_TIMEOUT_MS, ECPDS_HEADERS_TIMEOUT_MS). */
+  timeouts: ConnectionTimeouts;
   notesUrl: string | null;
   notesToken: string | null;
   /** Where local data-file sources may come from; the portal's upload directory is one of them. */
@@ -80,6 +82,18 @@ export interface PortalConfig {
   recheckMs: number;
   /** The S3 endpoint's multipart uploads: parts, their size, uploads open per user, how long one stays open. */
   multipart: MultipartLimits;
+  /** A connection to the SFTP server not logged in by then is closed (OpenSSH's LoginGraceTime). */
+  sftpLoginTimeoutMs: number;
+  /** Connections to the SFTP server not logged in yet, at most, in all and from one address (OpenSSH's MaxStartups). */
+  sftpMaxStartups: { total: number; perAddress: number };
+}
+
+/** How long the HTTPS port waits for a connection to get to its request. */
+export interface ConnectionTimeouts {
+  /** For the first byte, then for the TLS handshake to end. */
+  handshakeMs: number;
+  /** For a request's headers, whole, from the connection's start (or the end of the request before). */
+  headersMs: number;
 }
 
 /** The data mover a server embeds (unless `enabled` is false) and `ecpds-edge mover` runs. */
@@ -147,6 +161,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     notesUrl: e.ECPDS_NOTES_URL,
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,
+    timeouts: { handshakeMs: e.ECPDS_HANDSHAKE_TIMEOUT_MS, headersMs: e.ECPDS_HEADERS_TIMEOUT_MS },
     mail,
     mover: {
       enabled: e.ECPDS_MOVER,
@@ -177,6 +192,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
         maxPartBytes: e.ECPDS_PORTAL_S3_MAX_PART_MIB * 1024 * 1024,
         maxOpenUploads: e.ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS,
         staleAfterMs: e.ECPDS_PORTAL_S3_UPLOAD_HOURS * 3600_000,
+      },
+      sftpLoginTimeoutMs: e.ECPDS_PORTAL_SFTP_LOGIN_TIMEOUT_MS,
+      sftpMaxStartups: {
+        total: e.ECPDS_PORTAL_SFTP_MAX_STARTUPS,
+        perAddress: e.ECPDS_PORTAL_SFTP_MAX_STARTUPS_PER_ADDRESS,
       },
     },
     wis2: parseWis2(e.ECPDS_MQTT_URL, e.ECPDS_PORTAL_URL),

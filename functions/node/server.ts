@@ -67,6 +67,8 @@ async function startSftp(config: NodeConfig, ports: Ports, portal: ReturnType<ty
       port: config.portal.sftpPort,
       recheckMs: config.portal.recheckMs,
       hostKey: loadOrCreateHostKey(config.dataDir),
+      loginTimeoutMs: config.portal.sftpLoginTimeoutMs,
+      maxStartups: config.portal.sftpMaxStartups,
       ...portal,
     });
   } catch (e) {
@@ -75,6 +77,21 @@ async function startSftp(config: NodeConfig, ports: Ports, portal: ReturnType<ty
         `(ECPDS_PORTAL_SFTP_PORT; 0 turns it off): ${e instanceof Error ? e.message : String(e)}`,
     );
   }
+}
+
+/**
+ * Node's server options for a connection that has not sent its request yet: the TLS handshake's
+ * deadline, and the headers' (checked often enough for a short one to hold: Node looks every 30 s
+ * by default). A client sending a header byte now and then is closed when the deadline passes.
+ */
+function connectionTimeouts(timeouts: NodeConfig['timeouts']) {
+  return {
+    handshakeTimeout: timeouts.handshakeMs,
+    headersTimeout: timeouts.headersMs,
+    // Node wants the whole request's deadline beyond the headers'; its own default otherwise.
+    requestTimeout: Math.max(300_000, timeouts.headersMs + 1),
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeouts.headersMs / 4))),
+  };
 }
 
 /** The peer address, or behind a trusted proxy the first X-Forwarded-For hop. */
@@ -134,11 +151,12 @@ export async function runServer(config: NodeConfig) {
         fetch: app.fetch,
         hostname: config.host,
         port: config.port,
-        ...(tls && { createServer: https.createServer, serverOptions: tls }),
+        serverOptions: { ...tls, ...connectionTimeouts(config.timeouts) },
+        ...(tls && { createServer: https.createServer }),
       },
       () => resolve(s as Server),
     );
-    if (tls) dropPlainHttp = refusePlainHttp(s as https.Server);
+    if (tls) dropPlainHttp = refusePlainHttp(s as https.Server, config.timeouts);
     // A port in use or an address not on this host: a message, not an unhandled 'error' event.
     s.once('error', reject);
   }).catch(async (e: unknown) => {

@@ -1,4 +1,5 @@
 import type { SourceReader } from '../../core/dissemination/send.ts';
+import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import type { PortalTransfer } from '../../core/portal/transfers.ts';
 
@@ -8,14 +9,22 @@ import type { PortalTransfer } from '../../core/portal/transfers.ts';
  * in flight, each at the next offset), so one stream from the first offset serves them all; a read
  * elsewhere (a `reget`, a client reading out of order) opens the source again at that offset.
  */
+/**
+ * The most one READ is answered with, as OpenSSH's sftp-server answers: what fits the largest packet
+ * clients take (256 KiB) with room for its header. A longer READ gets a short read, which SFTP allows
+ * (the client asks again for the rest): a READ of a whole large file never holds the file in memory.
+ */
+export const MAX_READ_LENGTH = 256 * 1024 - 1024;
+
 export class DownloadHandle {
   /** Bytes answered so far (what the INH line and the traffic count). */
   sent = 0;
   private stream: AsyncIterator<Uint8Array> | null = null;
   private abort: AbortController | null = null;
-  /** The offset of `pending[0]`: where the open stream is. */
+  /** The offset of the first pending byte: where the open stream is. */
   private position = 0;
-  private pending: Buffer = Buffer.alloc(0);
+  /** Bytes read from the source and not yet answered, in order, as the source gave them. */
+  private readonly pending = new ChunkQueue();
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -29,7 +38,10 @@ export class DownloadHandle {
     await this.reopen(0);
   }
 
-  /** Up to `length` bytes at `offset`; null at the end of the file. One read at a time, in order of arrival. */
+  /**
+   * Up to `length` bytes at `offset` (at most MAX_READ_LENGTH, and no more than the user's download
+   * quota lets go); null at the end of the file. One read at a time, in order of arrival.
+   */
   read(offset: number, length: number): Promise<Buffer | null> {
     const next = this.queue.then(() => this.readNow(offset, length));
     this.queue = next.catch(() => undefined);
@@ -39,24 +51,23 @@ export class DownloadHandle {
   private async readNow(offset: number, length: number): Promise<Buffer | null> {
     const size = this.file.size;
     if (offset >= size || length <= 0) return null;
-    const wanted = Math.min(length, size - offset);
+    const wanted = Math.min(length, MAX_READ_LENGTH, size - offset);
     if (this.stream === null || offset !== this.position) await this.reopen(offset);
     while (this.pending.length < wanted) {
       const next = await this.stream!.next();
       if (next.done) throw new Error(`the source ended after ${this.position + this.pending.length} of ${size} bytes`);
-      const chunk = Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength);
-      this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+      this.pending.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
     }
-    const out = this.pending.subarray(0, wanted);
-    this.pending = this.pending.subarray(wanted);
-    this.position += wanted;
-    this.sent += wanted;
-    return out;
+    const allowed = this.transfer.allow(wanted);
+    if (allowed === 0) throw downloadQuotaExceeded();
+    this.position += allowed;
+    this.sent += allowed;
+    return this.pending.take(allowed);
   }
 
   private async reopen(offset: number) {
     this.closeSource();
-    this.pending = Buffer.alloc(0);
+    this.pending.clear();
     this.position = offset;
     if (offset >= this.file.size) return;
     this.abort = new AbortController();
@@ -81,6 +92,49 @@ export class DownloadHandle {
   async close() {
     this.closeSource();
     await this.transfer.finish({ bytes: this.sent, file: this.sent > 0 ? this.file : null });
+  }
+}
+
+/**
+ * Chunks in order, taken from the front by length: a take within the first chunk is a view of it,
+ * one across chunks copies their bytes once, into the answer.
+ */
+class ChunkQueue {
+  length = 0;
+  private chunks: Buffer[] = [];
+
+  push(chunk: Buffer) {
+    if (chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  take(bytes: number): Buffer {
+    const first = this.chunks[0]!;
+    let out: Buffer;
+    if (first.length >= bytes) {
+      out = first.subarray(0, bytes);
+      if (first.length === bytes) this.chunks.shift();
+      else this.chunks[0] = first.subarray(bytes);
+    } else {
+      out = Buffer.allocUnsafe(bytes);
+      let at = 0;
+      while (at < bytes) {
+        const chunk = this.chunks[0]!;
+        const part = Math.min(chunk.length, bytes - at);
+        chunk.copy(out, at, 0, part);
+        at += part;
+        if (part === chunk.length) this.chunks.shift();
+        else this.chunks[0] = chunk.subarray(part);
+      }
+    }
+    this.length -= bytes;
+    return out;
+  }
+
+  clear() {
+    this.chunks = [];
+    this.length = 0;
   }
 }
 

@@ -7,6 +7,7 @@ import type { SourceReader } from '../../core/dissemination/send.ts';
 import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import { portalMode } from '../../core/portal/login.ts';
 import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
+import { StartupLimits } from '../../core/portal/startup-limits.ts';
 import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
@@ -22,8 +23,13 @@ export interface PortalSftpOptions {
   sources: SourceReader;
   uploads: (UploadStore & UploadMover) | null;
   serverName: string;
-  /** A connection not logged in by then is closed (default 30 s). */
+  /** A connection not logged in by then, from its first byte, is closed (default 30 s; OpenSSH's LoginGraceTime). */
   loginTimeoutMs?: number;
+  /**
+   * Connections not logged in yet, at most, in all and from one address (default 100 and 10): one
+   * more is closed at once (OpenSSH's MaxStartups, PerSourceMaxStartups).
+   */
+  maxStartups?: { total: number; perAddress: number };
   /** A session with no request for this long is closed (default 10 minutes). */
   idleTimeoutMs?: number;
   /**
@@ -42,6 +48,7 @@ export interface PortalSftpServer {
 }
 
 const LOGIN_TIMEOUT_MS = 30_000;
+const MAX_STARTUPS = { total: 100, perAddress: 10 };
 const IDLE_TIMEOUT_MS = 10 * 60_000;
 
 /**
@@ -73,6 +80,15 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
   /** Every socket gets `loginTimeoutMs` to log in, from its first byte: ssh2 tells of a connection only after the handshake. */
   const loginTimers = new Map<Socket, NodeJS.Timeout>();
   const sockets = new Set<Socket>();
+  const startups = new StartupLimits(options.maxStartups ?? MAX_STARTUPS);
+  /** The sockets counted by `startups` until they log in or close, with their address. */
+  const starting = new Map<Socket, string>();
+  const started = (socket: Socket) => {
+    const address = starting.get(socket);
+    if (address === undefined) return;
+    starting.delete(socket);
+    startups.release(address);
+  };
 
   const server = new ssh2.Server(
     { hostKeys: [options.hostKey.privateKey], algorithms: ALGORITHMS as never, ident: 'ecpds-edge' },
@@ -126,7 +142,10 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
           });
       });
       client.on('ready', () => {
-        if (socket) clearTimeout(loginTimers.get(socket));
+        if (socket) {
+          clearTimeout(loginTimers.get(socket));
+          started(socket);
+        }
         lastActivity = Date.now();
       });
 
@@ -257,12 +276,19 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
   }
 
   const tcp = net.createServer((socket) => {
+    const address = socket.remoteAddress ?? '';
+    if (!startups.admit(address)) {
+      socket.destroy();
+      return;
+    }
+    starting.set(socket, address);
     sockets.add(socket);
     loginTimers.set(
       socket,
       setTimeout(() => socket.destroy(), loginTimeoutMs),
     );
     socket.once('close', () => {
+      started(socket);
       clearTimeout(loginTimers.get(socket));
       loginTimers.delete(socket);
       sockets.delete(socket);

@@ -1,6 +1,7 @@
 import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
+import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
 import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
@@ -110,6 +111,7 @@ export async function downloadAnswer(
   ports.waitUntil(new Promise<void>((resolve) => (recorded = resolve)));
   const expected = answer.range ? answer.range.end - answer.range.start + 1 : 0;
   const body = countedBody(source.stream, expected, deps.abandonAfterMs, {
+    allow: (bytes) => transfer.allow(bytes),
     end: async (bytes, error, released) => {
       // A source read whole was let go of (countedBody): aborting it too would only cost an error
       // thrown through its stream at the end of every download.
@@ -130,14 +132,19 @@ export async function downloadAnswer(
  * The bytes of a source as a response body, read as the client takes them: `end` is told once how
  * many went out, as the last ones go (so the INH line is written by the time a client has them),
  * when the client went away (or nothing read for `abandonAfterMs`), or when the source failed or ran
- * short (the body then fails rather than end: the client sees an incomplete answer, never a whole one).
+ * short, or the user's download quota was spent (the body then fails rather than end: the client sees
+ * an incomplete answer, never a whole one).
  * `released` tells `end` whether the source was let go of, read whole; otherwise it is the caller's to stop.
  */
 function countedBody(
   stream: AsyncIterable<Uint8Array>,
   expected: number,
   abandonAfterMs: number | null,
-  hooks: { end(bytes: number, error: string | null, released: boolean): Promise<void> },
+  hooks: {
+    /** How many of these bytes may go (the download quota); fewer ends the body with an error after them. */
+    allow(bytes: number): number;
+    end(bytes: number, error: string | null, released: boolean): Promise<void>;
+  },
 ) {
   const chunks = stream[Symbol.asyncIterator]();
   let sent = 0;
@@ -187,6 +194,12 @@ function countedBody(
         if (next.done) throw new Error(`the source ended after ${sent} of ${expected} bytes`);
         // A source that grew meanwhile gives no more than was promised.
         const chunk = next.value.subarray(0, expected - sent);
+        const allowed = hooks.allow(chunk.byteLength);
+        if (allowed < chunk.byteLength) {
+          sent += allowed;
+          if (allowed > 0) controller.enqueue(chunk.subarray(0, allowed));
+          throw downloadQuotaExceeded();
+        }
         sent += chunk.byteLength;
         if (sent === expected) {
           await release();
@@ -197,7 +210,7 @@ function countedBody(
         if (sent === expected) controller.close();
       } catch (e) {
         await end(e instanceof Error ? e.message : String(e));
-        controller.error(e);
+        controller.error(cutShort(e));
       }
     },
     async cancel() {
@@ -205,6 +218,15 @@ function countedBody(
     },
   };
   return new ReadableStream<Uint8Array>(source, { highWaterMark: 0 });
+}
+
+/**
+ * The error a body fails with once its headers went: the client's answer is cut, and that is all.
+ * @hono/node-server writes `Error: <message>` into the body of an answer whose stream fails, which
+ * a client would take for bytes of the file, unless the failure is a premature close.
+ */
+function cutShort(cause: unknown) {
+  return Object.assign(new Error('the download was cut short', { cause }), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
 }
 
 /** `attachment` with the file's name: ASCII for every client, UTF-8 (RFC 6266) for those that read it. */

@@ -15,7 +15,7 @@ import { portalScene } from '../support.ts';
 
 /** The portal's scene with its SFTP server on a port of its own, in this process, and helpers for real clients. */
 export async function sftpScene(
-  options: Pick<PortalSftpOptions, 'idleTimeoutMs' | 'loginTimeoutMs' | 'recheckMs'> = {},
+  options: Pick<PortalSftpOptions, 'idleTimeoutMs' | 'loginTimeoutMs' | 'recheckMs' | 'maxStartups'> = {},
 ) {
   const s = await portalScene();
   const sftp: PortalSftpServer = await startPortalSftp({
