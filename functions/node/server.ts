@@ -47,6 +47,7 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
     portal: {
       ...portal,
       s3Domain: config.portal.s3Domain,
+      recheckMs: config.portal.recheckMs,
       cookieSecret: ports.secrets.derive('portal-cookie'),
       origin: config.portal.publicUrl,
       registrationLimits: config.portal.registrationLimits,

@@ -1,9 +1,12 @@
 import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
+import type { PortalIdentity } from '../../core/portal/access.ts';
 import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
 import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
 import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
+import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
+import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import type { Ports } from '../../core/ports.ts';
 import { plain } from '../http/errors.ts';
@@ -19,6 +22,8 @@ export interface DownloadDeps {
   abandonAfterMs: number | null;
   /** The protocol the download is counted under; HTTPS when left out. */
   protocol?: string;
+  /** How long a body goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS; its default when left out). */
+  recheckMs?: number;
 }
 
 const MD5 = /^[0-9a-f]{32}$/i;
@@ -78,6 +83,7 @@ export async function downloadAnswer(
   };
   if (request.method === 'HEAD') return new Response(null, { status: answer.status, headers });
 
+  const stillMay = accessWatch(deps, visitor.identity, destination, file.path);
   const transfer = await startPortalTransfer(ports, visitor.identity, {
     protocol: deps.protocol ?? HTTPS,
     server: deps.serverName,
@@ -112,6 +118,7 @@ export async function downloadAnswer(
   const expected = answer.range ? answer.range.end - answer.range.start + 1 : 0;
   const body = countedBody(source.stream, expected, deps.abandonAfterMs, {
     allow: (bytes) => transfer.allow(bytes),
+    stillMay,
     end: async (bytes, error, released) => {
       // A source read whole was let go of (countedBody): aborting it too would only cost an error
       // thrown through its stream at the end of every download.
@@ -129,11 +136,32 @@ export async function downloadAnswer(
 }
 
 /**
+ * Whether the user may still download the file while its body goes (stillAllowed, as an SFTP handle
+ * asks): read again once `recheckMs` passed since the last check, and at once after a change of the
+ * user made in this process; between those, nothing is read. Throws once the user may not.
+ */
+function accessWatch(deps: DownloadDeps, identity: PortalIdentity, destination: string, path: string) {
+  const { ports } = deps;
+  const recheckMs = deps.recheckMs ?? DEFAULT_PORTAL_RECHECK_MS;
+  const attempt = { address: deps.address, protocol: deps.protocol ?? HTTPS };
+  // Taken before the body starts: a change of the user from here on is seen at its next chunk.
+  let mark = ports.portalLogins.mark();
+  let checkedAt = Date.now();
+  return async () => {
+    if (Date.now() - checkedAt < recheckMs && !ports.portalLogins.changedSince(identity.userId, mark)) return;
+    const next = ports.portalLogins.mark();
+    await stillAllowed(ports, identity, attempt, { operation: 'get', destination, path });
+    mark = next;
+    checkedAt = Date.now();
+  };
+}
+
+/**
  * The bytes of a source as a response body, read as the client takes them: `end` is told once how
  * many went out, as the last ones go (so the INH line is written by the time a client has them),
  * when the client went away (or nothing read for `abandonAfterMs`), or when the source failed or ran
- * short, or the user's download quota was spent (the body then fails rather than end: the client sees
- * an incomplete answer, never a whole one).
+ * short, or the user's download quota was spent, or its access to the file ended (the body then fails
+ * rather than end: the client sees an incomplete answer, never a whole one).
  * `released` tells `end` whether the source was let go of, read whole; otherwise it is the caller's to stop.
  */
 function countedBody(
@@ -143,6 +171,8 @@ function countedBody(
   hooks: {
     /** How many of these bytes may go (the download quota); fewer ends the body with an error after them. */
     allow(bytes: number): number;
+    /** Before each chunk: throws once the user may no longer have more of the file. */
+    stillMay(): Promise<void>;
     end(bytes: number, error: string | null, released: boolean): Promise<void>;
   },
 ) {
@@ -187,6 +217,7 @@ function countedBody(
           return;
         }
         reading = true;
+        await hooks.stillMay();
         const next = await chunks.next().finally(() => {
           reading = false;
           lastRead = Date.now();

@@ -24,6 +24,11 @@ export interface PortalOptions {
    */
   abandonAfterMs?: number;
   /**
+   * How long a download under way goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS, as an
+   * SFTP session): a change made by another server is seen within it, one made here at once.
+   */
+  recheckMs?: number;
+  /**
    * The domain of the S3 endpoint's virtual-host style (ECPDS_PORTAL_S3_DOMAIN): a request whose
    * Host is `<bucket>.<domain>` addresses that bucket, its key being the path after /portal/s3/.
    * Left out: path style only.

@@ -91,7 +91,12 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
         method as 'GET' | 'HEAD',
         c.req.query('download') === '1',
       );
-      const download = { ...deps, sources: options.sources, abandonAfterMs: options.abandonAfterMs ?? null };
+      const download = {
+        ...deps,
+        sources: options.sources,
+        abandonAfterMs: options.abandonAfterMs ?? null,
+        recheckMs: options.recheckMs,
+      };
       return downloadAnswer(download, visitor, request, target.destination, file);
     }
   }

@@ -156,6 +156,7 @@ async function getObject(r: S3Request, key: string, method: 'GET' | 'HEAD') {
     address: r.address,
     requestId: r.requestId,
     abandonAfterMs: r.options.abandonAfterMs ?? null,
+    recheckMs: r.options.recheckMs,
     protocol: S3,
   };
   const answer = await downloadAnswer(deps, r.visitor, request, r.bucket, file);
