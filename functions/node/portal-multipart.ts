@@ -14,7 +14,8 @@ const DESCRIPTION = 'upload.json';
  * parts (`<n>.part`, with `<n>.json` saying its size and MD5), each written under a temporary name
  * and renamed whole. `dir` is inside the upload store's temporary directory. An upload left
  * longer than `limits.staleAfterMs` since its last part is aborted, its parts removed: all of them
- * when the next upload is created, and one asked for by its id.
+ * when the next upload is created, one asked for by its id, and all of them by the periodic sweep
+ * (removeStale), whose user may never come back.
  */
 export function nodeMultipartStore(dir: string, limits: MultipartLimits = DEFAULT_MULTIPART_LIMITS): MultipartStore {
   const staleBefore = () => Date.now() - limits.staleAfterMs;
@@ -101,6 +102,7 @@ export function nodeMultipartStore(dir: string, limits: MultipartLimits = DEFAUL
       if (folder(uploadId) === null) return;
       for (const n of partNumbers) yield* fs.createReadStream(partFile(uploadId, n), { highWaterMark: 1024 * 1024 });
     },
+    removeStale: () => removeAbandoned(dir, staleBefore()),
     async remove(uploadId) {
       const at = folder(uploadId);
       if (at !== null) await fs.promises.rm(at, { recursive: true, force: true });
@@ -110,10 +112,15 @@ export function nodeMultipartStore(dir: string, limits: MultipartLimits = DEFAUL
 
 async function removeAbandoned(dir: string, before: number) {
   const names = await fs.promises.readdir(dir).catch(() => [] as string[]);
+  let removed = 0;
   for (const name of names.filter((n) => UPLOAD_ID.test(n))) {
     const at = path.join(dir, name);
     // The folder's time moves with each part written into it.
     const stat = await fs.promises.stat(at).catch(() => null);
-    if (stat !== null && stat.mtimeMs < before) await fs.promises.rm(at, { recursive: true, force: true });
+    if (stat !== null && stat.mtimeMs < before) {
+      await fs.promises.rm(at, { recursive: true, force: true });
+      removed++;
+    }
   }
+  return removed;
 }

@@ -4,9 +4,27 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
+import type { Logger } from '../../core/ports.ts';
 import { inTheWay, PARTIAL_DIRECTORY, type UploadMover, type UploadStore } from '../portal/upload.ts';
 import { nodeMultipartStore } from './portal-multipart.ts';
 import { isWithin } from './sources.ts';
+
+/**
+ * The sweep's part of the S3 multipart uploads: every user's uploads left stale (ECPDS_PORTAL_S3_UPLOAD_HOURS)
+ * are aborted and their parts removed, also those of a user who never comes back to create or ask for one.
+ */
+export async function removeStaleMultipart(store: UploadStore, logger: Logger) {
+  try {
+    const aborted = (await store.multipart?.removeStale()) ?? 0;
+    if (aborted > 0) logger.info('stale multipart uploads aborted', { uploads: aborted });
+    return aborted;
+  } catch (e) {
+    logger.error('stale multipart uploads could not be removed', {
+      reason: e instanceof Error ? e.message : String(e),
+    });
+    return 0;
+  }
+}
 
 /**
  * The portal's uploads on this machine, in `dir` (ECPDS_PORTAL_UPLOAD_DIR, one of the source roots):

@@ -22,7 +22,7 @@ import { createApp } from '../http/app.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { refusePlainHttp } from './plain-http.ts';
-import { nodeUploadStore } from './portal-uploads.ts';
+import { nodeUploadStore, removeStaleMultipart } from './portal-uploads.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
 import { isWithin, nodeSourceReader } from './sources.ts';
@@ -211,6 +211,7 @@ export async function runServer(config: NodeConfig) {
           sweepAndPurge(ports, config.retention).catch((e: unknown) =>
             logger.error('expiry sweep failed', { reason: e instanceof Error ? e.message : String(e) }),
           );
+          void removeStaleMultipart(app.portal.uploads, logger);
         }, config.sweepSeconds * 1000)
       : null;
   sweep?.unref();

@@ -52,6 +52,8 @@ export interface MultipartStore {
   remove(uploadId: string): Promise<void>;
   /** How many uploads this user has open (begun, neither completed, aborted nor stale). */
   openUploads(userId: string): Promise<number>;
+  /** Aborts the stale uploads of every user, removing their parts (the periodic sweep); answers how many. */
+  removeStale(): Promise<number>;
 }
 
 export interface ReceivedUpload {
