@@ -10,6 +10,7 @@ import type { CommandContext } from './cli-io.ts';
 import { ConfigError, parseConfig } from './config.ts';
 import { jsonLogger } from './logger.ts';
 import { importNotifications } from './monitoring-import.ts';
+import { nodeUploadStore, removeStaleMultipart } from './portal-uploads.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 
 /**
@@ -129,7 +130,14 @@ export async function monitoringImport(ctx: CommandContext, file: string) {
 
 export async function sweep(ctx: CommandContext) {
   const config = parseConfig(ctx.io.env);
-  const { expired, purged } = await withRuntime(ctx, ({ ports }) => sweepAndPurge(ports, config.retention));
+  const { expired, purged, aborted } = await withRuntime(ctx, async ({ ports }) => ({
+    ...(await sweepAndPurge(ports, config.retention)),
+    aborted: await removeStaleMultipart(
+      nodeUploadStore(config.portal.uploadDir, config.portal.multipart),
+      ports.logger,
+    ),
+  }));
   ctx.out(`Expired transfers failed: ${expired}.`);
   ctx.out(`Purged: ${purged.transfers} transfers, ${purged.history} history rows, ${purged.dataFiles} data files.`);
+  ctx.out(`Stale multipart uploads aborted: ${aborted}.`);
 }
