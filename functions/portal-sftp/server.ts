@@ -7,7 +7,7 @@ import type { SourceReader } from '../../core/dissemination/send.ts';
 import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import { portalMode } from '../../core/portal/login.ts';
 import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
-import { StartupLimits } from '../../core/portal/startup-limits.ts';
+import { StartupLimits } from '../../core/common/startup-limits.ts';
 import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
