@@ -10,6 +10,7 @@ import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
 import { StartupLimits } from '../../core/common/startup-limits.ts';
 import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
+import { logServerErrors } from '../node/server-errors.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
 import { SFTP, serveSubsystem } from './subsystem.ts';
@@ -299,6 +300,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     tcp.once('error', reject);
     tcp.listen(options.port, options.host, () => {
       tcp.off('error', reject);
+      logServerErrors(tcp, ports.logger, 'portal sftp server error');
       resolve();
     });
   });
