@@ -20,6 +20,8 @@ export interface NodeConfig {
   maxBodyBytes: number;
   /** What a connection may take before its request is read (ECPDS_HANDSHAKE_TIMEOUT_MS, ECPDS_HEADERS_TIMEOUT_MS). */
   timeouts: ConnectionTimeouts;
+  /** Connections to the HTTPS port without their first request yet, at most, in all and from one address. */
+  maxStartups: { total: number; perAddress: number };
   notesUrl: string | null;
   notesToken: string | null;
   /** Where local data-file sources may come from; the portal's upload directory is one of them. */
@@ -162,6 +164,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     notesToken: e.ECPDS_NOTES_TOKEN,
     maxBodyBytes: e.ECPDS_MAX_BODY_BYTES,
     timeouts: { handshakeMs: e.ECPDS_HANDSHAKE_TIMEOUT_MS, headersMs: e.ECPDS_HEADERS_TIMEOUT_MS },
+    maxStartups: { total: e.ECPDS_MAX_STARTUPS, perAddress: e.ECPDS_MAX_STARTUPS_PER_ADDRESS },
     mail,
     mover: {
       enabled: e.ECPDS_MOVER,

@@ -25,7 +25,9 @@ import { refusePlainHttp } from './plain-http.ts';
 import { nodeUploadStore, removeStaleMultipart } from './portal-uploads.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
+import { logServerErrors } from './server-errors.ts';
 import { isWithin, nodeSourceReader } from './sources.ts';
+import { limitStartups } from './startups.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
@@ -155,9 +157,14 @@ export async function runServer(config: NodeConfig) {
         serverOptions: { ...tls, ...connectionTimeouts(config.timeouts) },
         ...(tls && { createServer: https.createServer }),
       },
-      () => resolve(s as Server),
+      () => {
+        s.off('error', reject);
+        logServerErrors(s, logger, 'https server error');
+        resolve(s as Server);
+      },
     );
     if (tls) dropPlainHttp = refusePlainHttp(s as https.Server, config.timeouts);
+    limitStartups(s as Server, config.maxStartups);
     // A port in use or an address not on this host: a message, not an unhandled 'error' event.
     s.once('error', reject);
   }).catch(async (e: unknown) => {

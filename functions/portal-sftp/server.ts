@@ -3,13 +3,14 @@ import type { AuthContext, Connection } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import { deaEvent } from '../../core/common/events.ts';
+import { StartupLimits } from '../../core/common/startup-limits.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { type PortalIdentity, PortalLoginRefused, portalLogin } from '../../core/portal/access.ts';
 import { portalMode } from '../../core/portal/login.ts';
 import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
-import { StartupLimits } from '../../core/portal/startup-limits.ts';
 import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admitted.ts';
 import type { Ports } from '../../core/ports.ts';
+import { logServerErrors } from '../node/server-errors.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
 import { SFTP, serveSubsystem } from './subsystem.ts';
@@ -299,6 +300,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     tcp.once('error', reject);
     tcp.listen(options.port, options.host, () => {
       tcp.off('error', reject);
+      logServerErrors(tcp, ports.logger, 'portal sftp server error');
       resolve();
     });
   });

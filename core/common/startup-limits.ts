@@ -1,7 +1,8 @@
 /**
- * Connections not logged in yet, counted in all and per address, as OpenSSH's MaxStartups (and
- * PerSourceMaxStartups) count them: beyond either bound a new connection is dropped at once, so
- * that idle or slow handshakes cannot take every place, while connections logged in are not counted.
+ * Connections not in yet (an SFTP connection not logged in, an HTTPS one without its first request's
+ * headers), counted in all and per address, as OpenSSH's MaxStartups (and PerSourceMaxStartups)
+ * count them: beyond either bound a new connection is dropped at once, so that idle or slow
+ * handshakes cannot take every place, while connections already in are not counted.
  */
 export class StartupLimits {
   private total = 0;
@@ -18,7 +19,7 @@ export class StartupLimits {
     return true;
   }
 
-  /** The connection admitted from `address` logged in or ended. */
+  /** The connection admitted from `address` got in or ended. */
   release(address: string) {
     const fromAddress = this.perAddress.get(address) ?? 0;
     if (fromAddress === 0) return;
