@@ -11,6 +11,8 @@ export default defineConfig({
     globalSetup: ['test/support/build-dist.ts', 'test/support/template-database.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // The default output, then one line naming the tools whose absence skipped tests (CI fails on it).
+    reporters: ['default', './test/support/tool-summary-reporter.ts'],
     pool: 'forks',
     maxWorkers: 2,
   },
