@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ecusers, hosts } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { scaled } from './support/time.ts';
 
 let h: Harness;
 let admin: string; // `.*`: every service and showSensitiveInfo
@@ -499,7 +500,7 @@ describe('round trip into a fresh service', () => {
       await source.close();
       await target.close();
     }
-  }, 300_000);
+  }, scaled(300_000));
 });
 
 describe('permissions', () => {

@@ -17,6 +17,7 @@ import { backgroundWork, createPorts, createProcessState } from '../functions/po
 import { freshPostgres } from './support/database.ts';
 import { eventually } from './support/engine.ts';
 import { killAll, runCli, startMoverProcess, tempDir } from './support/processes.ts';
+import { scaled } from './support/time.ts';
 
 /**
  * `ecpds-edge mover` as a process of its own on Postgres: woken by NOTIFY (its polling set to a
@@ -44,7 +45,7 @@ beforeAll(async () => {
     sources: nodeSourceProber({ roots: [path.join(dir, 'src')], hosts: [], timeoutMs: 2000 }),
     waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
   });
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   if (!url) return;
   await killAll();
@@ -179,7 +180,7 @@ describe.skipIf(!url)('ecpds-edge mover on Postgres', () => {
 
     for (const id of ids) await eventually(statusIs(id, 'DONE'), 30_000, `transfer ${id} DONE`);
     expect(await mover.stop()).toBe(true);
-  }, 90_000);
+  }, scaled(90_000));
 
   it('refuses a concurrency that is not a whole number from 1 to 1024', () => {
     const r = runCli(['mover', '--concurrency', '0'], moverEnv());

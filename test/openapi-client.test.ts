@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, type Operation, type OperationId } from '../core/catalogue.ts';
 import { inFormBody } from '../core/common/operation.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { scaled } from './support/time.ts';
 
 // A client generated from the served document with the usual tools must be able to call every
 // operation with the parameters the catalogue says it takes, where the catalogue says they go.
@@ -105,7 +106,7 @@ describe('a client generated with openapi-typescript and openapi-fetch', () => {
       'client.POST("/v1/host/option", { params: { query: { "hostid": 1, "name": \'x\' } }, body: { "value": \'x\' } })',
     );
     expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': client })).toEqual([]);
-  }, 60_000);
+  }, scaled(60_000));
 
   it('refuses a call that leaves out a required parameter, or puts it in the wrong place', async () => {
     const doc = (await h.call('GET', '/openapi.json')).json;
@@ -124,5 +125,5 @@ describe('a client generated with openapi-typescript and openapi-fetch', () => {
     for (const line of wrong) {
       expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': `${head}\n${line}\n` }), line).not.toEqual([]);
     }
-  }, 60_000);
+  }, scaled(60_000));
 });

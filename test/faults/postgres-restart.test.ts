@@ -6,6 +6,7 @@ import { contractProblems } from '../support/contract.ts';
 import { createHarness, type Harness, type Reply } from '../support/harness.ts';
 import { type Cluster, startCluster } from '../support/pg-cluster.ts';
 import { basic, freePort, killAll, removeTempDirs, startServer, tempDir } from '../support/processes.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Postgres stops in the middle of a mixed load and comes back. While it is down every request
@@ -32,10 +33,10 @@ interface Outcome {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls until `done` holds; fails after `limit` polls so a stuck phase ends the test. */
+/** Polls until `done` holds; fails after `limit` polls (scaled to the machine) so a stuck phase ends the test. */
 async function until(what: string, done: () => boolean, limit = 1200) {
   for (let i = 0; !done(); i++) {
-    if (i >= limit) throw new Error(`gave up waiting for ${what}`);
+    if (i >= scaled(limit)) throw new Error(`gave up waiting for ${what}`);
     await sleep(50);
   }
 }
@@ -108,7 +109,7 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
       });
       expect(r.status).toBe(200);
     }
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     // Everything is thrown away with the cluster, even when the test failed half way.
@@ -282,7 +283,7 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
         }
       }
     }
-  }, 180_000);
+  }, scaled(180_000));
 
   it('the ecpds-edge server process survives the restart and serves again', async () => {
     const server = startServer({
@@ -345,7 +346,7 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     expect(server.hasExited(), `the server exited while Postgres restarted:\n${crash}`).toBe(false);
     expect(seen((o) => o.began === 'down' && o.ended === 'down' && o.status !== 503)).toBe(0);
     expect(await server.stop()).toBe(true);
-  }, 180_000);
+  }, scaled(180_000));
 });
 
 /** One HTTPS request with a JSON body to the server process; resolves with the status. */

@@ -12,6 +12,7 @@ import { openPglite } from '../../db/pglite.ts';
 import { destinationBackup } from '../support/backups.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { runMain } from '../support/in-process.ts';
+import { scaled } from '../support/time.ts';
 
 /** Secret host options are never stored in clear, whichever way they were written. */
 const mark = (what: string) => `${what}-${Math.random().toString(36).slice(2, 10)}-Xk7`;
@@ -130,5 +131,5 @@ describe('ecpds-edge migrate', () => {
     } finally {
       await after.close();
     }
-  }, 120_000);
+  }, scaled(120_000));
 });

@@ -17,6 +17,7 @@ import {
   putFile,
   tool,
 } from './support.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Downloads and listings of the portal with the tools people use: curl, wget and rclone against a
@@ -62,7 +63,7 @@ beforeAll(async () => {
     .set({ checksum: md5(a.bytes) })
     .where(eq(dataFiles.id, a.id));
   curlBase = ['-sSk', ...AUTH];
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${s.url}/portal/data/DEST/${p}`;

@@ -6,6 +6,7 @@ import { ConfigError, parseConfig, parseMail } from '../../functions/node/config
 import { smtpMailer } from '../../functions/node/mail.ts';
 import { openRuntime } from '../../functions/node/runtime.ts';
 import { type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
+import { scaled } from '../support/time.ts';
 
 /** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, and the mailer over nodemailer against a real SMTP server. */
 let smtp: SmtpReceiver;
@@ -130,5 +131,5 @@ describe("the Node runtime's ports", () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, scaled(120_000));
 });

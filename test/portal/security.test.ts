@@ -14,6 +14,7 @@ import {
   putFile,
   tool,
 } from './support.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Who gets what from the portal: nothing outside the tree, nothing of another user's destination,
@@ -54,7 +55,7 @@ beforeAll(async () => {
     .update(dataTransfers)
     .set({ expiresAt: new Date(Date.now() - 1000) })
     .where(eq(dataTransfers.dataFileId, expired.id));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const alice = basic('alice', 'Secret-1');

@@ -9,6 +9,7 @@ import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { eventually, restoreDestination } from '../support/engine.ts';
 import { basic } from '../support/harness.ts';
 import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from './support.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * The `portal` transfer method: a pull-only destination's files are "delivered" by moving nothing,
@@ -29,7 +30,7 @@ beforeAll(async () => {
     },
     { name: 'mover-1', concurrency: 4, leaseMs: 5000, heartbeatMs: 500, pollMs: 50 },
   );
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await mover?.stop(2000);
   await s?.close();

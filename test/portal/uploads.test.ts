@@ -10,6 +10,7 @@ import { dataFiles, dataTransfers, destinations, portalTraffic, transferHistory 
 import { eventually } from '../support/engine.ts';
 import { basic, type Harness } from '../support/harness.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, type PortalScene, portalScene, tool } from './support.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Uploads into the portal register files as datafile/put does; deletes remove them as datafile/del
@@ -57,7 +58,7 @@ beforeAll(async () => {
     csrf: SESSION.csrf,
     lastSeenAt: new Date(),
   });
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${s.url}/portal/data/${p}`;

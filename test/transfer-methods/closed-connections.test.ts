@@ -7,6 +7,7 @@ import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
 import { heldByTheClient } from '../support/servers/tcp-states.ts';
 import { chunks, hostFor, payload } from '../support/transfer.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * HTTP and S3 uploads from a Node mover keep no connection open for reuse: a host's
@@ -93,5 +94,5 @@ describe('S3 uploads', () => {
       expect(await clientHoldsAfterSend(s3.port)).toBe(0);
       expect((await s3.object(`incoming/${target}`))?.byteLength).toBe(size);
     }
-  }, 30_000);
+  }, scaled(30_000));
 });

@@ -6,6 +6,7 @@ import { s3Method } from '../../functions/transfer-methods/s3.ts';
 import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
 import { heldByTheClient } from '../support/servers/tcp-states.ts';
 import { chunks, hostFor, payload } from '../support/transfer.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Uploads by HTTP (the HTTP and S3 methods) to servers that stall: one that stops reading the
@@ -110,17 +111,17 @@ describe('http: a server that stalls', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(source.read()).toBe(read);
     expect(read).toBeLessThan(64 * MIB);
-  }, 15_000);
+  }, scaled(15_000));
 
   it('ends a send whose server read the body and never answers, its connection closed', async () => {
     await expect(send('never answers', 'unanswered', chunks(payload(100_000)), 100_000)).rejects.toThrow(stalled);
     expect(stillOpen()).toEqual([]);
-  }, 15_000);
+  }, scaled(15_000));
 
   it('ends a send whose answer stops half-way, its connection closed', async () => {
     await expect(send('answer stops', 'half-answered', chunks(payload(1000)), 1000)).rejects.toThrow(/failed: 500 /);
     expect(stillOpen()).toEqual([]);
-  }, 15_000);
+  }, scaled(15_000));
 
   it('reads an answer that keeps coming, however long it takes in all', async () => {
     const started = Date.now();
@@ -128,7 +129,7 @@ describe('http: a server that stalls', () => {
       /failed: 500 Internal Server Error x{200}$/,
     );
     expect(Date.now() - started).toBeGreaterThan(2_000);
-  }, 15_000);
+  }, scaled(15_000));
 });
 
 describe('s3: a server that stalls', () => {
@@ -165,7 +166,7 @@ describe('s3: a server that stalls', () => {
     expect(heldByTheClient(s3.port, requests[0])).toEqual([]);
     s3.fault = () => undefined;
     expect(await s3.object('incoming/stalled')).toBeNull();
-  }, 15_000);
+  }, scaled(15_000));
 
   it('ends a multipart upload whose part stalls, its connection closed, and aborts the upload', async () => {
     s3.fault = (req) => {
@@ -181,5 +182,5 @@ describe('s3: a server that stalls', () => {
     expect(s3.pendingUploads()).toEqual([]);
     s3.fault = () => undefined;
     expect(await s3.object('incoming/stalled-mp')).toBeNull();
-  }, 15_000);
+  }, scaled(15_000));
 });

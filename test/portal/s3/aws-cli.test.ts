@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from '../support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * The AWS command line (`aws s3`, botocore) against the portal's S3 endpoint over real HTTPS, where
@@ -18,7 +19,7 @@ beforeAll(async () => {
   await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put'] }, ['DEST']);
   await putFile(s.h, s.admin, s.sources, 'DEST', 'a.txt', bytesOf(1000, 1));
   await putFile(s.h, s.admin, s.sources, 'DEST', 'sub/b.bin', bytesOf(300_000, 2));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const aws = (...args: string[]) =>

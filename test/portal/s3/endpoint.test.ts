@@ -17,6 +17,7 @@ import {
   putFile,
 } from '../support.ts';
 import { BASE, s3, signed, xmlAll, xmlText } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * The portal's S3 endpoint as an SDK uses it (aws4fetch signing each request, in the Authorization
@@ -69,7 +70,7 @@ beforeAll(async () => {
   }
   await putFile(h, admin, s.sources, 'OTHER', 'o.txt', bytesOf(10, 50));
   await putFile(h, admin, s.sources, 'OPEN', 'pub.txt', bytesOf(100, 60));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${BASE}/${p}`;

@@ -12,6 +12,7 @@ import {
   putFile,
   tool,
 } from '../support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * rclone's s3 remote against the portal's S3 endpoint over real HTTPS, as a consumer configures it
@@ -34,7 +35,7 @@ beforeAll(async () => {
   for (const [i, [target, size]] of layout.entries()) {
     await putFile(s.h, s.admin, s.sources, 'DEST', target, bytesOf(size, i + 1));
   }
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const rclone = (...args: string[]) =>

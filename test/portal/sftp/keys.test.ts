@@ -10,6 +10,7 @@ import { FormAgent } from '../../support/form-agent.ts';
 import { createHarness, type Harness } from '../../support/harness.ts';
 import { runMain } from '../../support/in-process.ts';
 import { removeTempDirs, tempDir } from '../../support/processes.ts';
+import { scaled } from '../../support/time.ts';
 
 /** Incoming users' SFTP keys: the key lines taken, `ecpds-edge incoming key`, and the console's section. */
 
@@ -81,7 +82,7 @@ describe('ecpds-edge incoming key', () => {
       new Date(),
     );
     await runtime.close();
-  }, 120_000);
+  }, scaled(120_000));
 
   it('adds, lists and removes a key by its fingerprint, and refuses a bad line or a key twice', async () => {
     const { line, fingerprint } = keyLine('ed25519');
@@ -100,7 +101,7 @@ describe('ecpds-edge incoming key', () => {
     expect(removed.status, removed.stderr).toBe(0);
     expect((await cli('incoming', 'key', 'alice', 'remove', fingerprint)).stderr).toMatch(/has no key/);
     expect((await cli('incoming', 'key', 'ghost', 'list')).stderr).toMatch(/not found/);
-  }, 120_000);
+  }, scaled(120_000));
 });
 
 describe("the console's incoming user page", () => {

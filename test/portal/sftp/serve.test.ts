@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { freePort, killAll, removeTempDirs, startServer, tempDir } from '../../support/processes.ts';
 import { incomingUser } from '../support.ts';
 import { connect, logsIn, type SftpScene, sftpScene } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * The portal's SFTP server as `ecpds-edge serve` runs it (its port, its host key kept in the data
@@ -37,7 +38,7 @@ describe('ecpds-edge serve', () => {
         ECPDS_PORTAL_SFTP_PORT: String(port),
       });
       await server.ready;
-      await vi.waitFor(() => expect(server.output()).toMatch(/host key SHA256:/), { timeout: 10_000 });
+      await vi.waitFor(() => expect(server.output()).toMatch(/host key SHA256:/), { timeout: scaled(10_000) });
       return server;
     };
     const first = await start();

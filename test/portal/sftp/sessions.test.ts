@@ -7,6 +7,7 @@ import { revoke, revokePermissions, setOption } from '../../../core/portal/admin
 import { dataFiles, dataTransfers, portalTraffic } from '../../../db/schema.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, type SftpScene, sftpScene } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * Who logs in to the portal's SFTP server and what a session may do as the user changes: OpenSSH's
@@ -43,7 +44,7 @@ beforeAll(async () => {
     await repo.changeSubscriber(id, ['unverified'], { status: 'active', at, passwordHash: sha256Base64(password) });
     if (userId === 'subbed') subscriberId = id;
   }
-}, 120_000);
+}, scaled(120_000));
 afterAll(() => s?.close());
 
 /** OpenSSH's options for a password login, the password given to sshpass. */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, dataTransfers, destinations, portalTraffic } from '../../../db/schema.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, logsIn, type SftpScene, sftpScene } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * The portal's SFTP server with real clients: OpenSSH's sftp and scp (keys), rclone's sftp remote,
@@ -44,7 +45,7 @@ beforeAll(async () => {
   await s.addKey('alice', alice.line);
   await s.addKey('bob', bob.line);
   await s.addKey('reader', reader.line);
-}, 120_000);
+}, scaled(120_000));
 afterAll(() => s?.close());
 
 const batch = async (key: string, user: string, commands: string[]) => {

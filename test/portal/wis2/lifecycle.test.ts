@@ -18,6 +18,7 @@ import {
   startMosquitto,
   subscriber,
 } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * What makes a WIS2 notice go out besides a put: a delete (API or portal) and an expiry, each
@@ -73,7 +74,7 @@ beforeAll(async () => {
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password, grant: ['put', 'delete'] }, []);
   publisher = publisherOf(s, broker.url, s.h.db, { pollMs: 600_000 });
   wake = publisher.wake;
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await publisher?.stop();
   await sub?.close();
@@ -144,7 +145,7 @@ describe('an expiry', () => {
       ['deleted.bin', 'published'],
       ['old.bin', 'published'],
     ]);
-  }, 20_000);
+  }, scaled(20_000));
 });
 
 /** PUT /v1/destination/backup of destinations with these options texts. */

@@ -16,6 +16,7 @@ import {
   startMosquitto,
   subscriber,
 } from './support.ts';
+import { scaled } from '../../support/time.ts';
 
 /**
  * WIS2 notifications end to end: the portal's puts and deletes, the outbox, the publisher as the
@@ -56,7 +57,7 @@ beforeAll(async () => {
   sub = await subscriber(broker.url);
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password }, []);
   publisher = publisherOf(s, broker.url);
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await publisher?.stop();
   await sub?.close();
@@ -173,7 +174,7 @@ describe('a broker that is down', () => {
     const all = await sub.on(topic, targets.length + 2);
     expect(all.at(-1)!.message.properties.data_id).toBe('OUTAGE/last.bin');
     expect(all).toHaveLength(targets.length + 2);
-  }, 60_000);
+  }, scaled(60_000));
 });
 
 describe('two publishers on one database', () => {
@@ -212,7 +213,7 @@ describe('two publishers on one database', () => {
       await second?.close();
       publisher = publisherOf(s, broker.url);
     }
-  }, 60_000);
+  }, scaled(60_000));
 });
 
 describe('the outbox', () => {
