@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needs } from './support/tools.ts';
 import { scaled } from './support/time.ts';
+import { needs } from './support/tools.ts';
 
 /**
  * The console in headless Chromium against a real `ecpds-edge serve` (PGlite in a temp dir).

@@ -12,8 +12,8 @@ import { loadTls } from '../functions/node/tls.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { BACKUP_ERROR, FAILING_ERROR, monitorScene, productScene } from './support/monitor-scene.ts';
 import { screenshotPath } from './support/screenshots.ts';
-import { needs } from './support/tools.ts';
 import { scaled } from './support/time.ts';
+import { needs } from './support/tools.ts';
 
 /**
  * The monitor pages in headless Chromium, served over HTTPS from the test harness's app (so the

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from './support/processes.ts';
+import { needs } from './support/tools.ts';
 
 // The API and data portal examples of the README, run in the order shown against a fresh `npm start` (demo data),
 // each answering what the README shows: a newcomer who copies them gets the same answers.
@@ -89,7 +90,7 @@ const alive = (pid: number) => {
   }
 };
 
-describe('the README examples on a fresh npm start', () => {
+describe('the README examples on a fresh npm start', needs('curl', 'jq'), () => {
   it('answer what the README shows, in order', () => {
     const examples = readmeExamples();
     expect(examples.length).toBeGreaterThan(40);

@@ -5,8 +5,8 @@ import { s3Method } from '../functions/transfer-methods/s3.ts';
 import { s3Object, s3Settings } from '../functions/transfer-methods/s3-target.ts';
 import { loopbackFetch } from './support/servers/loopback-fetch.ts';
 import { type S3TestServer, startS3 } from './support/servers/s3.ts';
-import { abortMidway, chunks, hostFor, md5, payload, stallingSource } from './support/transfer.ts';
 import { scaled } from './support/time.ts';
+import { abortMidway, chunks, hostFor, md5, payload, stallingSource } from './support/transfer.ts';
 
 const MIB = 1024 * 1024;
 let s3: S3TestServer;

@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeFilters } from '../../functions/transfer-methods/filters.ts';
-import { needs } from '../support/tools.ts';
 import { eventually } from '../support/engine.ts';
+import { needs } from '../support/tools.ts';
 
 /**
  * The Node mover's compressors, each checked by its format's own tool: what they produce

@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,8 +8,8 @@ import { openRuntime, type Runtime } from '../../functions/node/runtime.ts';
 import { freshPostgres, onPostgres } from '../support/database.ts';
 import { freePort, killAll, removeTempDirs, type ServerProcess, startServer, tempDir } from '../support/processes.ts';
 import { screenshotPath } from '../support/screenshots.ts';
-import { needs } from '../support/tools.ts';
 import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 
 /**
  * An incoming user's console page in headless Chromium against a real `ecpds-edge serve` (PGlite

@@ -113,23 +113,27 @@ describe('the SMTP mailer', () => {
 });
 
 describe("the Node runtime's ports", () => {
-  it('send mail through ECPDS_SMTP_URL, and have no mailer without it', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
-    const logger = { info: () => {}, warn: () => {}, error: () => {} };
-    const env = { ECPDS_DATA_DIR: dir, ECPDS_DEMO: '0', ECPDS_SMTP_URL: smtp.url, ECPDS_MAIL_FROM: FROM };
-    try {
-      const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
+  it(
+    'send mail through ECPDS_SMTP_URL, and have no mailer without it',
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
+      const logger = { info: () => {}, warn: () => {}, error: () => {} };
+      const env = { ECPDS_DATA_DIR: dir, ECPDS_DEMO: '0', ECPDS_SMTP_URL: smtp.url, ECPDS_MAIL_FROM: FROM };
       try {
-        await runtime.ports.mailer!.send({ to: 'runtime@example.org', subject: 'From the runtime', text: 'x' });
-        expect((await smtp.nextMailTo('runtime@example.org')).user).toBe('relay user');
+        const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
+        try {
+          await runtime.ports.mailer!.send({ to: 'runtime@example.org', subject: 'From the runtime', text: 'x' });
+          expect((await smtp.nextMailTo('runtime@example.org')).user).toBe('relay user');
+        } finally {
+          await runtime.close();
+        }
+        const without = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), logger, { hold: false });
+        expect(without.ports.mailer).toBeNull();
+        await without.close();
       } finally {
-        await runtime.close();
+        fs.rmSync(dir, { recursive: true, force: true });
       }
-      const without = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), logger, { hold: false });
-      expect(without.ports.mailer).toBeNull();
-      await without.close();
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  }, scaled(120_000));
+    },
+    scaled(120_000),
+  );
 });

@@ -11,11 +11,11 @@ import { parseMail } from '../../functions/node/config.ts';
 import { smtpMailer } from '../../functions/node/mail.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
-import { linkIn, passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
-import { incomingUser } from './agent.ts';
 import { screenshotPath } from '../support/screenshots.ts';
-import { needs } from '../support/tools.ts';
+import { linkIn, passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
 import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
+import { incomingUser } from './agent.ts';
 
 /**
  * The portal's pages in headless Chromium, served over HTTPS from the harness's app, with a real

@@ -8,8 +8,9 @@ import { nodeSourceReader } from '../../functions/node/sources.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { eventually, restoreDestination } from '../support/engine.ts';
 import { basic } from '../support/harness.ts';
-import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from './support.ts';
 import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
+import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from './support.ts';
 
 /**
  * The `portal` transfer method: a pull-only destination's files are "delivered" by moving nothing,
@@ -37,7 +38,7 @@ afterAll(async () => {
 });
 
 describe('the portal transfer method', () => {
-  it('ends a delivery DONE having moved no byte; the file stays for the portal', async () => {
+  it('ends a delivery DONE having moved no byte; the file stays for the portal', needs('curl'), async () => {
     const bytes = bytesOf(200_000, 5);
     const { id } = await putFile(s.h, s.admin, s.sources, 'PULL', 'fc/today.grib', bytes);
     mover.wake();

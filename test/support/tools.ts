@@ -28,7 +28,10 @@ const TOOLS = {
   'ssh-keyscan': { command: 'ssh-keyscan', packages: ['openssh-client'] },
   sshpass: { command: 'sshpass', packages: ['sshpass'] },
   // FTPS needs mod_tls, from proftpd-mod-crypto.
-  proftpd: { files: ['/usr/sbin/proftpd', '/usr/lib/proftpd/mod_tls.so'], packages: ['proftpd-core', 'proftpd-mod-crypto'] },
+  proftpd: {
+    files: ['/usr/sbin/proftpd', '/usr/lib/proftpd/mod_tls.so'],
+    packages: ['proftpd-core', 'proftpd-mod-crypto'],
+  },
   openssl: { command: 'openssl', packages: ['openssl'] },
   nginx: { files: ['/usr/sbin/nginx'], packages: ['nginx'] },
   mosquitto: { files: ['/usr/sbin/mosquitto'], packages: ['mosquitto'] },
@@ -64,7 +67,10 @@ function absentByRequest(): Set<string> {
   const value = (process.env[ABSENT_ENV] ?? '').trim();
   if (value === '') return new Set();
   if (value === 'all') return new Set(TOOL_NAMES);
-  const names = value.split(',').map((name) => name.trim()).filter(Boolean);
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = names.filter((name) => !(name in TOOLS));
   if (unknown.length > 0) {
     throw new Error(`${ABSENT_ENV}: unknown tool ${unknown.join(', ')} (known: all, ${TOOL_NAMES.join(', ')})`);

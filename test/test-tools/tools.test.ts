@@ -18,7 +18,11 @@ function runFixtures(env: Record<string, string | undefined>) {
   const child = spawn(
     process.execPath,
     [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--config', path.join(FIXTURES, 'vitest.config.ts')],
-    { cwd: ROOT, env: { ...process.env, [ABSENT_ENV]: 'all', NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      cwd: ROOT,
+      env: { ...process.env, [ABSENT_ENV]: 'all', NO_COLOR: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));

@@ -6,6 +6,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, portalTraffic } from '../../../db/schema.ts';
 import { basic } from '../../support/harness.ts';
+import { scaled } from '../../support/time.ts';
 import {
   bytesOf,
   eventFields,
@@ -17,7 +18,6 @@ import {
   putFile,
 } from '../support.ts';
 import { BASE, s3, signed, xmlAll, xmlText } from './support.ts';
-import { scaled } from '../../support/time.ts';
 
 /**
  * The portal's S3 endpoint as an SDK uses it (aws4fetch signing each request, in the Authorization

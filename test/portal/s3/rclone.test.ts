@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import {
   bytesOf,
   eventFields,
@@ -12,7 +14,6 @@ import {
   putFile,
   tool,
 } from '../support.ts';
-import { scaled } from '../../support/time.ts';
 
 /**
  * rclone's s3 remote against the portal's S3 endpoint over real HTTPS, as a consumer configures it
@@ -63,7 +64,7 @@ const rclone = (...args: string[]) =>
     { env: { AWS_CA_BUNDLE: '' } },
   );
 
-describe('rclone (s3 remote)', () => {
+describe('rclone (s3 remote)', needs('rclone'), () => {
   it('lsjson -R lists every file with its size, directories included', async () => {
     const r = await rclone('lsjson', '-R', ':s3:DEST');
     expect(r.code, r.stderr).toBe(0);

@@ -4,8 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../processes.ts';
-import { requireTools } from '../tools.ts';
 import { scaled } from '../time.ts';
+import { requireTools } from '../tools.ts';
 
 export const NGINX = '/usr/sbin/nginx';
 
