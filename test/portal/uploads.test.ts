@@ -221,7 +221,8 @@ describe('permissions and limits', () => {
   const put = (auth: string, p: string, body = 'data') =>
     h.call('PUT', p, { auth, body, headers: { 'content-type': 'application/octet-stream' } });
 
-  it('refuses uploads and deletes without the permission: 403 to a user who is logged in', async () => {
+  // On the file and directory the curl uploads above made.
+  it('refuses uploads and deletes without the permission: 403 to a user who is logged in', needs('curl'), async () => {
     const reader = basic('reader', 'Secret-2');
     for (const r of [
       await put(reader, '/portal/data/DEST/r.bin'),
@@ -307,7 +308,8 @@ describe('DELETE', () => {
 describe('the upload form of a browser session', () => {
   const cookie = `portal_session=${SESSION.token}`;
 
-  it("shows the form with the session's token on a directory's page", async () => {
+  // On the directory the curl uploads above made.
+  it("shows the form with the session's token on a directory's page", needs('curl'), async () => {
     const page = await h.call('GET', '/portal/data/DEST/in/', { headers: { cookie, accept: 'text/html' } });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<form method="post" enctype="multipart/form-data" action="/portal/data/DEST/in/">');
