@@ -74,7 +74,6 @@ try {
     destinationDetail(ports, 'MON_00001', { status: 'WAIT', before: 50_000 }),
   );
   const table = ['| Page | Load | p50 |', '| --- | --- | --- |', ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-  console.log(table);
   writeBenchFile(
     `## Monitor pages\n\n${machine()}\n\n` +
       'From `node --import tsx bench/monitor.ts`: what each console monitor page reads (its queries, not ' +

@@ -109,9 +109,7 @@ async function main() {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   const text = report(rows);
-  console.log(text);
   writeBenchFile(text);
-  log('written BENCHMARKS.md');
 }
 
 function report(rows: Row[]) {

@@ -255,7 +255,6 @@ async function main() {
     ]);
     const text = report(rows);
     writeBenchFile(text);
-    process.stdout.write(`${text}\n`);
   } finally {
     // A service that died at its start (its message is above) has no exit left to wait for.
     if (service && service.exitCode === null && service.signalCode === null) await stop(service);

@@ -328,10 +328,11 @@ async function main() {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   const text = report();
-  console.log(text);
-  if (ONLY) return log('a partial run: BENCHMARKS.md left as it was');
+  if (ONLY) {
+    console.log(text);
+    return log('a partial run: BENCHMARKS.md left as it was');
+  }
   writeBenchFile(text);
-  log('written BENCHMARKS.md');
 }
 
 function report(): string {

@@ -374,7 +374,6 @@ async function main() {
   }
   if (ONLY || DATABASES.length < 2 || SIZES.length < 2) return log('a partial run: BENCHMARKS.md left as it was');
   writeBenchFile(report());
-  log('written BENCHMARKS.md');
 }
 
 function report(): string {

@@ -91,7 +91,7 @@ async function main() {
     await waitFor(`${base}/v1/version`);
     const result = await soak(base, child.pid!, source);
     writeBenchFile(report(result));
-    log(`written BENCHMARKS.md: ${result.passed ? 'passed' : 'FAILED'}`);
+    log(result.passed ? 'soak passed' : 'soak FAILED');
     if (!result.passed) process.exitCode = 1;
   } finally {
     if (child) await stop(child);

@@ -150,10 +150,17 @@ function sections(text: string): Array<[string, string]> {
 }
 
 /**
- * BENCHMARKS.md is written by two tools and by hand: each tool replaces the sections it writes
- * (`npm run bench` also the part before the first heading) and keeps every other section.
+ * A benchmark's tables: printed, and written to BENCHMARKS.md only when asked (BENCH_WRITE=1), so
+ * that a run leaves the working tree as it found it. BENCHMARKS.md is written by several tools and
+ * by hand: each tool replaces the sections it writes (`npm run bench` also the part before the
+ * first heading) and keeps every other section.
  */
 export function writeBenchFile(text: string) {
+  process.stdout.write(`${text.trimEnd()}\n`);
+  if (process.env.BENCH_WRITE !== '1') {
+    log('BENCHMARKS.md left as it was (BENCH_WRITE=1 writes these tables into it)');
+    return;
+  }
   const old = fs.existsSync(BENCH_FILE) ? sections(fs.readFileSync(BENCH_FILE, 'utf8')) : [];
   const fresh = new Map(sections(text));
   const out: string[] = [];
@@ -174,6 +181,7 @@ export function writeBenchFile(text: string) {
     cwd: ROOT,
     stdio: 'ignore',
   });
+  log('written BENCHMARKS.md');
 }
 
 /** Core's ports on a bench database, in process, with the bench's key: only errors are logged. */

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ecusers, hosts } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { scaled } from './support/time.ts';
 
 let h: Harness;
 let admin: string; // `.*`: every service and showSensitiveInfo
@@ -434,72 +435,76 @@ describe('shared hosts', () => {
 });
 
 describe('round trip into a fresh service', () => {
-  it('recreates destinations, hosts, options, aliases, methods and ecusers', async () => {
-    const source = await createHarness();
-    const target = await createHarness();
-    try {
-      const sourceAdmin = await source.client('admin', ['.*']);
-      const targetAdmin = await target.client('admin', ['.*']);
-      const FTP = {
-        name: 'ftp',
-        ectransModuleName: 'ftp',
-        value: null,
-        restrict: false,
-        resolve: true,
-        comment: null,
-        active: false,
-        ectransModule: { name: 'ftp', classe: null, archive: null, active: true },
-      };
-      const shared = host('rt-shared', {
-        passwd: null,
-        transferMethodName: 'ftp',
-        data: 'ftp.port = "21"\n###### END-OF-PROPERTIES ######\nscript',
-      });
-      const body = backup(
-        [
-          FULL,
-          entry('RT_1', { ecuserName: 'rt-owner', data: 'd.x = "1"' }, [shared]),
-          entry('RT_2', { countryIso: 'de', type: 0 }, [host('rt-own', { ecuserName: 'rt-owner' }), shared]),
-        ],
-        {
-          methods: [METHOD, FTP],
-          ecusers: [ECUSER, { name: 'rt-owner', uid: null, gid: 7, dir: null, shell: null, comment: 'x' }],
-          aliases: [
-            { aliasFrom: 'RT_1', aliasTo: 'RT_2' },
-            { aliasFrom: 'RT_2', aliasTo: 'FULL_DEST' },
+  it(
+    'recreates destinations, hosts, options, aliases, methods and ecusers',
+    async () => {
+      const source = await createHarness();
+      const target = await createHarness();
+      try {
+        const sourceAdmin = await source.client('admin', ['.*']);
+        const targetAdmin = await target.client('admin', ['.*']);
+        const FTP = {
+          name: 'ftp',
+          ectransModuleName: 'ftp',
+          value: null,
+          restrict: false,
+          resolve: true,
+          comment: null,
+          active: false,
+          ectransModule: { name: 'ftp', classe: null, archive: null, active: true },
+        };
+        const shared = host('rt-shared', {
+          passwd: null,
+          transferMethodName: 'ftp',
+          data: 'ftp.port = "21"\n###### END-OF-PROPERTIES ######\nscript',
+        });
+        const body = backup(
+          [
+            FULL,
+            entry('RT_1', { ecuserName: 'rt-owner', data: 'd.x = "1"' }, [shared]),
+            entry('RT_2', { countryIso: 'de', type: 0 }, [host('rt-own', { ecuserName: 'rt-owner' }), shared]),
           ],
-        },
-      );
-      expect((await put(body, { on: source, auth: sourceAdmin })).text).toBe(created(3));
+          {
+            methods: [METHOD, FTP],
+            ecusers: [ECUSER, { name: 'rt-owner', uid: null, gid: 7, dir: null, shell: null, comment: 'x' }],
+            aliases: [
+              { aliasFrom: 'RT_1', aliasTo: 'RT_2' },
+              { aliasFrom: 'RT_2', aliasTo: 'FULL_DEST' },
+            ],
+          },
+        );
+        expect((await put(body, { on: source, auth: sourceAdmin })).text).toBe(created(3));
 
-      const exported = (await source.call('GET', '/v1/destination/backup', { auth: sourceAdmin })).json;
-      expect(exported.backup.destinations.map((d: any) => d.destination.name)).toEqual(['FULL_DEST', 'RT_1', 'RT_2']);
-      expect(exported.backup.aliases).toHaveLength(2);
-      expect(exported.backup.methods.map((m: any) => m.name)).toEqual(['ftp', 'sftp']);
-      expect(exported.backup.ecusers.map((e: any) => e.name)).toEqual(['owner', 'rt-owner']);
-      const r = await put(exported, { on: target, auth: targetAdmin });
-      expect(r.text).toBe(created(3));
-      const restored = (await target.call('GET', '/v1/destination/backup', { auth: targetAdmin })).json;
+        const exported = (await source.call('GET', '/v1/destination/backup', { auth: sourceAdmin })).json;
+        expect(exported.backup.destinations.map((d: any) => d.destination.name)).toEqual(['FULL_DEST', 'RT_1', 'RT_2']);
+        expect(exported.backup.aliases).toHaveLength(2);
+        expect(exported.backup.methods.map((m: any) => m.name)).toEqual(['ftp', 'sftp']);
+        expect(exported.backup.ecusers.map((e: any) => e.name)).toEqual(['owner', 'rt-owner']);
+        const r = await put(exported, { on: target, auth: targetAdmin });
+        expect(r.text).toBe(created(3));
+        const restored = (await target.call('GET', '/v1/destination/backup', { auth: targetAdmin })).json;
 
-      const strip = (b: any) => ({
-        ...b,
-        destinations: b.destinations.map((d: any) => ({
-          ...d,
-          associations: d.associations.map((a: any) => ({ ...a, host: { ...a.host, hostid: undefined } })),
-        })),
-      });
-      expect(strip(restored.backup)).toEqual(strip(exported.backup));
-      const idsOf = (b: any, name: string) =>
-        b.destinations.find((d: any) => d.destination.name === name).associations.map((a: any) => a.host.hostid);
-      // RT_1 and RT_2 still share one host; RT_2's own host is another one.
-      expect(idsOf(restored.backup, 'RT_2')).toContain(idsOf(restored.backup, 'RT_1')[0]);
-      expect(new Set(idsOf(restored.backup, 'RT_2')).size).toBe(2);
-      expect(restored.backup.destinations[0].associations[0].host.passwd).toBe('s3cr3t "pw"');
-    } finally {
-      await source.close();
-      await target.close();
-    }
-  }, 300_000);
+        const strip = (b: any) => ({
+          ...b,
+          destinations: b.destinations.map((d: any) => ({
+            ...d,
+            associations: d.associations.map((a: any) => ({ ...a, host: { ...a.host, hostid: undefined } })),
+          })),
+        });
+        expect(strip(restored.backup)).toEqual(strip(exported.backup));
+        const idsOf = (b: any, name: string) =>
+          b.destinations.find((d: any) => d.destination.name === name).associations.map((a: any) => a.host.hostid);
+        // RT_1 and RT_2 still share one host; RT_2's own host is another one.
+        expect(idsOf(restored.backup, 'RT_2')).toContain(idsOf(restored.backup, 'RT_1')[0]);
+        expect(new Set(idsOf(restored.backup, 'RT_2')).size).toBe(2);
+        expect(restored.backup.destinations[0].associations[0].host.passwd).toBe('s3cr3t "pw"');
+      } finally {
+        await source.close();
+        await target.close();
+      }
+    },
+    scaled(300_000),
+  );
 });
 
 describe('permissions', () => {

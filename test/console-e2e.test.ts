@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from './support/time.ts';
+import { needs } from './support/tools.ts';
 
 /**
  * The console in headless Chromium against a real `ecpds-edge serve` (PGlite in a temp dir).
@@ -15,8 +17,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = path.resolve(new URL('..', import.meta.url).pathname);
 const ARTIFACTS = path.join(ROOT, 'test-artifacts/console');
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`console-e2e skipped: ${CHROMIUM} not found (apt-get install -y chromium)`);
 
 let server: ChildProcess | undefined;
 let output = '';
@@ -94,7 +94,7 @@ async function login(username: string, password: string) {
   await submit(button('Log in'));
 }
 
-describe.skipIf(!hasChromium)('administration console in headless Chromium', () => {
+describe('administration console in headless Chromium', needs('chromium'), () => {
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const port = await freePort();
@@ -148,7 +148,7 @@ describe.skipIf(!hasChromium)('administration console in headless Chromium', () 
     page.on('console', (m) => void (/Content Security Policy|Refused to/i.test(m.text()) && cspErrors.push(m.text())));
     page.on('pageerror', (e) => void cspErrors.push(`script error: ${e.message}`));
     page.on('request', (r) => void (new URL(r.url()).origin !== base && elsewhere.push(r.url())));
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     await context?.close();

@@ -11,15 +11,17 @@ import type { NodeConfig } from '../functions/node/config.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { BACKUP_ERROR, FAILING_ERROR, monitorScene, productScene } from './support/monitor-scene.ts';
+import { screenshotPath } from './support/screenshots.ts';
+import { scaled } from './support/time.ts';
+import { needs } from './support/tools.ts';
 
 /**
  * The monitor pages in headless Chromium, served over HTTPS from the test harness's app (so the
- * mover and the clock are the test's). The screenshots the README shows are written to test/.
+ * mover and the clock are the test's). The screenshots the README shows are
+ * written to test-artifacts/test/, or over those in test/ with UPDATE_SCREENSHOTS=1.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = path.resolve(new URL('..', import.meta.url).pathname);
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`console-monitor-e2e skipped: ${CHROMIUM} not found (apt-get install -y chromium)`);
 
 let h: Harness;
 let server: ReturnType<typeof serve>;
@@ -35,7 +37,7 @@ const tempDir = (prefix: string) => {
   return dir;
 };
 const shot = (name: string, fullPage = false) =>
-  page.screenshot({ path: path.join(ROOT, 'test', `${name}.png`), fullPage });
+  page.screenshot({ path: screenshotPath(path.join(ROOT, 'test', `${name}.png`)), fullPage });
 type Styled = { getComputedStyle(e: unknown): { backgroundColor: string } };
 const background = (target: Locator) =>
   target.evaluate((e) => (globalThis as unknown as Styled).getComputedStyle(e).backgroundColor);
@@ -44,7 +46,7 @@ async function submit(click: () => Promise<void>) {
   await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), click()]);
 }
 
-describe.skipIf(!hasChromium)('console monitor in headless Chromium', () => {
+describe('console monitor in headless Chromium', needs('chromium'), () => {
   beforeAll(async () => {
     const sources = tempDir('ecpds-monitor-e2e-src-');
     h = await createHarness({ sourceRoots: [sources] });
@@ -75,7 +77,7 @@ describe.skipIf(!hasChromium)('console monitor in headless Chromium', () => {
     await page.fill('#username', 'admin');
     await page.fill('#password', password);
     await submit(() => page.getByRole('button', { name: 'Log in', exact: true }).click());
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     await context?.close();

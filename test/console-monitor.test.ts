@@ -7,6 +7,7 @@ import { bootstrapWebAdmin } from '../core/console/sign-in.ts';
 import { auditLog, dataTransfers, destinationState, destinations } from '../db/schema.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { BACKUP_ERROR, FAILING_ERROR, monitorScene, productScene } from './support/monitor-scene.ts';
+import { scaled } from './support/time.ts';
 
 /** The console's monitor pages through `app.request()`, on data an operator's day would leave. */
 let h: Harness;
@@ -71,7 +72,7 @@ beforeAll(async () => {
   scene = await monitorScene(h, api, sources);
   await productScene(h);
   admin = await Agent.signIn('admin', password);
-}, 90_000);
+}, scaled(90_000));
 afterAll(async () => {
   await h.close();
   fs.rmSync(sources, { recursive: true, force: true });

@@ -17,6 +17,7 @@ import { backgroundWork, createPorts, createProcessState } from '../functions/po
 import { freshPostgres } from './support/database.ts';
 import { eventually } from './support/engine.ts';
 import { killAll, runCli, startMoverProcess, tempDir } from './support/processes.ts';
+import { scaled } from './support/time.ts';
 
 /**
  * `ecpds-edge mover` as a process of its own on Postgres: woken by NOTIFY (its polling set to a
@@ -44,7 +45,7 @@ beforeAll(async () => {
     sources: nodeSourceProber({ roots: [path.join(dir, 'src')], hosts: [], timeoutMs: 2000 }),
     waitUntil: backgroundWork({ info() {}, warn() {}, error() {} }).waitUntil,
   });
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   if (!url) return;
   await killAll();
@@ -132,54 +133,58 @@ describe.skipIf(!url)('ecpds-edge mover on Postgres', () => {
     expect(mover.logs().map((l) => l.msg)).toEqual(expect.arrayContaining(['mover stopping', 'mover stopped']));
   });
 
-  it('paused inside a transaction, loses its session within half its lease; resumed, delivers the rest', async () => {
-    const leaseSeconds = 4;
-    await destination('PAUSED', { hostid: 3, transferMethodName: 'test', data: 'test.delay = "20"' });
-    const ids: number[] = [];
-    for (let i = 0; i < 150; i++) ids.push(await putFile('PAUSED', `f${i}.bin`));
-    // Its sessions told apart from the test's own at the server by their application name.
-    const moverUrl = new URL(databaseUrl);
-    moverUrl.searchParams.set('application_name', 'paused-mover');
-    const mover = startMoverProcess(
-      {
-        ...moverEnv(),
-        DATABASE_URL: moverUrl.toString(),
-        ECPDS_MOVER_POLL_MS: '50',
-        ECPDS_MOVER_LEASE_SECONDS: String(leaseSeconds),
-      },
-      ['--name', 'paused', '--concurrency', '8'],
-    );
-    await mover.ready;
-    const inTransaction = async () =>
-      rowsOf<{ pid: number }>(
-        await handle.db.execute(sql`
+  it(
+    'paused inside a transaction, loses its session within half its lease; resumed, delivers the rest',
+    async () => {
+      const leaseSeconds = 4;
+      await destination('PAUSED', { hostid: 3, transferMethodName: 'test', data: 'test.delay = "20"' });
+      const ids: number[] = [];
+      for (let i = 0; i < 150; i++) ids.push(await putFile('PAUSED', `f${i}.bin`));
+      // Its sessions told apart from the test's own at the server by their application name.
+      const moverUrl = new URL(databaseUrl);
+      moverUrl.searchParams.set('application_name', 'paused-mover');
+      const mover = startMoverProcess(
+        {
+          ...moverEnv(),
+          DATABASE_URL: moverUrl.toString(),
+          ECPDS_MOVER_POLL_MS: '50',
+          ECPDS_MOVER_LEASE_SECONDS: String(leaseSeconds),
+        },
+        ['--name', 'paused', '--concurrency', '8'],
+      );
+      await mover.ready;
+      const inTransaction = async () =>
+        rowsOf<{ pid: number }>(
+          await handle.db.execute(sql`
           select pid from pg_stat_activity
           where application_name = 'paused-mover' and state = 'idle in transaction'`),
-      ).map((r) => r.pid);
+        ).map((r) => r.pid);
 
-    // Stopped until the server shows one of its sessions waiting inside a transaction for its next statement.
-    let held: number[] = [];
-    for (let tries = 0; held.length === 0; tries++) {
-      if (tries === 200) throw new Error('never paused inside a transaction');
-      mover.child.kill('SIGSTOP');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      held = await inTransaction();
-      if (held.length === 0) mover.child.kill('SIGCONT');
-    }
-    // Ended by the server while the process is still stopped, before its lease lapses: whatever it
-    // locked no longer holds up another mover's take-over.
-    const stoppedAt = Date.now();
-    await eventually(
-      async () => ((await inTransaction()).some((pid) => held.includes(pid)) ? undefined : true),
-      leaseSeconds * 1000,
-      'the session to be ended',
-    );
-    expect(Date.now() - stoppedAt).toBeLessThan(leaseSeconds * 1000);
-    mover.child.kill('SIGCONT');
+      // Stopped until the server shows one of its sessions waiting inside a transaction for its next statement.
+      let held: number[] = [];
+      for (let tries = 0; held.length === 0; tries++) {
+        if (tries === 200) throw new Error('never paused inside a transaction');
+        mover.child.kill('SIGSTOP');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        held = await inTransaction();
+        if (held.length === 0) mover.child.kill('SIGCONT');
+      }
+      // Ended by the server while the process is still stopped, before its lease lapses: whatever it
+      // locked no longer holds up another mover's take-over.
+      const stoppedAt = Date.now();
+      await eventually(
+        async () => ((await inTransaction()).some((pid) => held.includes(pid)) ? undefined : true),
+        leaseSeconds * 1000,
+        'the session to be ended',
+      );
+      expect(Date.now() - stoppedAt).toBeLessThan(leaseSeconds * 1000);
+      mover.child.kill('SIGCONT');
 
-    for (const id of ids) await eventually(statusIs(id, 'DONE'), 30_000, `transfer ${id} DONE`);
-    expect(await mover.stop()).toBe(true);
-  }, 90_000);
+      for (const id of ids) await eventually(statusIs(id, 'DONE'), 30_000, `transfer ${id} DONE`);
+      expect(await mover.stop()).toBe(true);
+    },
+    scaled(90_000),
+  );
 
   it('refuses a concurrency that is not a whole number from 1 to 1024', () => {
     const r = runCli(['mover', '--concurrency', '0'], moverEnv());

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogue, type Operation, type OperationId } from '../core/catalogue.ts';
 import { inFormBody } from '../core/common/operation.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import { scaled } from './support/time.ts';
 
 // A client generated from the served document with the usual tools must be able to call every
 // operation with the parameters the catalogue says it takes, where the catalogue says they go.
@@ -82,47 +83,55 @@ function typeErrors(files: Record<string, string>): string[] {
 }
 
 describe('a client generated with openapi-typescript and openapi-fetch', () => {
-  it('type-checks a call of every catalogue operation with its parameters where the catalogue puts them', async () => {
-    const doc = (await h.call('GET', '/openapi.json')).json;
-    const schema = astToString(await openapiTS(doc));
-    const entries = Object.entries(catalogue) as Array<[OperationId, Operation]>;
-    const calls = entries.map(([id, op]) => callOf(id, op, doc));
-    const client = [
-      "import createClient from 'openapi-fetch';",
-      "import type { paths } from './schema';",
-      // A JSON body of the documented type of that operation: its shape is checked by the document's own tests.
-      'type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;',
-      'declare function jsonBodyOf<P extends keyof paths, M extends keyof paths[P]>' +
-        '(p: P, m: M): JsonBody<paths[P][M]>;',
-      "const client = createClient<paths>({ baseUrl: 'https://edge.example/ecpds' });",
-      'export async function callEverything() {',
-      ...calls,
-      '}',
-      '',
-    ].join('\n');
-    expect(calls).toHaveLength(entries.length);
-    expect(client).toContain(
-      'client.POST("/v1/host/option", { params: { query: { "hostid": 1, "name": \'x\' } }, body: { "value": \'x\' } })',
-    );
-    expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': client })).toEqual([]);
-  }, 60_000);
+  it(
+    'type-checks a call of every catalogue operation with its parameters where the catalogue puts them',
+    async () => {
+      const doc = (await h.call('GET', '/openapi.json')).json;
+      const schema = astToString(await openapiTS(doc));
+      const entries = Object.entries(catalogue) as Array<[OperationId, Operation]>;
+      const calls = entries.map(([id, op]) => callOf(id, op, doc));
+      const client = [
+        "import createClient from 'openapi-fetch';",
+        "import type { paths } from './schema';",
+        // A JSON body of the documented type of that operation: its shape is checked by the document's own tests.
+        'type JsonBody<O> = O extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;',
+        'declare function jsonBodyOf<P extends keyof paths, M extends keyof paths[P]>' +
+          '(p: P, m: M): JsonBody<paths[P][M]>;',
+        "const client = createClient<paths>({ baseUrl: 'https://edge.example/ecpds' });",
+        'export async function callEverything() {',
+        ...calls,
+        '}',
+        '',
+      ].join('\n');
+      expect(calls).toHaveLength(entries.length);
+      expect(client).toContain(
+        'client.POST("/v1/host/option", { params: { query: { "hostid": 1, "name": \'x\' } }, body: { "value": \'x\' } })',
+      );
+      expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': client })).toEqual([]);
+    },
+    scaled(60_000),
+  );
 
-  it('refuses a call that leaves out a required parameter, or puts it in the wrong place', async () => {
-    const doc = (await h.call('GET', '/openapi.json')).json;
-    const schema = astToString(await openapiTS(doc));
-    const head = [
-      "import createClient from 'openapi-fetch';",
-      "import type { paths } from './schema';",
-      "const client = createClient<paths>({ baseUrl: 'https://edge.example' });",
-    ].join('\n');
-    const wrong = [
-      "client.POST('/v1/host/option', { params: { query: { hostid: 1 } }, body: { value: 'x' } });",
-      "client.POST('/v1/host/option', { params: { query: { hostid: 1, name: 'a' } }, body: {} });",
-      "client.POST('/v1/host/option', { body: { hostid: 1, name: 'a', value: 'x' } });",
-      "client.GET('/v1/destination/{name}', {});",
-    ];
-    for (const line of wrong) {
-      expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': `${head}\n${line}\n` }), line).not.toEqual([]);
-    }
-  }, 60_000);
+  it(
+    'refuses a call that leaves out a required parameter, or puts it in the wrong place',
+    async () => {
+      const doc = (await h.call('GET', '/openapi.json')).json;
+      const schema = astToString(await openapiTS(doc));
+      const head = [
+        "import createClient from 'openapi-fetch';",
+        "import type { paths } from './schema';",
+        "const client = createClient<paths>({ baseUrl: 'https://edge.example' });",
+      ].join('\n');
+      const wrong = [
+        "client.POST('/v1/host/option', { params: { query: { hostid: 1 } }, body: { value: 'x' } });",
+        "client.POST('/v1/host/option', { params: { query: { hostid: 1, name: 'a' } }, body: {} });",
+        "client.POST('/v1/host/option', { body: { hostid: 1, name: 'a', value: 'x' } });",
+        "client.GET('/v1/destination/{name}', {});",
+      ];
+      for (const line of wrong) {
+        expect(typeErrors({ 'schema.d.ts': schema, 'client.ts': `${head}\n${line}\n` }), line).not.toEqual([]);
+      }
+    },
+    scaled(60_000),
+  );
 });

@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from './support/processes.ts';
+import { scaled } from './support/time.ts';
+import { needs } from './support/tools.ts';
 
 // The API and data portal examples of the README, run in the order shown against a fresh `npm start` (demo data),
 // each answering what the README shows: a newcomer who copies them gets the same answers.
@@ -89,7 +91,7 @@ const alive = (pid: number) => {
   }
 };
 
-describe('the README examples on a fresh npm start', () => {
+describe('the README examples on a fresh npm start', needs('curl', 'jq'), () => {
   it('answer what the README shows, in order', () => {
     const examples = readmeExamples();
     expect(examples.length).toBeGreaterThan(40);
@@ -114,7 +116,7 @@ describe('the README examples on a fresh npm start', () => {
 
   it('delivered the first file put for MO_EXETER, as they say', async () => {
     const delivered = path.join(dir, 'data/delivered/MO_EXETER/fc.grib');
-    for (let i = 0; i < 100 && !fs.existsSync(delivered); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < scaled(100) && !fs.existsSync(delivered); i++) await new Promise((r) => setTimeout(r, 100));
     expect(fs.statSync(delivered).size).toBe(1048576);
   });
 
@@ -122,7 +124,7 @@ describe('the README examples on a fresh npm start', () => {
     expect([server, alive(server)]).toEqual([expect.any(Number), true]);
     expect(server).not.toBe(npm.pid);
     npm.kill('SIGTERM');
-    for (let i = 0; i < 150 && alive(server); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < scaled(150) && alive(server); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive(server)).toBe(false);
     expect(output).toContain('"msg":"stopped"');
   });

@@ -5,6 +5,7 @@ import { s3Method } from '../functions/transfer-methods/s3.ts';
 import { s3Object, s3Settings } from '../functions/transfer-methods/s3-target.ts';
 import { loopbackFetch } from './support/servers/loopback-fetch.ts';
 import { type S3TestServer, startS3 } from './support/servers/s3.ts';
+import { scaled } from './support/time.ts';
 import { abortMidway, chunks, hostFor, md5, payload, stallingSource } from './support/transfer.ts';
 
 const MIB = 1024 * 1024;
@@ -259,7 +260,7 @@ describe('s3: failures', () => {
 });
 
 async function waitFor(condition: () => boolean, ms = 10_000) {
-  const until = Date.now() + ms;
+  const until = Date.now() + scaled(ms);
   while (!condition()) {
     if (Date.now() > until) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));

@@ -21,6 +21,7 @@ import { testMethod } from '../../functions/transfer-methods/test.ts';
 import { freshPostgres } from '../support/database.ts';
 import { eventually } from '../support/engine.ts';
 import { basic, freePort, killAll, request, startMoverProcess, startServer, tempDir } from '../support/processes.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Movers on one Postgres database whose machines' clocks are ten minutes off: `ecpds-edge mover`
@@ -54,7 +55,7 @@ beforeAll(async () => {
     sources: nodeSourceProber({ roots: [path.join(dir, 'src')], hosts: [], timeoutMs: 2000 }),
     waitUntil: backgroundWork(quiet).waitUntil,
   });
-}, 60_000);
+}, scaled(60_000));
 afterEach(async () => {
   await Promise.all(inProcess.splice(0).map((m) => m.stop(2000)));
   await killAll();

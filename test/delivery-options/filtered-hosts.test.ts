@@ -18,6 +18,7 @@ import { ACCOUNT, ACCOUNT_KEY, type Azurite, azuriteAvailability, startAzurite }
 import { type HttpSink, startHttpSink } from '../support/servers/http-sink.ts';
 import { type NginxDav, nginxAvailability, startNginxDav } from '../support/servers/nginx-dav.ts';
 import { type S3TestServer, s3TestHost, startS3 } from '../support/servers/s3.ts';
+import { requireTools } from '../support/tools.ts';
 
 /**
  * Compression filters end to end on every kind of host: a Node mover with its filters and its
@@ -27,10 +28,8 @@ import { type S3TestServer, s3TestHost, startS3 } from '../support/servers/s3.ts
  */
 const azurite = azuriteAvailability();
 const nginx = nginxAvailability();
-const TOOLS = ['zstd', 'bzip2', 'xz'] as const;
-const missingTool = TOOLS.find((tool) => !fs.existsSync(`/usr/bin/${tool}`));
-if (process.env.CI && missingTool) throw new Error(`CI needs ${missingTool}`);
-const skip = !azurite.run || !nginx.run || missingTool !== undefined;
+const missingTool = requireTools('zstd', 'bzip2', 'xz');
+const skip = !azurite.run || !nginx.run || missingTool !== null;
 
 let h: Harness;
 let admin: string;

@@ -19,7 +19,6 @@ import { mostOpenAtOnce, type Sshd, sshdMissing, startSshd } from '../support/se
  * read from there.
  */
 const noSshd = sshdMissing();
-if (noSshd && process.env.CI) throw new Error(`CI needs sshd: ${noSshd}`);
 
 let h: Harness;
 let admin: string;

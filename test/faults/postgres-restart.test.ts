@@ -6,6 +6,7 @@ import { contractProblems } from '../support/contract.ts';
 import { createHarness, type Harness, type Reply } from '../support/harness.ts';
 import { type Cluster, startCluster } from '../support/pg-cluster.ts';
 import { basic, freePort, killAll, removeTempDirs, startServer, tempDir } from '../support/processes.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * Postgres stops in the middle of a mixed load and comes back. While it is down every request
@@ -32,10 +33,10 @@ interface Outcome {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls until `done` holds; fails after `limit` polls so a stuck phase ends the test. */
+/** Polls until `done` holds; fails after `limit` polls (scaled to the machine) so a stuck phase ends the test. */
 async function until(what: string, done: () => boolean, limit = 1200) {
   for (let i = 0; !done(); i++) {
-    if (i >= limit) throw new Error(`gave up waiting for ${what}`);
+    if (i >= scaled(limit)) throw new Error(`gave up waiting for ${what}`);
     await sleep(50);
   }
 }
@@ -108,7 +109,7 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
       });
       expect(r.status).toBe(200);
     }
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     // Everything is thrown away with the cluster, even when the test failed half way.
@@ -118,234 +119,246 @@ describe.skipIf(!enabled)('Postgres stops and restarts under load', () => {
     await cluster?.destroy();
   });
 
-  it('answers 503 while it is down, serves again once it is back, and applies nothing by halves', async () => {
-    const app = h!;
-    let phase: Phase = 'up';
-    let running = true;
-    const outcomes: Outcome[] = [];
+  it(
+    'answers 503 while it is down, serves again once it is back, and applies nothing by halves',
+    async () => {
+      const app = h!;
+      let phase: Phase = 'up';
+      let running = true;
+      const outcomes: Outcome[] = [];
 
-    async function request(worker: string, method: string, path: string, body?: unknown): Promise<Outcome> {
-      const began = phase;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), HANG_MS)));
-      const reply = await Promise.race([app.call(method, path, { auth: admin, body }), hung]).finally(() =>
-        clearTimeout(timer),
-      );
-      const outcome: Outcome =
-        reply === 'hung'
-          ? { worker, began, ended: phase, status: 'hung' }
-          : { worker, began, ended: phase, status: reply.status, reply };
-      outcomes.push(outcome);
-      return outcome;
-    }
-
-    // Each metadata worker owns one destination and writes numbered generations to it in turn.
-    const metadata = Array.from({ length: METADATA_WORKERS }, () => ({ attempted: 0, acknowledged: 0 }));
-    const restores = Array.from({ length: RESTORE_WORKERS }, () => ({ attempted: 0, acknowledged: new Set<number>() }));
-    const workers: Array<Promise<void>> = [];
-    for (let i = 0; i < METADATA_WORKERS; i++) {
-      workers.push(
-        (async () => {
-          while (running) {
-            const generation = ++metadata[i]!.attempted;
-            const o = await request(
-              `metadata${i}`,
-              'PUT',
-              `/v1/destination/F_${i}/metadata`,
-              metadataBody(`F_${i}`, generation),
-            );
-            if (o.status === 200) metadata[i]!.acknowledged = generation;
-            await sleep(10);
-          }
-        })(),
-      );
-    }
-    for (let j = 0; j < RESTORE_WORKERS; j++) {
-      workers.push(
-        (async () => {
-          while (running) {
-            const n = ++restores[j]!.attempted;
-            const o = await request(`restore${j}`, 'PUT', '/v1/destination/backup', restoreBody(j, n));
-            if (o.status === 200) restores[j]!.acknowledged.add(n);
-            await sleep(10);
-          }
-        })(),
-      );
-    }
-    for (let k = 0; k < READERS; k++) {
-      workers.push(
-        (async () => {
-          for (let n = 0; running; n++) {
-            await request(`reader${k}`, 'GET', n % 2 ? '/v1/destination/list' : `/v1/destination/F_${k}/metadata`);
-            await sleep(10);
-          }
-        })(),
-      );
-    }
-    const names = [...Array(METADATA_WORKERS).keys()]
-      .map((i) => `metadata${i}`)
-      .concat(
-        [...Array(RESTORE_WORKERS).keys()].map((j) => `restore${j}`),
-        [...Array(READERS).keys()].map((k) => `reader${k}`),
-      );
-    const count = (worker: string, test: (o: Outcome) => boolean) =>
-      outcomes.filter((o) => o.worker === worker && test(o)).length;
-    const lastAre200 = (worker: string, n: number) => {
-      const mine = outcomes.filter((o) => o.worker === worker && o.began === 'recovering');
-      return mine.length >= n && mine.slice(-n).every((o) => o.status === 200);
-    };
-
-    try {
-      await until('a healthy start', () =>
-        names.every((w) => count(w, (o) => o.began === 'up' && o.status === 200) >= 3),
-      );
-      phase = 'stopping';
-      await cluster!.stop();
-      phase = 'down';
-      await until('requests while down', () =>
-        names.every((w) => count(w, (o) => o.began === 'down' && o.ended === 'down') >= 3),
-      );
-      phase = 'starting';
-      await cluster!.start();
-      phase = 'recovering';
-      await until('recovery', () => names.every((w) => lastAre200(w, 3)));
-    } catch (e) {
-      const summary = new Map<string, number>();
-      for (const o of outcomes)
-        summary.set(
-          `${o.worker} ${o.began}→${o.ended} ${o.status}`,
-          (summary.get(`${o.worker} ${o.began}→${o.ended} ${o.status}`) ?? 0) + 1,
+      async function request(worker: string, method: string, path: string, body?: unknown): Promise<Outcome> {
+        const began = phase;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), HANG_MS)));
+        const reply = await Promise.race([app.call(method, path, { auth: admin, body }), hung]).finally(() =>
+          clearTimeout(timer),
         );
-      throw new Error(`${(e as Error).message}; answers so far: ${JSON.stringify(Object.fromEntries(summary))}`);
-    } finally {
-      running = false;
-      await Promise.allSettled(workers);
-    }
+        const outcome: Outcome =
+          reply === 'hung'
+            ? { worker, began, ended: phase, status: 'hung' }
+            : { worker, began, ended: phase, status: reply.status, reply };
+        outcomes.push(outcome);
+        return outcome;
+      }
 
-    // No request hung, and every answer kept to the contract.
-    expect(outcomes.filter((o) => o.status === 'hung')).toEqual([]);
-    for (const o of outcomes) expect(contractProblems(o.reply!), `${o.worker} ${o.began}→${o.ended}`).toEqual([]);
-    // Before the stop everything worked; while down everything was a 503 saying so; in between, one or the other.
-    const statuses = (test: (o: Outcome) => boolean) => [...new Set(outcomes.filter(test).map((o) => o.status))].sort();
-    expect(statuses((o) => o.began === 'up' && o.ended === 'up')).toEqual([200]);
-    expect(statuses((o) => o.began === 'down' && o.ended === 'down')).toEqual([503]);
-    expect(statuses(() => true).every((s) => s === 200 || s === 503)).toBe(true);
-    for (const o of outcomes.filter((x) => x.status === 503)) {
-      expect(Object.keys(o.reply!.json).sort()).toEqual(['message', 'status']);
-      expect(o.reply!.json.status).toBe('error');
-      expect(o.reply!.json.message).toMatch(/^Service unavailable: /);
-    }
-    expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThanOrEqual(names.length * 3);
-    for (const o of outcomes.filter((x) => x.worker.startsWith('restore') && x.status === 200)) {
-      expect(o.reply!.json.message).toBe('Number of Destination(s) created: 3');
-    }
+      // Each metadata worker owns one destination and writes numbered generations to it in turn.
+      const metadata = Array.from({ length: METADATA_WORKERS }, () => ({ attempted: 0, acknowledged: 0 }));
+      const restores = Array.from({ length: RESTORE_WORKERS }, () => ({
+        attempted: 0,
+        acknowledged: new Set<number>(),
+      }));
+      const workers: Array<Promise<void>> = [];
+      for (let i = 0; i < METADATA_WORKERS; i++) {
+        workers.push(
+          (async () => {
+            while (running) {
+              const generation = ++metadata[i]!.attempted;
+              const o = await request(
+                `metadata${i}`,
+                'PUT',
+                `/v1/destination/F_${i}/metadata`,
+                metadataBody(`F_${i}`, generation),
+              );
+              if (o.status === 200) metadata[i]!.acknowledged = generation;
+              await sleep(10);
+            }
+          })(),
+        );
+      }
+      for (let j = 0; j < RESTORE_WORKERS; j++) {
+        workers.push(
+          (async () => {
+            while (running) {
+              const n = ++restores[j]!.attempted;
+              const o = await request(`restore${j}`, 'PUT', '/v1/destination/backup', restoreBody(j, n));
+              if (o.status === 200) restores[j]!.acknowledged.add(n);
+              await sleep(10);
+            }
+          })(),
+        );
+      }
+      for (let k = 0; k < READERS; k++) {
+        workers.push(
+          (async () => {
+            for (let n = 0; running; n++) {
+              await request(`reader${k}`, 'GET', n % 2 ? '/v1/destination/list' : `/v1/destination/F_${k}/metadata`);
+              await sleep(10);
+            }
+          })(),
+        );
+      }
+      const names = [...Array(METADATA_WORKERS).keys()]
+        .map((i) => `metadata${i}`)
+        .concat(
+          [...Array(RESTORE_WORKERS).keys()].map((j) => `restore${j}`),
+          [...Array(READERS).keys()].map((k) => `reader${k}`),
+        );
+      const count = (worker: string, test: (o: Outcome) => boolean) =>
+        outcomes.filter((o) => o.worker === worker && test(o)).length;
+      const lastAre200 = (worker: string, n: number) => {
+        const mine = outcomes.filter((o) => o.worker === worker && o.began === 'recovering');
+        return mine.length >= n && mine.slice(-n).every((o) => o.status === 200);
+      };
 
-    // Each destination holds exactly one generation's values: the last acknowledged one, or a
-    // later one whose commit landed while its answer was lost.
-    for (let i = 0; i < METADATA_WORKERS; i++) {
-      const r = await app.call('GET', `/v1/destination/F_${i}/metadata`, { auth: admin });
-      expect(r.status).toBe(200);
-      const values: string[] = [
-        r.json.metadata.General.alpha,
-        r.json.metadata.General.beta,
-        ...r.json.metadata.General.gamma,
-      ];
-      const generations = new Set(values.map((v) => Number(v.split(':')[1])));
-      expect(generations.size, `F_${i}: ${values.join(', ')}`).toBe(1);
-      const [generation] = generations;
-      expect(values).toEqual(Object.values(metadataBody(`F_${i}`, generation!).metadata.General).flat());
-      expect(generation!).toBeGreaterThanOrEqual(metadata[i]!.acknowledged);
-      expect(generation!).toBeLessThanOrEqual(metadata[i]!.attempted);
-    }
+      try {
+        await until('a healthy start', () =>
+          names.every((w) => count(w, (o) => o.began === 'up' && o.status === 200) >= 3),
+        );
+        phase = 'stopping';
+        await cluster!.stop();
+        phase = 'down';
+        await until('requests while down', () =>
+          names.every((w) => count(w, (o) => o.began === 'down' && o.ended === 'down') >= 3),
+        );
+        phase = 'starting';
+        await cluster!.start();
+        phase = 'recovering';
+        await until('recovery', () => names.every((w) => lastAre200(w, 3)));
+      } catch (e) {
+        const summary = new Map<string, number>();
+        for (const o of outcomes)
+          summary.set(
+            `${o.worker} ${o.began}→${o.ended} ${o.status}`,
+            (summary.get(`${o.worker} ${o.began}→${o.ended} ${o.status}`) ?? 0) + 1,
+          );
+        throw new Error(`${(e as Error).message}; answers so far: ${JSON.stringify(Object.fromEntries(summary))}`);
+      } finally {
+        running = false;
+        await Promise.allSettled(workers);
+      }
 
-    // Each restore is there whole (three destinations, each with its host) or not at all.
-    const backup = await app.call('GET', '/v1/destination/backup', { auth: admin });
-    expect(backup.status).toBe(200);
-    const hostsOf = new Map<string, number>(
-      backup.json.backup.destinations.map((d: { destination: { name: string }; associations: unknown[] }) => [
-        d.destination.name,
-        d.associations.length,
-      ]),
-    );
-    const aliases = new Set(
-      backup.json.backup.aliases.map((a: { aliasFrom: string; aliasTo: string }) => `${a.aliasFrom}>${a.aliasTo}`),
-    );
-    for (let j = 0; j < RESTORE_WORKERS; j++) {
-      for (let n = 1; n <= restores[j]!.attempted; n++) {
-        const names3 = restoreNames(j, n);
-        const present = names3.filter((name) => hostsOf.has(name));
-        expect([0, 3], `restore ${j}/${n}: ${present.join(', ')}`).toContain(present.length);
-        if (restores[j]!.acknowledged.has(n)) expect(present.length, `acknowledged restore ${j}/${n}`).toBe(3);
-        if (present.length === 3) {
-          expect(names3.map((name) => hostsOf.get(name))).toEqual([1, 1, 1]);
-          expect(aliases.has(`${names3[0]}>${names3[1]}`)).toBe(true);
+      // No request hung, and every answer kept to the contract.
+      expect(outcomes.filter((o) => o.status === 'hung')).toEqual([]);
+      for (const o of outcomes) expect(contractProblems(o.reply!), `${o.worker} ${o.began}→${o.ended}`).toEqual([]);
+      // Before the stop everything worked; while down everything was a 503 saying so; in between, one or the other.
+      const statuses = (test: (o: Outcome) => boolean) =>
+        [...new Set(outcomes.filter(test).map((o) => o.status))].sort();
+      expect(statuses((o) => o.began === 'up' && o.ended === 'up')).toEqual([200]);
+      expect(statuses((o) => o.began === 'down' && o.ended === 'down')).toEqual([503]);
+      expect(statuses(() => true).every((s) => s === 200 || s === 503)).toBe(true);
+      for (const o of outcomes.filter((x) => x.status === 503)) {
+        expect(Object.keys(o.reply!.json).sort()).toEqual(['message', 'status']);
+        expect(o.reply!.json.status).toBe('error');
+        expect(o.reply!.json.message).toMatch(/^Service unavailable: /);
+      }
+      expect(outcomes.filter((o) => o.status === 503).length).toBeGreaterThanOrEqual(names.length * 3);
+      for (const o of outcomes.filter((x) => x.worker.startsWith('restore') && x.status === 200)) {
+        expect(o.reply!.json.message).toBe('Number of Destination(s) created: 3');
+      }
+
+      // Each destination holds exactly one generation's values: the last acknowledged one, or a
+      // later one whose commit landed while its answer was lost.
+      for (let i = 0; i < METADATA_WORKERS; i++) {
+        const r = await app.call('GET', `/v1/destination/F_${i}/metadata`, { auth: admin });
+        expect(r.status).toBe(200);
+        const values: string[] = [
+          r.json.metadata.General.alpha,
+          r.json.metadata.General.beta,
+          ...r.json.metadata.General.gamma,
+        ];
+        const generations = new Set(values.map((v) => Number(v.split(':')[1])));
+        expect(generations.size, `F_${i}: ${values.join(', ')}`).toBe(1);
+        const [generation] = generations;
+        expect(values).toEqual(Object.values(metadataBody(`F_${i}`, generation!).metadata.General).flat());
+        expect(generation!).toBeGreaterThanOrEqual(metadata[i]!.acknowledged);
+        expect(generation!).toBeLessThanOrEqual(metadata[i]!.attempted);
+      }
+
+      // Each restore is there whole (three destinations, each with its host) or not at all.
+      const backup = await app.call('GET', '/v1/destination/backup', { auth: admin });
+      expect(backup.status).toBe(200);
+      const hostsOf = new Map<string, number>(
+        backup.json.backup.destinations.map((d: { destination: { name: string }; associations: unknown[] }) => [
+          d.destination.name,
+          d.associations.length,
+        ]),
+      );
+      const aliases = new Set(
+        backup.json.backup.aliases.map((a: { aliasFrom: string; aliasTo: string }) => `${a.aliasFrom}>${a.aliasTo}`),
+      );
+      for (let j = 0; j < RESTORE_WORKERS; j++) {
+        for (let n = 1; n <= restores[j]!.attempted; n++) {
+          const names3 = restoreNames(j, n);
+          const present = names3.filter((name) => hostsOf.has(name));
+          expect([0, 3], `restore ${j}/${n}: ${present.join(', ')}`).toContain(present.length);
+          if (restores[j]!.acknowledged.has(n)) expect(present.length, `acknowledged restore ${j}/${n}`).toBe(3);
+          if (present.length === 3) {
+            expect(names3.map((name) => hostsOf.get(name))).toEqual([1, 1, 1]);
+            expect(aliases.has(`${names3[0]}>${names3[1]}`)).toBe(true);
+          }
         }
       }
-    }
-  }, 180_000);
+    },
+    scaled(180_000),
+  );
 
-  it('the ecpds-edge server process survives the restart and serves again', async () => {
-    const server = startServer({
-      DATABASE_URL: cluster!.url,
-      ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
-      PORT: String(await freePort()),
-      ECPDS_DATA_DIR: path.join(tempDir('ecpds-fault-'), 'data'),
-      ECPDS_SWEEP_SECONDS: '0',
-    });
-    const url = await server.ready;
-    const secret = /Its secret is shown this once:\s+(\S+)/.exec(server.output())?.[1];
-    expect(secret).toBeTruthy();
-    const auth = basic('admin', secret!);
+  it(
+    'the ecpds-edge server process survives the restart and serves again',
+    async () => {
+      const server = startServer({
+        DATABASE_URL: cluster!.url,
+        ECPDS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+        PORT: String(await freePort()),
+        ECPDS_DATA_DIR: path.join(tempDir('ecpds-fault-'), 'data'),
+        ECPDS_SWEEP_SECONDS: '0',
+      });
+      const url = await server.ready;
+      const secret = /Its secret is shown this once:\s+(\S+)/.exec(server.output())?.[1];
+      expect(secret).toBeTruthy();
+      const auth = basic('admin', secret!);
 
-    let phase: Phase = 'up';
-    let running = true;
-    const outcomes: Array<{ began: Phase; ended: Phase; status: number | string }> = [];
-    const workers = Array.from({ length: 8 }, async (_, w) => {
-      for (let n = 0; running && !server.hasExited(); n++) {
-        const began = phase;
-        // Writes in transactions and reads, as in the test above, but over HTTPS to the real process.
-        const status = await (w % 2
-          ? send(url, 'PUT', '/v1/destination/backup', auth, restoreBody(100 + w, n))
-          : send(url, 'GET', '/v1/destination/list', auth)
-        ).catch((e: Error) => e.message);
-        outcomes.push({ began, ended: phase, status });
-        await sleep(10);
+      let phase: Phase = 'up';
+      let running = true;
+      const outcomes: Array<{ began: Phase; ended: Phase; status: number | string }> = [];
+      const workers = Array.from({ length: 8 }, async (_, w) => {
+        for (let n = 0; running && !server.hasExited(); n++) {
+          const began = phase;
+          // Writes in transactions and reads, as in the test above, but over HTTPS to the real process.
+          const status = await (w % 2
+            ? send(url, 'PUT', '/v1/destination/backup', auth, restoreBody(100 + w, n))
+            : send(url, 'GET', '/v1/destination/list', auth)
+          ).catch((e: Error) => e.message);
+          outcomes.push({ began, ended: phase, status });
+          await sleep(10);
+        }
+      });
+      const seen = (test: (o: (typeof outcomes)[number]) => boolean) => outcomes.filter(test).length;
+      try {
+        await until(
+          'a healthy start',
+          () => server.hasExited() || seen((o) => o.began === 'up' && o.status === 200) >= 16,
+        );
+        phase = 'stopping';
+        await cluster!.stop();
+        phase = 'down';
+        await until(
+          'requests while down',
+          () => server.hasExited() || seen((o) => o.began === 'down' && o.ended === 'down') >= 16,
+        );
+        phase = 'starting';
+        await cluster!.start();
+        phase = 'recovering';
+        await until(
+          'recovery',
+          () => server.hasExited() || seen((o) => o.began === 'recovering' && o.status === 200) >= 16,
+        );
+      } finally {
+        running = false;
+        await Promise.allSettled(workers);
       }
-    });
-    const seen = (test: (o: (typeof outcomes)[number]) => boolean) => outcomes.filter(test).length;
-    try {
-      await until(
-        'a healthy start',
-        () => server.hasExited() || seen((o) => o.began === 'up' && o.status === 200) >= 16,
-      );
-      phase = 'stopping';
-      await cluster!.stop();
-      phase = 'down';
-      await until(
-        'requests while down',
-        () => server.hasExited() || seen((o) => o.began === 'down' && o.ended === 'down') >= 16,
-      );
-      phase = 'starting';
-      await cluster!.start();
-      phase = 'recovering';
-      await until(
-        'recovery',
-        () => server.hasExited() || seen((o) => o.began === 'recovering' && o.status === 200) >= 16,
-      );
-    } finally {
-      running = false;
-      await Promise.allSettled(workers);
-    }
-    const crash = server
-      .output()
-      .split('\n')
-      .filter((l) => /Error|^\s+at /.test(l) && !l.startsWith('{'))
-      .slice(0, 6)
-      .join('\n');
-    expect(server.hasExited(), `the server exited while Postgres restarted:\n${crash}`).toBe(false);
-    expect(seen((o) => o.began === 'down' && o.ended === 'down' && o.status !== 503)).toBe(0);
-    expect(await server.stop()).toBe(true);
-  }, 180_000);
+      const crash = server
+        .output()
+        .split('\n')
+        .filter((l) => /Error|^\s+at /.test(l) && !l.startsWith('{'))
+        .slice(0, 6)
+        .join('\n');
+      expect(server.hasExited(), `the server exited while Postgres restarted:\n${crash}`).toBe(false);
+      expect(seen((o) => o.began === 'down' && o.ended === 'down' && o.status !== 503)).toBe(0);
+      expect(await server.stop()).toBe(true);
+    },
+    scaled(180_000),
+  );
 });
 
 /** One HTTPS request with a JSON body to the server process; resolves with the status. */

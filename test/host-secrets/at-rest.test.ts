@@ -12,6 +12,7 @@ import { openPglite } from '../../db/pglite.ts';
 import { destinationBackup } from '../support/backups.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { runMain } from '../support/in-process.ts';
+import { scaled } from '../support/time.ts';
 
 /** Secret host options are never stored in clear, whichever way they were written. */
 const mark = (what: string) => `${what}-${Math.random().toString(36).slice(2, 10)}-Xk7`;
@@ -107,28 +108,32 @@ describe('ecpds-edge migrate', () => {
   const env = { ECPDS_DATA_DIR: dir };
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('seals the secret options a host holds in clear', async () => {
-    expect((await runMain(['migrate'], { env })).status).toBe(0);
-    const clear = `sftp.passPhrase = "${S3_SECRET}"\nsftp.port = "22"`;
-    const before = await openPglite(path.join(dir, 'pgdata'));
-    await before.db.execute(sql`insert into hosts (hostid, nickname, data) values (1, 'old', ${clear})`);
-    await before.close();
+  it(
+    'seals the secret options a host holds in clear',
+    async () => {
+      expect((await runMain(['migrate'], { env })).status).toBe(0);
+      const clear = `sftp.passPhrase = "${S3_SECRET}"\nsftp.port = "22"`;
+      const before = await openPglite(path.join(dir, 'pgdata'));
+      await before.db.execute(sql`insert into hosts (hostid, nickname, data) values (1, 'old', ${clear})`);
+      await before.close();
 
-    const r = await runMain(['migrate'], { env });
-    expect([r.status, r.stdout]).toEqual([0, 'Database migrated.\n']);
-    expect(r.stderr).toContain('host secret options sealed');
-    expect(r.stderr).not.toContain(S3_SECRET);
+      const r = await runMain(['migrate'], { env });
+      expect([r.status, r.stdout]).toEqual([0, 'Database migrated.\n']);
+      expect(r.stderr).toContain('host secret options sealed');
+      expect(r.stderr).not.toContain(S3_SECRET);
 
-    const after = await openPglite(path.join(dir, 'pgdata'));
-    try {
-      const rows = rowsOf<{ data: string }>(await after.db.execute(sql`select data from hosts where hostid = 1`));
-      const stored = rows[0]!.data;
-      expect(stored).not.toContain(S3_SECRET);
-      expect(stored).toMatch(/^sftp\.passPhrase = "\{sealed\}v1:[^"]+"\nsftp\.port = "22"$/);
-      const box = SecretBox.fromBase64(fs.readFileSync(path.join(dir, 'secret.key'), 'utf8'));
-      expect(readOptions(await revealSecretOptions(stored, box)).get('sftp.passPhrase')).toBe(S3_SECRET);
-    } finally {
-      await after.close();
-    }
-  }, 120_000);
+      const after = await openPglite(path.join(dir, 'pgdata'));
+      try {
+        const rows = rowsOf<{ data: string }>(await after.db.execute(sql`select data from hosts where hostid = 1`));
+        const stored = rows[0]!.data;
+        expect(stored).not.toContain(S3_SECRET);
+        expect(stored).toMatch(/^sftp\.passPhrase = "\{sealed\}v1:[^"]+"\nsftp\.port = "22"$/);
+        const box = SecretBox.fromBase64(fs.readFileSync(path.join(dir, 'secret.key'), 'utf8'));
+        expect(readOptions(await revealSecretOptions(stored, box)).get('sftp.passPhrase')).toBe(S3_SECRET);
+      } finally {
+        await after.close();
+      }
+    },
+    scaled(120_000),
+  );
 });

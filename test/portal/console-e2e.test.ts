@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,17 +7,19 @@ import { parseConfig } from '../../functions/node/config.ts';
 import { openRuntime, type Runtime } from '../../functions/node/runtime.ts';
 import { freshPostgres, onPostgres } from '../support/database.ts';
 import { freePort, killAll, removeTempDirs, type ServerProcess, startServer, tempDir } from '../support/processes.ts';
+import { screenshotPath } from '../support/screenshots.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 
 /**
  * An incoming user's console page in headless Chromium against a real `ecpds-edge serve` (PGlite
  * in a temp dir, or Postgres with TEST_DATABASE_URL): it renders its sections and chart without
  * breaking the CSP, and a permission granted with a checkbox is stored and audited. Needs Debian's
- * `chromium`. The screenshot is kept as test/portal/console-incoming-user.png.
+ * `chromium`. The screenshot kept as test/portal/console-incoming-user.png
+ * is rewritten with UPDATE_SCREENSHOTS=1 (else it goes under test-artifacts/).
  */
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOT = path.join(path.dirname(new URL(import.meta.url).pathname), 'console-incoming-user.png');
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`portal console e2e skipped: ${CHROMIUM} not found (apt-get install -y chromium)`);
+const SCREENSHOT = screenshotPath(path.join(import.meta.dirname, 'console-incoming-user.png'));
 
 let env: Record<string, string>;
 let dropDatabase = async () => {};
@@ -109,7 +110,7 @@ async function submit(click: () => Promise<void>) {
 }
 const heading = () => page.locator('main h1').innerText();
 
-describe.skipIf(!hasChromium)("an incoming user's console page in headless Chromium", () => {
+describe("an incoming user's console page in headless Chromium", needs('chromium'), () => {
   beforeAll(async () => {
     if (onPostgres()) {
       const db = await freshPostgres(process.env.TEST_DATABASE_URL!);
@@ -135,7 +136,7 @@ describe.skipIf(!hasChromium)("an incoming user's console page in headless Chrom
     page.on('console', (m) => void (/Content Security Policy|Refused to/i.test(m.text()) && problems.push(m.text())));
     page.on('pageerror', (e) => void problems.push(`script error: ${e.message}`));
     page.on('request', (r) => void (new URL(r.url()).origin !== base && problems.push(`elsewhere: ${r.url()}`)));
-  }, 180_000);
+  }, scaled(180_000));
 
   afterAll(async () => {
     await context?.close();

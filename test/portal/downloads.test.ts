@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, portalTraffic } from '../../db/schema.ts';
 import { eventually } from '../support/engine.ts';
 import { basic } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 import {
   bytesOf,
   eventFields,
@@ -62,7 +64,7 @@ beforeAll(async () => {
     .set({ checksum: md5(a.bytes) })
     .where(eq(dataFiles.id, a.id));
   curlBase = ['-sSk', ...AUTH];
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${s.url}/portal/data/DEST/${p}`;
@@ -76,7 +78,7 @@ const headersOf = (text: string) =>
   );
 
 describe('curl', () => {
-  it('HEAD: length, validators, Accept-Ranges, no Content-Range, no INH line', async () => {
+  it('HEAD: length, validators, Accept-Ranges, no Content-Range, no INH line', needs('curl'), async () => {
     const before = inh().length;
     const r = await tool('curl', [...curlBase, '-I', url('a.txt')]);
     const text = r.stdout.toString();
@@ -94,7 +96,7 @@ describe('curl', () => {
     expect(inh()).toHaveLength(before);
   });
 
-  it('GET of a range: 206 with its Content-Range, and the INH line counts the bytes sent', async () => {
+  it('GET of a range: 206 with its Content-Range, and the INH line counts the bytes sent', needs('curl'), async () => {
     const out = path.join(s.work, 'range.part');
     const r = await tool('curl', [...curlBase, '-r', '100-199', '-D', '-', '-o', out, url('a.txt')]);
     const headers = headersOf(r.stdout.toString());
@@ -115,7 +117,7 @@ describe('curl', () => {
     });
   });
 
-  it('-C - resumes a partial file to the whole, byte for byte', async () => {
+  it('-C - resumes a partial file to the whole, byte for byte', needs('curl'), async () => {
     const out = path.join(s.work, 'resumed.bin');
     const whole = files.get('sub/b.bin')!;
     fs.writeFileSync(out, whole.subarray(0, 1234));
@@ -125,23 +127,27 @@ describe('curl', () => {
     expect(inh().at(-1)).toMatchObject({ FileName: 'sub/b.bin', BytesSent: String(5000 - 1234) });
   });
 
-  it('If-None-Match and If-Modified-Since answer 304, with no INH line; an older date gets the file', async () => {
-    const before = inh().length;
-    const code = async (...args: string[]) =>
-      (
-        await tool('curl', [...curlBase, '-o', '/dev/null', '-w', '%{http_code}', ...args, url('a.txt')])
-      ).stdout.toString();
-    expect(await code('-H', `If-None-Match: "${md5(a.bytes)}"`)).toBe('304');
-    expect(await code('-H', `If-None-Match: "other", W/"${md5(a.bytes)}"`)).toBe('304');
-    expect(await code('-H', 'If-None-Match: *')).toBe('304');
-    expect(await code('-z', new Date(Date.now() + 3600_000).toUTCString())).toBe('304');
-    expect(inh()).toHaveLength(before);
-    expect(await code('-z', 'Mon, 01 Jan 2001 00:00:00 GMT')).toBe('200');
-    expect(await code('-H', 'Range: bytes=5000-')).toBe('416');
-    expect(inh()).toHaveLength(before + 1);
-  });
+  it(
+    'If-None-Match and If-Modified-Since answer 304, with no INH line; an older date gets the file',
+    needs('curl'),
+    async () => {
+      const before = inh().length;
+      const code = async (...args: string[]) =>
+        (
+          await tool('curl', [...curlBase, '-o', '/dev/null', '-w', '%{http_code}', ...args, url('a.txt')])
+        ).stdout.toString();
+      expect(await code('-H', `If-None-Match: "${md5(a.bytes)}"`)).toBe('304');
+      expect(await code('-H', `If-None-Match: "other", W/"${md5(a.bytes)}"`)).toBe('304');
+      expect(await code('-H', 'If-None-Match: *')).toBe('304');
+      expect(await code('-z', new Date(Date.now() + 3600_000).toUTCString())).toBe('304');
+      expect(inh()).toHaveLength(before);
+      expect(await code('-z', 'Mon, 01 Jan 2001 00:00:00 GMT')).toBe('200');
+      expect(await code('-H', 'Range: bytes=5000-')).toBe('416');
+      expect(inh()).toHaveLength(before + 1);
+    },
+  );
 
-  it('downloads an empty file, and asks a name for a download only with ?download=1', async () => {
+  it('downloads an empty file, and asks a name for a download only with ?download=1', needs('curl'), async () => {
     const r = await tool('curl', [...curlBase, '-D', '-', '-o', '/dev/null', url('empty.bin')]);
     expect(headersOf(r.stdout.toString())['content-length']).toBe('0');
     expect(headersOf(r.stdout.toString())['content-disposition']).toBeUndefined();
@@ -162,7 +168,7 @@ describe('curl', () => {
 describe('wget', () => {
   const wget = ['--no-check-certificate', '--user=alice', '--password=Secret-1', '-q'];
 
-  it('-N downloads once, sets the file time to Last-Modified, and then sees nothing newer', async () => {
+  it('-N downloads once, sets the file time to Last-Modified, and then sees nothing newer', needs('wget'), async () => {
     const dir = path.join(s.work, 'wget-n');
     fs.mkdirSync(dir);
     expect((await tool('wget', [...wget, '-N', url('a.txt')], { cwd: dir })).code).toBe(0);
@@ -181,7 +187,7 @@ describe('wget', () => {
     expect(inh()).toHaveLength(before);
   });
 
-  it('-c continues a partial file', async () => {
+  it('-c continues a partial file', needs('wget'), async () => {
     const dir = path.join(s.work, 'wget-c');
     fs.mkdirSync(dir);
     const whole = files.get('sub/deep/c.bin')!;
@@ -191,7 +197,7 @@ describe('wget', () => {
     expect(inh().at(-1)).toMatchObject({ FileName: 'sub/deep/c.bin', BytesSent: '2000' });
   });
 
-  it('-r walks the HTML listing and brings every file of the directory, byte for byte', async () => {
+  it('-r walks the HTML listing and brings every file of the directory, byte for byte', needs('wget'), async () => {
     const dir = path.join(s.work, 'wget-r');
     fs.mkdirSync(dir);
     const r = await tool('wget', [...wget, '-r', '-np', '-nH', '--cut-dirs=4', '-R', 'index.html*', url('sub/')], {
@@ -206,7 +212,7 @@ describe('wget', () => {
   });
 });
 
-describe('rclone (http remote)', () => {
+describe('rclone (http remote)', needs('rclone'), () => {
   const rclone = (...args: string[]) =>
     tool('rclone', [
       ...args,
@@ -380,7 +386,7 @@ describe('accounting and limits', () => {
     });
   });
 
-  it('answers 502 for a source that is gone or changed, logs why, and writes no INH line', async () => {
+  it('answers 502 for a source that is gone or changed, logs why, and writes no INH line', needs('curl'), async () => {
     fs.rmSync(path.join(s.sources, 'DEST', 'gone.bin'));
     fs.appendFileSync(path.join(s.sources, 'DEST', 'changed.bin'), 'more');
     const before = inh().length;

@@ -6,6 +6,7 @@ import { ConfigError, parseConfig, parseMail } from '../../functions/node/config
 import { smtpMailer } from '../../functions/node/mail.ts';
 import { openRuntime } from '../../functions/node/runtime.ts';
 import { type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
+import { scaled } from '../support/time.ts';
 
 /** ECPDS_SMTP_URL and ECPDS_MAIL_FROM, and the mailer over nodemailer against a real SMTP server. */
 let smtp: SmtpReceiver;
@@ -135,29 +136,33 @@ describe('the public address of the registration mails', () => {
 });
 
 describe("the Node runtime's ports", () => {
-  it('send mail through ECPDS_SMTP_URL, and have no mailer without it', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
-    const logger = { info: () => {}, warn: () => {}, error: () => {} };
-    const env = {
-      ECPDS_DATA_DIR: dir,
-      ECPDS_DEMO: '0',
-      ECPDS_SMTP_URL: smtp.url,
-      ECPDS_MAIL_FROM: FROM,
-      ECPDS_PORTAL_URL: 'https://data.example.org',
-    };
-    try {
-      const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
+  it(
+    'send mail through ECPDS_SMTP_URL, and have no mailer without it',
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-mail-'));
+      const logger = { info: () => {}, warn: () => {}, error: () => {} };
+      const env = {
+        ECPDS_DATA_DIR: dir,
+        ECPDS_DEMO: '0',
+        ECPDS_SMTP_URL: smtp.url,
+        ECPDS_MAIL_FROM: FROM,
+        ECPDS_PORTAL_URL: 'https://data.example.org',
+      };
       try {
-        await runtime.ports.mailer!.send({ to: 'runtime@example.org', subject: 'From the runtime', text: 'x' });
-        expect((await smtp.nextMailTo('runtime@example.org')).user).toBe('relay user');
+        const runtime = await openRuntime(parseConfig(env), logger, { hold: false });
+        try {
+          await runtime.ports.mailer!.send({ to: 'runtime@example.org', subject: 'From the runtime', text: 'x' });
+          expect((await smtp.nextMailTo('runtime@example.org')).user).toBe('relay user');
+        } finally {
+          await runtime.close();
+        }
+        const without = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), logger, { hold: false });
+        expect(without.ports.mailer).toBeNull();
+        await without.close();
       } finally {
-        await runtime.close();
+        fs.rmSync(dir, { recursive: true, force: true });
       }
-      const without = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), logger, { hold: false });
-      expect(without.ports.mailer).toBeNull();
-      await without.close();
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  }, 120_000);
+    },
+    scaled(120_000),
+  );
 });

@@ -12,7 +12,10 @@ import { smtpMailer } from '../../functions/node/mail.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { freePort } from '../support/processes.ts';
+import { screenshotPath } from '../support/screenshots.ts';
 import { linkIn, passwordIn, type SmtpReceiver, startSmtpReceiver } from '../support/servers/smtp.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 import { incomingUser } from './agent.ts';
 
 /**
@@ -22,8 +25,6 @@ import { incomingUser } from './agent.ts';
  * test/portal/portal-login.png and portal-listing.png.
  */
 const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`portal pages-e2e skipped: ${CHROMIUM} not found (apt-get install -y chromium)`);
 
 let h: Harness;
 let smtp: SmtpReceiver;
@@ -50,7 +51,7 @@ const button = (name: string) => page.getByRole('button', { name, exact: true })
 const fitsWidth = () =>
   page.evaluate('document.documentElement.scrollWidth <= document.documentElement.clientWidth') as Promise<boolean>;
 
-describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
+describe('the portal pages in headless Chromium', needs('chromium'), () => {
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     smtp = await startSmtpReceiver();
@@ -97,7 +98,7 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
     page.on('console', (m) => void (/Content Security Policy|Refused to/i.test(m.text()) && problems.push(m.text())));
     page.on('pageerror', (e) => void problems.push(`script error: ${e.message}`));
     page.on('request', (r) => void (new URL(r.url()).origin !== base && problems.push(`elsewhere: ${r.url()}`)));
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     await context?.close();
@@ -181,10 +182,10 @@ describe.skipIf(!hasChromium)('the portal pages in headless Chromium', () => {
 
     await page.setViewportSize({ width: 900, height: 560 });
     await page.goto(`${base}/portal/login`);
-    await page.screenshot({ path: path.join(import.meta.dirname, 'portal-login.png') });
+    await page.screenshot({ path: screenshotPath(path.join(import.meta.dirname, 'portal-login.png')) });
     await page.goto(`${base}/portal/home/public/BROWSE/forecasts/2026-11-27/`);
     expect(await page.getByRole('link', { name: 't2m_00.grib' }).count()).toBe(1);
-    await page.screenshot({ path: path.join(import.meta.dirname, 'portal-listing.png') });
+    await page.screenshot({ path: screenshotPath(path.join(import.meta.dirname, 'portal-listing.png')) });
     expect(problems).toEqual([]);
   });
 });

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../core/common/crypto.ts';
 import { dataTransfers } from '../../db/schema.ts';
 import { basic, type Harness } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 import {
   bytesOf,
   eventFields,
@@ -54,56 +56,62 @@ beforeAll(async () => {
     .update(dataTransfers)
     .set({ expiresAt: new Date(Date.now() - 1000) })
     .where(eq(dataTransfers.dataFileId, expired.id));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const alice = basic('alice', 'Secret-1');
 const dea = () => eventLines(h, 'DEA').map(eventFields);
 
 describe('the tree and nothing outside it', () => {
-  it('answers 400 or 404 (401 out of an open tree) to `..` and encoded traversal, never the bytes of another destination or a file', async () => {
-    const paths = [
-      '/portal/data/DEST/../OTHER/secret.bin',
-      '/portal/data/DEST/%2e%2e/OTHER/secret.bin',
-      '/portal/data/DEST/%2E%2E/OTHER/secret.bin',
-      '/portal/data/DEST/..%2fOTHER%2fsecret.bin',
-      '/portal/data/DEST/%2e%2e%2fOTHER%2fsecret.bin',
-      '/portal/data/DEST/..%5cOTHER%5csecret.bin',
-      '/portal/data/DEST/..\\OTHER\\secret.bin',
-      '/portal/data/DEST/a.txt%00',
-      '/portal/data/DEST/a.txt%00.jpg',
-      '/portal/data/DEST//a.txt',
-      '/portal/data/%2e%2e/%2e%2e/etc/passwd',
-      '/portal/data/DEST/..%2f..%2f..%2f..%2fetc%2fpasswd',
-      `/portal/data/DEST/..%2f..%2f..%2f..%2f${encodeURIComponent(s.sources.slice(1))}%2fOTHER%2fsecret.bin`,
-      '/portal/home/opener/DEST/../../bob/OTHER/secret.bin',
-      '/portal/home/opener/DEST/%2e%2e/OTHER/secret.bin',
-    ];
-    for (const p of paths) {
-      const r = await tool('curl', [
-        '-sSk',
-        '--path-as-is',
-        '-u',
-        'alice:Secret-1',
-        '-w',
-        '\n%{http_code}',
-        `${s.url}${p}`,
-      ]);
-      const text = r.stdout.toString();
-      const status = text.slice(text.lastIndexOf('\n') + 1);
-      // 401: a path that the URL's reading leads into the tree of a user who is not open access.
-      expect(p.startsWith('/portal/home/') ? ['400', '401', '404'] : ['400', '404'], `${p}: ${text}`).toContain(status);
-      expect(r.stdout.includes(secret.subarray(0, 64)), p).toBe(false);
-      expect(text).not.toContain('root:');
-    }
-    // A `.` segment is gone once the URL is read (by the server, before the app): the same file.
-    for (const p of ['/portal/data/DEST/./a.txt', '/portal/data/DEST/%2e/a.txt', '/portal/data/./DEST/a.txt']) {
-      const r = await tool('curl', ['-sSk', '--path-as-is', '-u', 'alice:Secret-1', `${s.url}${p}`]);
-      expect(md5(r.stdout), p).toBe(md5(bytesOf(100, 1)));
-    }
-  });
+  it(
+    'answers 400 or 404 (401 out of an open tree) to `..` and encoded traversal, never the bytes of another destination or a file',
+    needs('curl'),
+    async () => {
+      const paths = [
+        '/portal/data/DEST/../OTHER/secret.bin',
+        '/portal/data/DEST/%2e%2e/OTHER/secret.bin',
+        '/portal/data/DEST/%2E%2E/OTHER/secret.bin',
+        '/portal/data/DEST/..%2fOTHER%2fsecret.bin',
+        '/portal/data/DEST/%2e%2e%2fOTHER%2fsecret.bin',
+        '/portal/data/DEST/..%5cOTHER%5csecret.bin',
+        '/portal/data/DEST/..\\OTHER\\secret.bin',
+        '/portal/data/DEST/a.txt%00',
+        '/portal/data/DEST/a.txt%00.jpg',
+        '/portal/data/DEST//a.txt',
+        '/portal/data/%2e%2e/%2e%2e/etc/passwd',
+        '/portal/data/DEST/..%2f..%2f..%2f..%2fetc%2fpasswd',
+        `/portal/data/DEST/..%2f..%2f..%2f..%2f${encodeURIComponent(s.sources.slice(1))}%2fOTHER%2fsecret.bin`,
+        '/portal/home/opener/DEST/../../bob/OTHER/secret.bin',
+        '/portal/home/opener/DEST/%2e%2e/OTHER/secret.bin',
+      ];
+      for (const p of paths) {
+        const r = await tool('curl', [
+          '-sSk',
+          '--path-as-is',
+          '-u',
+          'alice:Secret-1',
+          '-w',
+          '\n%{http_code}',
+          `${s.url}${p}`,
+        ]);
+        const text = r.stdout.toString();
+        const status = text.slice(text.lastIndexOf('\n') + 1);
+        // 401: a path that the URL's reading leads into the tree of a user who is not open access.
+        expect(p.startsWith('/portal/home/') ? ['400', '401', '404'] : ['400', '404'], `${p}: ${text}`).toContain(
+          status,
+        );
+        expect(r.stdout.includes(secret.subarray(0, 64)), p).toBe(false);
+        expect(text).not.toContain('root:');
+      }
+      // A `.` segment is gone once the URL is read (by the server, before the app): the same file.
+      for (const p of ['/portal/data/DEST/./a.txt', '/portal/data/DEST/%2e/a.txt', '/portal/data/./DEST/a.txt']) {
+        const r = await tool('curl', ['-sSk', '--path-as-is', '-u', 'alice:Secret-1', `${s.url}${p}`]);
+        expect(md5(r.stdout), p).toBe(md5(bytesOf(100, 1)));
+      }
+    },
+  );
 
-  it("answers another user's destination exactly as one that does not exist", async () => {
+  it("answers another user's destination exactly as one that does not exist", needs('curl'), async () => {
     const answers = [];
     for (const p of ['OTHER/', 'OTHER/secret.bin', 'NOPE/', 'NOPE/secret.bin', 'OTHER', 'NOPE']) {
       const r = await h.call('GET', `/portal/data/${p}`, { auth: alice });
@@ -127,25 +135,29 @@ describe('the tree and nothing outside it', () => {
 });
 
 describe('logins', () => {
-  it('answers every refused login alike, 401 Login failed with the realm, its reason in a DEA line only', async () => {
-    const attempts: Array<[string, string, string]> = [
-      ['nobody', 'Secret-1', 'Not found'],
-      ['alice', 'wrong', 'Password authentication failed'],
-      ['carol', 'Secret-3', 'Disabled'],
-      ['selfie', 'Own-pass-1', 'Subscriber password authentication failed'],
-      ['lonely', 'Secret-4', 'No associated Destinations'],
-    ];
-    for (const [user, password, reason] of attempts) {
-      const r = await tool('curl', ['-sSk', '-u', `${user}:${password}`, '-D', '-', `${s.url}/portal/data/`]);
-      const text = r.stdout.toString();
-      expect(text, user).toMatch(/^HTTP\/1\.1 401/);
-      expect(text, user).toMatch(/\r\nwww-authenticate: Basic realm="Data Portal"\r\n/i);
-      expect(text.slice(text.indexOf('\r\n\r\n') + 4), user).toBe('Login failed');
-      expect(dea().at(-1), user).toMatchObject({ UserId: user, Message: reason, Context: 'https:test' });
-    }
-    const malformed = await h.call('GET', '/portal/data/', { headers: { authorization: 'Basic !!!' } });
-    expect([malformed.status, malformed.text]).toEqual([401, 'Login failed']);
-  });
+  it(
+    'answers every refused login alike, 401 Login failed with the realm, its reason in a DEA line only',
+    needs('curl'),
+    async () => {
+      const attempts: Array<[string, string, string]> = [
+        ['nobody', 'Secret-1', 'Not found'],
+        ['alice', 'wrong', 'Password authentication failed'],
+        ['carol', 'Secret-3', 'Disabled'],
+        ['selfie', 'Own-pass-1', 'Subscriber password authentication failed'],
+        ['lonely', 'Secret-4', 'No associated Destinations'],
+      ];
+      for (const [user, password, reason] of attempts) {
+        const r = await tool('curl', ['-sSk', '-u', `${user}:${password}`, '-D', '-', `${s.url}/portal/data/`]);
+        const text = r.stdout.toString();
+        expect(text, user).toMatch(/^HTTP\/1\.1 401/);
+        expect(text, user).toMatch(/\r\nwww-authenticate: Basic realm="Data Portal"\r\n/i);
+        expect(text.slice(text.indexOf('\r\n\r\n') + 4), user).toBe('Login failed');
+        expect(dea().at(-1), user).toMatchObject({ UserId: user, Message: reason, Context: 'https:test' });
+      }
+      const malformed = await h.call('GET', '/portal/data/', { headers: { authorization: 'Basic !!!' } });
+      expect([malformed.status, malformed.text]).toEqual([401, 'Login failed']);
+    },
+  );
 
   it("lets a self-service user in with an active subscriber's password only", async () => {
     const r = await h.call('GET', '/portal/data/DEST/a.txt', { auth: basic('selfie', 'Sub-pass-1') });
@@ -180,7 +192,7 @@ describe('logins', () => {
 });
 
 describe('open access', () => {
-  it("serves an open-access user's tree without credentials, and writes its INH line", async () => {
+  it("serves an open-access user's tree without credentials, and writes its INH line", needs('curl'), async () => {
     const listed = await h.call('GET', '/portal/home/opener/', { headers: { accept: 'application/json' } });
     expect(listed.json).toEqual([{ name: 'DEST', type: 'directory', size: null, lastModified: null }]);
     const page = await h.call('GET', '/portal/home/opener/DEST/');

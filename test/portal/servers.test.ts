@@ -12,6 +12,7 @@ import { freshPostgres } from '../support/database.ts';
 import { eventually } from '../support/engine.ts';
 import { basic, createHarness, type Harness } from '../support/harness.ts';
 import { freePort, killAll, removeTempDirs, type ServerProcess, startServer, tempDir } from '../support/processes.ts';
+import { needs } from '../support/tools.ts';
 import { bytesOf, eventFields, incomingUser, md5, putFile, tool } from './support.ts';
 
 /**
@@ -49,43 +50,47 @@ const eventsIn = (file: string, kind: string) =>
     : [];
 
 describe.skipIf(postgres)('ecpds-edge serve on its embedded database', () => {
-  it('serves downloads and takes uploads into its data directory, written to its event log', async () => {
-    const dir = tempDir('ecpds-portal-serve-');
-    const dataDir = path.join(dir, 'data');
-    const outgoing = path.join(dataDir, 'outgoing');
-    fs.mkdirSync(outgoing, { recursive: true });
-    const handle = await openPglite(path.join(dataDir, 'pgdata'));
-    await migrate(handle);
-    const h = await seeding(handle, outgoing);
-    await h.addDestination('DEST');
-    await incomingUser(h, await h.client('admin', ['.*']), { id: 'alice', password: 'Secret-1', grant: ['put'] }, [
-      'DEST',
-    ]);
-    const admin = await h.client('seeder', ['.*']);
-    const offered = await putFile(h, admin, outgoing, 'DEST', 'offered.bin', bytesOf(50_000, 1));
-    await h.close();
+  it(
+    'serves downloads and takes uploads into its data directory, written to its event log',
+    needs('curl'),
+    async () => {
+      const dir = tempDir('ecpds-portal-serve-');
+      const dataDir = path.join(dir, 'data');
+      const outgoing = path.join(dataDir, 'outgoing');
+      fs.mkdirSync(outgoing, { recursive: true });
+      const handle = await openPglite(path.join(dataDir, 'pgdata'));
+      await migrate(handle);
+      const h = await seeding(handle, outgoing);
+      await h.addDestination('DEST');
+      await incomingUser(h, await h.client('admin', ['.*']), { id: 'alice', password: 'Secret-1', grant: ['put'] }, [
+        'DEST',
+      ]);
+      const admin = await h.client('seeder', ['.*']);
+      const offered = await putFile(h, admin, outgoing, 'DEST', 'offered.bin', bytesOf(50_000, 1));
+      await h.close();
 
-    const events = path.join(dir, 'events.log');
-    const { url } = await serve({ ECPDS_DATA_DIR: dataDir, ECPDS_EVENT_LOG: events, ECPDS_MOVER_NAME: 'edge-a' });
-    const curl = (...args: string[]) => tool('curl', ['-sSk', '-u', 'alice:Secret-1', ...args]);
-    expect(md5((await curl(`${url}/portal/data/DEST/offered.bin`)).stdout)).toBe(md5(offered.bytes));
+      const events = path.join(dir, 'events.log');
+      const { url } = await serve({ ECPDS_DATA_DIR: dataDir, ECPDS_EVENT_LOG: events, ECPDS_MOVER_NAME: 'edge-a' });
+      const curl = (...args: string[]) => tool('curl', ['-sSk', '-u', 'alice:Secret-1', ...args]);
+      expect(md5((await curl(`${url}/portal/data/DEST/offered.bin`)).stdout)).toBe(md5(offered.bytes));
 
-    const upload = bytesOf(123_456, 2);
-    const local = path.join(dir, 'up.bin');
-    fs.writeFileSync(local, upload);
-    const put = await curl('-T', local, '-w', '\n%{http_code}', `${url}/portal/data/DEST/in/up.bin`);
-    expect(put.stdout.toString()).toMatch(/\n201$/);
-    // Under the data directory's portal-uploads, a source root of its own.
-    const stored = path.join(dataDir, 'portal-uploads', 'DEST', 'in', 'up.bin');
-    expect(md5(fs.readFileSync(stored))).toBe(md5(upload));
-    expect(md5((await curl(`${url}/portal/data/DEST/in/up.bin`)).stdout)).toBe(md5(upload));
-    await eventually(async () => (eventsIn(events, 'INH').length === 3 ? true : undefined));
-    expect(eventsIn(events, 'INH').map((l) => [l.FileName, l.Action, l.BytesSent, l.TransferServer])).toEqual([
-      ['offered.bin', 'download', '50000', 'edge-a'],
-      ['in/up.bin', 'upload', '123456', 'edge-a'],
-      ['in/up.bin', 'download', '123456', 'edge-a'],
-    ]);
-  });
+      const upload = bytesOf(123_456, 2);
+      const local = path.join(dir, 'up.bin');
+      fs.writeFileSync(local, upload);
+      const put = await curl('-T', local, '-w', '\n%{http_code}', `${url}/portal/data/DEST/in/up.bin`);
+      expect(put.stdout.toString()).toMatch(/\n201$/);
+      // Under the data directory's portal-uploads, a source root of its own.
+      const stored = path.join(dataDir, 'portal-uploads', 'DEST', 'in', 'up.bin');
+      expect(md5(fs.readFileSync(stored))).toBe(md5(upload));
+      expect(md5((await curl(`${url}/portal/data/DEST/in/up.bin`)).stdout)).toBe(md5(upload));
+      await eventually(async () => (eventsIn(events, 'INH').length === 3 ? true : undefined));
+      expect(eventsIn(events, 'INH').map((l) => [l.FileName, l.Action, l.BytesSent, l.TransferServer])).toEqual([
+        ['offered.bin', 'download', '50000', 'edge-a'],
+        ['in/up.bin', 'upload', '123456', 'edge-a'],
+        ['in/up.bin', 'download', '123456', 'edge-a'],
+      ]);
+    },
+  );
 });
 
 describe.skipIf(!postgres)('two servers on one Postgres database', () => {
@@ -99,7 +104,7 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     await h?.close();
   });
 
-  it("count a user's transfers together: held open on both, the next is refused 429", async () => {
+  it("count a user's transfers together: held open on both, the next is refused 429", needs('curl'), async () => {
     handle = await freshPostgres(postgres!);
     const dir = tempDir('ecpds-portal-two-');
     const sources = path.join(dir, 'sources');
@@ -178,7 +183,7 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
     }
   });
 
-  it('register an upload through one and serve it through the other', async () => {
+  it('register an upload through one and serve it through the other', needs('curl'), async () => {
     const [a, b] = servers as [(typeof servers)[0], (typeof servers)[0]];
     // With no upload directory configured, each server keeps uploads in its own data directory.
     const local = path.join(tempDir('ecpds-portal-up-'), 'shared.bin');

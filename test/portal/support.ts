@@ -12,6 +12,7 @@ import type { PortalOperation } from '../../core/portal/ports.ts';
 import type { NodeConfig } from '../../functions/node/config.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
 
 /** The portal's tests: a scene of users, destinations and files, served over real HTTPS. */
 
@@ -25,7 +26,7 @@ export async function tool(command: string, args: string[], options: { cwd?: str
       env: { ...process.env, ...options.env },
       maxBuffer: 64 * 1024 * 1024,
       encoding: 'buffer',
-      timeout: 120_000,
+      timeout: scaled(120_000),
     });
     return { code: 0, stdout, stderr: stderr.toString() };
   } catch (e) {

@@ -8,6 +8,8 @@ import { nodeSourceReader } from '../../functions/node/sources.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { eventually, restoreDestination } from '../support/engine.ts';
 import { basic } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from './support.ts';
 
 /**
@@ -29,14 +31,14 @@ beforeAll(async () => {
     },
     { name: 'mover-1', concurrency: 4, leaseMs: 5000, heartbeatMs: 500, pollMs: 50 },
   );
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await mover?.stop(2000);
   await s?.close();
 });
 
 describe('the portal transfer method', () => {
-  it('ends a delivery DONE having moved no byte; the file stays for the portal', async () => {
+  it('ends a delivery DONE having moved no byte; the file stays for the portal', needs('curl'), async () => {
     const bytes = bytesOf(200_000, 5);
     const { id } = await putFile(s.h, s.admin, s.sources, 'PULL', 'fc/today.grib', bytes);
     mover.wake();

@@ -10,6 +10,8 @@ import { credentialFingerprint } from '../../core/portal/revocation.ts';
 import { dataFiles, dataTransfers, destinations, portalTraffic, transferHistory } from '../../db/schema.ts';
 import { eventually } from '../support/engine.ts';
 import { basic, type Harness } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, type PortalScene, portalScene, tool } from './support.ts';
 
 /**
@@ -59,7 +61,7 @@ beforeAll(async () => {
     credential: credentialFingerprint((await h.ports.repos.incomingUsers.find('alice'))!),
     lastSeenAt: new Date(),
   });
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${s.url}/portal/data/${p}`;
@@ -83,56 +85,64 @@ describe('curl -T', () => {
   const bytes = bytesOf(70_000, 7);
   let uploaded: { dataFileId: number; transferId: number };
 
-  it('registers the file for the destination as datafile/put does, with "Via Data Portal" and its incoming options', async () => {
-    const r = await curl('alice', 'Secret-1', '-T', local('new.bin', bytes), '-D', '-', url('DEST/in/new.bin'));
-    expect(r.code, r.stderr).toBe(0);
-    // Past curl's `Expect: 100-continue` and its interim answer.
-    const [head, body] = r.stdout
-      .toString()
-      .replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
-      .split('\r\n\r\n');
-    expect(head).toMatch(/^HTTP\/1\.1 201/);
-    expect(head).toMatch(/\r\nlocation: \/portal\/data\/DEST\/in\/new\.bin\r?/i);
-    uploaded = JSON.parse(body!);
-    expect(uploaded).toMatchObject({ destination: 'DEST', path: 'in/new.bin', size: 70_000, replaced: false });
+  it(
+    'registers the file for the destination as datafile/put does, with "Via Data Portal" and its incoming options',
+    needs('curl'),
+    async () => {
+      const r = await curl('alice', 'Secret-1', '-T', local('new.bin', bytes), '-D', '-', url('DEST/in/new.bin'));
+      expect(r.code, r.stderr).toBe(0);
+      // Past curl's `Expect: 100-continue` and its interim answer.
+      const [head, body] = r.stdout
+        .toString()
+        .replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '')
+        .split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1\.1 201/);
+      expect(head).toMatch(/\r\nlocation: \/portal\/data\/DEST\/in\/new\.bin\r?/i);
+      uploaded = JSON.parse(body!);
+      expect(uploaded).toMatchObject({ destination: 'DEST', path: 'in/new.bin', size: 70_000, replaced: false });
 
-    const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, uploaded.dataFileId));
-    expect(file).toMatchObject({
-      source: path.join(s.uploads, 'DEST', 'in', 'new.bin'),
-      size: 70_000,
-      registeredBy: 'portal:alice',
-    });
-    expect(md5(fs.readFileSync(file!.source))).toBe(md5(bytes));
-    const transfer = await transferOf(uploaded.dataFileId);
-    expect(transfer).toMatchObject({
-      id: uploaded.transferId,
-      destination: 'DEST',
-      target: 'in/new.bin',
-      priority: 5,
-      status: 'WAIT',
-    });
-    expect(transfer.expiresAt.getTime() - transfer.scheduledAt.getTime()).toBe(3 * 86_400_000);
-    expect((await historyOf(transfer.id)).map((e) => [e.status, e.comment])).toEqual([['WAIT', 'Via Data Portal']]);
-  });
+      const [file] = await h.db.select().from(dataFiles).where(eq(dataFiles.id, uploaded.dataFileId));
+      expect(file).toMatchObject({
+        source: path.join(s.uploads, 'DEST', 'in', 'new.bin'),
+        size: 70_000,
+        registeredBy: 'portal:alice',
+      });
+      expect(md5(fs.readFileSync(file!.source))).toBe(md5(bytes));
+      const transfer = await transferOf(uploaded.dataFileId);
+      expect(transfer).toMatchObject({
+        id: uploaded.transferId,
+        destination: 'DEST',
+        target: 'in/new.bin',
+        priority: 5,
+        status: 'WAIT',
+      });
+      expect(transfer.expiresAt.getTime() - transfer.scheduledAt.getTime()).toBe(3 * 86_400_000);
+      expect((await historyOf(transfer.id)).map((e) => [e.status, e.comment])).toEqual([['WAIT', 'Via Data Portal']]);
+    },
+  );
 
-  it('writes an INH upload line and the upload traffic, and the file can be downloaded back whole', async () => {
-    expect(eventLines(h, 'INH').map(eventFields).at(-1)).toMatchObject({
-      DataTransferId: String(uploaded.transferId),
-      DestinationName: 'DEST',
-      FileName: 'in/new.bin',
-      FileSize: '70000',
-      BytesSent: '70000',
-      UserId: 'alice',
-      Action: 'upload',
-    });
-    const traffic = await h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'alice'));
-    expect(traffic.reduce((sum, t) => sum + t.uploadBytes, 0)).toBe(70_000);
-    expect(traffic.reduce((sum, t) => sum + t.uploads, 0)).toBe(1);
-    const back = await curl('alice', 'Secret-1', url('DEST/in/new.bin'));
-    expect(md5(back.stdout)).toBe(md5(bytes));
-  });
+  it(
+    'writes an INH upload line and the upload traffic, and the file can be downloaded back whole',
+    needs('curl'),
+    async () => {
+      expect(eventLines(h, 'INH').map(eventFields).at(-1)).toMatchObject({
+        DataTransferId: String(uploaded.transferId),
+        DestinationName: 'DEST',
+        FileName: 'in/new.bin',
+        FileSize: '70000',
+        BytesSent: '70000',
+        UserId: 'alice',
+        Action: 'upload',
+      });
+      const traffic = await h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'alice'));
+      expect(traffic.reduce((sum, t) => sum + t.uploadBytes, 0)).toBe(70_000);
+      expect(traffic.reduce((sum, t) => sum + t.uploads, 0)).toBe(1);
+      const back = await curl('alice', 'Secret-1', url('DEST/in/new.bin'));
+      expect(md5(back.stdout)).toBe(md5(bytes));
+    },
+  );
 
-  it('replaces what the path held: the same data file, requeued with the new bytes', async () => {
+  it('replaces what the path held: the same data file, requeued with the new bytes', needs('curl'), async () => {
     const newer = bytesOf(500, 8);
     const r = await curl(
       'alice',
@@ -151,7 +161,7 @@ describe('curl -T', () => {
     expect(md5((await curl('alice', 'Secret-1', url('DEST/in/new.bin'))).stdout)).toBe(md5(newer));
   });
 
-  it('holds the files of a destination whose incoming.standby is on', async () => {
+  it('holds the files of a destination whose incoming.standby is on', needs('curl'), async () => {
     const r = await curl('alice', 'Secret-1', '-T', local('held.bin', bytesOf(10, 9)), url('HELD/held.bin'));
     const { dataFileId } = JSON.parse(r.stdout.toString());
     expect((await transferOf(dataFileId)).status).toBe('HOLD');
@@ -193,7 +203,7 @@ describe('curl -T', () => {
     expect(fs.readdirSync(partial)).toEqual([]);
   });
 
-  it('refuses a path where a file or directory is in the way, and a directory URL', async () => {
+  it('refuses a path where a file or directory is in the way, and a directory URL', needs('curl'), async () => {
     const r = await curl(
       'alice',
       'Secret-1',
@@ -213,7 +223,8 @@ describe('permissions and limits', () => {
   const put = (auth: string, p: string, body = 'data') =>
     h.call('PUT', p, { auth, body, headers: { 'content-type': 'application/octet-stream' } });
 
-  it('refuses uploads and deletes without the permission: 403 to a user who is logged in', async () => {
+  // On the file and directory the curl uploads above made.
+  it('refuses uploads and deletes without the permission: 403 to a user who is logged in', needs('curl'), async () => {
     const reader = basic('reader', 'Secret-2');
     for (const r of [
       await put(reader, '/portal/data/DEST/r.bin'),
@@ -238,34 +249,38 @@ describe('permissions and limits', () => {
     expect((await put(ruled, '/portal/data/DEST/incoming/ok.bin')).status).toBe(201);
   });
 
-  it('refuses what would go over the upload quota, before or while it is sent; then the login itself', async () => {
-    const capped = basic('capped', 'Secret-4');
-    expect((await put(capped, '/portal/data/DEST/c1.bin', 'x'.repeat(600))).status).toBe(201);
-    // Its length said beforehand (curl sends Content-Length): refused before a byte is taken.
-    const declared = await curl(
-      'capped',
-      'Secret-4',
-      '-T',
-      local('c2.bin', bytesOf(600, 30)),
-      '-w',
-      '%{http_code}',
-      url('DEST/c2.bin'),
-    );
-    expect(declared.stdout.toString()).toBe('Upload quota exceeded429');
-    // No length given (the in-process request has none): cut once it goes over, the bytes taken counted.
-    const streamed = await put(capped, '/portal/data/DEST/c3.bin', 'x'.repeat(600));
-    expect([streamed.status, streamed.text]).toEqual([429, 'Upload quota exceeded']);
-    for (const name of ['c2.bin', 'c3.bin']) expect(fs.existsSync(path.join(s.uploads, 'DEST', name))).toBe(false);
-    expect(fs.readdirSync(path.join(s.uploads, '.partial'))).toEqual([]);
-    const traffic = await h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'capped'));
-    expect(traffic.reduce((sum, t) => [sum[0]! + t.uploadBytes, sum[1]! + t.uploads], [0, 0])).toEqual([1200, 1]);
-    const spent = await put(capped, '/portal/data/DEST/c4.bin', 'x');
-    expect([spent.status, spent.text]).toEqual([429, 'Login failed']);
-    expect(eventLines(h, 'DEA').map(eventFields).at(-1)).toMatchObject({
-      UserId: 'capped',
-      Message: 'Upload quota exceeded',
-    });
-  });
+  it(
+    'refuses what would go over the upload quota, before or while it is sent; then the login itself',
+    needs('curl'),
+    async () => {
+      const capped = basic('capped', 'Secret-4');
+      expect((await put(capped, '/portal/data/DEST/c1.bin', 'x'.repeat(600))).status).toBe(201);
+      // Its length said beforehand (curl sends Content-Length): refused before a byte is taken.
+      const declared = await curl(
+        'capped',
+        'Secret-4',
+        '-T',
+        local('c2.bin', bytesOf(600, 30)),
+        '-w',
+        '%{http_code}',
+        url('DEST/c2.bin'),
+      );
+      expect(declared.stdout.toString()).toBe('Upload quota exceeded429');
+      // No length given (the in-process request has none): cut once it goes over, the bytes taken counted.
+      const streamed = await put(capped, '/portal/data/DEST/c3.bin', 'x'.repeat(600));
+      expect([streamed.status, streamed.text]).toEqual([429, 'Upload quota exceeded']);
+      for (const name of ['c2.bin', 'c3.bin']) expect(fs.existsSync(path.join(s.uploads, 'DEST', name))).toBe(false);
+      expect(fs.readdirSync(path.join(s.uploads, '.partial'))).toEqual([]);
+      const traffic = await h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'capped'));
+      expect(traffic.reduce((sum, t) => [sum[0]! + t.uploadBytes, sum[1]! + t.uploads], [0, 0])).toEqual([1200, 1]);
+      const spent = await put(capped, '/portal/data/DEST/c4.bin', 'x');
+      expect([spent.status, spent.text]).toEqual([429, 'Login failed']);
+      expect(eventLines(h, 'DEA').map(eventFields).at(-1)).toMatchObject({
+        UserId: 'capped',
+        Message: 'Upload quota exceeded',
+      });
+    },
+  );
 });
 
 describe('DELETE', () => {
@@ -295,7 +310,8 @@ describe('DELETE', () => {
 describe('the upload form of a browser session', () => {
   const cookie = `portal_session=${SESSION.token}`;
 
-  it("shows the form with the session's token on a directory's page", async () => {
+  // On the directory the curl uploads above made.
+  it("shows the form with the session's token on a directory's page", needs('curl'), async () => {
     const page = await h.call('GET', '/portal/data/DEST/in/', { headers: { cookie, accept: 'text/html' } });
     expect(page.status).toBe(200);
     expect(page.text).toContain('<form method="post" enctype="multipart/form-data" action="/portal/data/DEST/in/">');
@@ -305,7 +321,7 @@ describe('the upload form of a browser session', () => {
     expect(basicPage.text).not.toContain('<form method="post" enctype');
   });
 
-  it('uploads the files of the form and sends the browser back to the page', async () => {
+  it('uploads the files of the form and sends the browser back to the page', needs('curl'), async () => {
     const bytes = bytesOf(3000, 20);
     const file = local('form.bin', bytes);
     const r = await tool('curl', [
@@ -328,7 +344,7 @@ describe('the upload form of a browser session', () => {
     expect((await historyOf(transfer.id))[0]?.comment).toBe('Via Data Portal');
   });
 
-  it('takes a PUT or DELETE of the session only with its token in X-CSRF-Token', async () => {
+  it('takes a PUT or DELETE of the session only with its token in X-CSRF-Token', needs('curl'), async () => {
     const put = (headers: Record<string, string>) =>
       h.call('PUT', '/portal/data/DEST/in/scripted.bin', { body: 'scripted', headers: { cookie, ...headers } });
     const refused = await put({});
@@ -359,7 +375,7 @@ describe('the upload form of a browser session', () => {
     expect(r.stdout.toString()).toBe('303');
   });
 
-  it('refuses a form without the token of the session: 403, nothing stored', async () => {
+  it('refuses a form without the token of the session: 403, nothing stored', needs('curl'), async () => {
     const file = local('forged.bin', bytesOf(10, 21));
     const attempts = [
       ['-b', cookie, '-F', 'csrf=wrong', '-F', `file=@${file}`],

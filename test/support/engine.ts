@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import { destinationBackup, type TestHost } from './backups.ts';
 import type { Harness } from './harness.ts';
+import { scaled } from './time.ts';
 
 /**
  * Restores a destination with its dissemination hosts (primary first) through the API, as an
@@ -20,9 +21,9 @@ export async function restoreDestination(
   if (options.start !== false) await setDestinationStatus(h.ports, 'test', name, 'start');
 }
 
-/** Waits until `check` answers something other than undefined, or fails after `timeoutMs`. */
+/** Waits until `check` answers something other than undefined, or fails after `timeoutMs` (scaled to the machine). */
 export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition') {
-  const until = Date.now() + timeoutMs;
+  const until = Date.now() + scaled(timeoutMs);
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;

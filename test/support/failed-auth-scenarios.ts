@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { scaled } from './time.ts';
 
 /** How one attempt was answered, whatever the shell: let in, refused as wrong, or 429. */
 export type Answer = { outcome: 'in' } | { outcome: 'wrong' } | { outcome: 'throttled'; retryAfter: number };
@@ -20,7 +21,9 @@ const times = (n: number) => Array.from({ length: n }, (_, i) => i);
 export function failedAuthScenarios(name: string, target: () => AuthTarget, options: { timeoutMs?: number } = {}) {
   const outcomes = (answers: Answer[]) => answers.map((a) => a.outcome);
 
-  describe(`${name}: failed authentications never lock out a correct client`, { timeout: options.timeoutMs }, () => {
+  describe(`${name}: failed authentications never lock out a correct client`, {
+    timeout: options.timeoutMs && scaled(options.timeoutMs),
+  }, () => {
     it('19 wrong secrets then the right one from the same address: let in', async () => {
       const t = target();
       const { username, secret } = await t.account('nineteen');

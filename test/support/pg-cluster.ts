@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { scaled } from './time.ts';
 
 const run = promisify(execFile);
 
@@ -60,8 +61,8 @@ export async function startCluster(settings: { maxConnections?: number } = {}): 
   }
   const pg = (tool: string, args: string[]) =>
     asRoot
-      ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args], { timeout: 60_000 })
-      : run(path.join(bin, tool), args, { timeout: 60_000 });
+      ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args], { timeout: scaled(60_000) })
+      : run(path.join(bin, tool), args, { timeout: scaled(60_000) });
 
   let running = false;
   const port = await freePort();

@@ -5,6 +5,7 @@ import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { scaled } from './time.ts';
 
 /** Helpers to drive the real `ecpds-edge` bin as a child process (server and CLI tests). */
 
@@ -55,7 +56,7 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
     cwd: ROOT,
     env: childEnv(env),
     encoding: 'utf8',
-    timeout: 120_000,
+    timeout: scaled(120_000),
   });
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
@@ -135,7 +136,7 @@ function startCommand(command: string, args: string[], env: Record<string, strin
     async stop(withinMs = 10_000) {
       if (done) return true;
       child.kill('SIGTERM');
-      const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), withinMs).unref());
+      const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), scaled(withinMs)).unref());
       if ((await Promise.race([exited, timer])) !== 'late') return true;
       child.kill('SIGKILL');
       await exited;
@@ -167,7 +168,7 @@ export function request(url: string, method: string, p: string, headers: Record<
   return new Promise((resolve, reject) => {
     const r = lib.request(
       target,
-      { method, headers, rejectUnauthorized: false, timeout: 30_000, agent: false },
+      { method, headers, rejectUnauthorized: false, timeout: scaled(30_000), agent: false },
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (c: string) => void (text += c));

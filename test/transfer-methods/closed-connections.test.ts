@@ -6,6 +6,7 @@ import { httpMethod } from '../../functions/transfer-methods/http.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
 import { heldByTheClient } from '../support/servers/tcp-states.ts';
+import { scaled } from '../support/time.ts';
 import { chunks, hostFor, payload } from '../support/transfer.ts';
 
 /**
@@ -73,25 +74,29 @@ describe('S3 uploads', () => {
   });
   afterAll(() => s3?.stop());
 
-  it("from a Node mover, close each request's connection once it has ended, a multipart upload's too", async () => {
-    const host = hostFor(
-      's3',
-      { login: s3.accessKeyId, password: s3.secretAccessKey, directory: 'incoming' },
-      {
-        's3.url': s3.url,
-        's3.bucketName': s3.bucket,
-        's3.enablePathStyleAccess': 'yes',
-        's3.multipartSize': 6 * 1024 * 1024,
-        's3.partSize': 5 * 1024 * 1024,
-      },
-    );
-    for (const size of [4096, 11 * 1024 * 1024]) {
-      const bytes = payload(size);
-      const target = `object-${size}`;
-      const sent = await methods.s3!.send(host, { target, size }, chunks(bytes), never());
-      expect(sent.sent).toBe(size);
-      expect(await clientHoldsAfterSend(s3.port)).toBe(0);
-      expect((await s3.object(`incoming/${target}`))?.byteLength).toBe(size);
-    }
-  }, 30_000);
+  it(
+    "from a Node mover, close each request's connection once it has ended, a multipart upload's too",
+    async () => {
+      const host = hostFor(
+        's3',
+        { login: s3.accessKeyId, password: s3.secretAccessKey, directory: 'incoming' },
+        {
+          's3.url': s3.url,
+          's3.bucketName': s3.bucket,
+          's3.enablePathStyleAccess': 'yes',
+          's3.multipartSize': 6 * 1024 * 1024,
+          's3.partSize': 5 * 1024 * 1024,
+        },
+      );
+      for (const size of [4096, 11 * 1024 * 1024]) {
+        const bytes = payload(size);
+        const target = `object-${size}`;
+        const sent = await methods.s3!.send(host, { target, size }, chunks(bytes), never());
+        expect(sent.sent).toBe(size);
+        expect(await clientHoldsAfterSend(s3.port)).toBe(0);
+        expect((await s3.object(`incoming/${target}`))?.byteLength).toBe(size);
+      }
+    },
+    scaled(30_000),
+  );
 });

@@ -7,6 +7,7 @@ import type { HostConnection } from '../../core/dissemination/methods.ts';
 import { ftpMethod } from '../../functions/transfer-methods/ftp.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from '../support/servers/proftpd.ts';
 import { heldByTheServer } from '../support/servers/tcp-states.ts';
+import { scaled } from '../support/time.ts';
 import { chunks, payload, stallingSource } from '../support/transfer.ts';
 
 /**
@@ -44,7 +45,7 @@ const openAtTheServer = () => heldByTheServer(server.port);
 
 describe.skipIf(!availability.run)(`a failed FTP send at ProFTPD ${availability.reason}`, () => {
   // Each test starts with no session left by the one before.
-  beforeEach(() => expect.poll(openAtTheServer, { timeout: 5_000 }).toEqual([]));
+  beforeEach(() => expect.poll(openAtTheServer, { timeout: scaled(5_000) }).toEqual([]));
 
   it('a refused upload ends only once the server has ended its session', async () => {
     const ftp = ftpMethod('ftp');
@@ -66,7 +67,9 @@ describe.skipIf(!availability.run)(`a failed FTP send at ProFTPD ${availability.
     const sending = ftp.send(host('in/aborted'), { target: 'f.bin', size: 1_000_000 }, source, abort.signal);
     // The server is writing the file.
     const written = path.join(server.root, 'in/aborted/f.bin.tmp');
-    await expect.poll(() => fs.existsSync(written) && fs.statSync(written).size, { timeout: 10_000 }).toBe(500_000);
+    await expect
+      .poll(() => fs.existsSync(written) && fs.statSync(written).size, { timeout: scaled(10_000) })
+      .toBe(500_000);
     abort.abort(new Error('Transfer interrupted'));
     await expect(sending).rejects.toThrow('Transfer interrupted');
     expect(openAtTheServer()).toEqual([]);

@@ -5,6 +5,7 @@ import { httpMethod } from '../../functions/transfer-methods/http.ts';
 import { s3Method } from '../../functions/transfer-methods/s3.ts';
 import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
 import { heldByTheClient } from '../support/servers/tcp-states.ts';
+import { scaled } from '../support/time.ts';
 import { chunks, hostFor, payload } from '../support/transfer.ts';
 
 /**
@@ -102,33 +103,49 @@ describe('http: a server that stalls', () => {
     return heldByTheClient(server!.port, server!.requests[0]);
   };
 
-  it('ends a send whose server stops reading the body, its connection closed and its source let go', async () => {
-    const source = zeros(512 * MIB);
-    await expect(send('stops reading', 'unread', source.chunks, 512 * MIB)).rejects.toThrow(stalled);
-    expect(stillOpen()).toEqual([]);
-    const read = source.read();
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(source.read()).toBe(read);
-    expect(read).toBeLessThan(64 * MIB);
-  }, 15_000);
+  it(
+    'ends a send whose server stops reading the body, its connection closed and its source let go',
+    async () => {
+      const source = zeros(512 * MIB);
+      await expect(send('stops reading', 'unread', source.chunks, 512 * MIB)).rejects.toThrow(stalled);
+      expect(stillOpen()).toEqual([]);
+      const read = source.read();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(source.read()).toBe(read);
+      expect(read).toBeLessThan(64 * MIB);
+    },
+    scaled(15_000),
+  );
 
-  it('ends a send whose server read the body and never answers, its connection closed', async () => {
-    await expect(send('never answers', 'unanswered', chunks(payload(100_000)), 100_000)).rejects.toThrow(stalled);
-    expect(stillOpen()).toEqual([]);
-  }, 15_000);
+  it(
+    'ends a send whose server read the body and never answers, its connection closed',
+    async () => {
+      await expect(send('never answers', 'unanswered', chunks(payload(100_000)), 100_000)).rejects.toThrow(stalled);
+      expect(stillOpen()).toEqual([]);
+    },
+    scaled(15_000),
+  );
 
-  it('ends a send whose answer stops half-way, its connection closed', async () => {
-    await expect(send('answer stops', 'half-answered', chunks(payload(1000)), 1000)).rejects.toThrow(/failed: 500 /);
-    expect(stillOpen()).toEqual([]);
-  }, 15_000);
+  it(
+    'ends a send whose answer stops half-way, its connection closed',
+    async () => {
+      await expect(send('answer stops', 'half-answered', chunks(payload(1000)), 1000)).rejects.toThrow(/failed: 500 /);
+      expect(stillOpen()).toEqual([]);
+    },
+    scaled(15_000),
+  );
 
-  it('reads an answer that keeps coming, however long it takes in all', async () => {
-    const started = Date.now();
-    await expect(send('answer trickles', 'slow-answer', chunks(payload(1000)), 1000)).rejects.toThrow(
-      /failed: 500 Internal Server Error x{200}$/,
-    );
-    expect(Date.now() - started).toBeGreaterThan(2_000);
-  }, 15_000);
+  it(
+    'reads an answer that keeps coming, however long it takes in all',
+    async () => {
+      const started = Date.now();
+      await expect(send('answer trickles', 'slow-answer', chunks(payload(1000)), 1000)).rejects.toThrow(
+        /failed: 500 Internal Server Error x{200}$/,
+      );
+      expect(Date.now() - started).toBeGreaterThan(2_000);
+    },
+    scaled(15_000),
+  );
 });
 
 describe('s3: a server that stalls', () => {
@@ -156,30 +173,38 @@ describe('s3: a server that stalls', () => {
   const send = (h: ReturnType<typeof host>, target: string, bytes: Uint8Array) =>
     s3Method().send(h, { target, size: bytes.byteLength }, chunks(bytes), never());
 
-  it('ends a PUT the server neither reads nor answers, its connection closed, no object left', async () => {
-    s3.fault = (req) => {
-      requests.push(req.socket.remotePort!);
-      return 'stall';
-    };
-    await expect(send(host(), 'stalled', payload(1000))).rejects.toThrow(stalled);
-    expect(heldByTheClient(s3.port, requests[0])).toEqual([]);
-    s3.fault = () => undefined;
-    expect(await s3.object('incoming/stalled')).toBeNull();
-  }, 15_000);
+  it(
+    'ends a PUT the server neither reads nor answers, its connection closed, no object left',
+    async () => {
+      s3.fault = (req) => {
+        requests.push(req.socket.remotePort!);
+        return 'stall';
+      };
+      await expect(send(host(), 'stalled', payload(1000))).rejects.toThrow(stalled);
+      expect(heldByTheClient(s3.port, requests[0])).toEqual([]);
+      s3.fault = () => undefined;
+      expect(await s3.object('incoming/stalled')).toBeNull();
+    },
+    scaled(15_000),
+  );
 
-  it('ends a multipart upload whose part stalls, its connection closed, and aborts the upload', async () => {
-    s3.fault = (req) => {
-      if (!req.url?.includes('partNumber=2')) return undefined;
-      requests.push(req.socket.remotePort!);
-      return 'stall';
-    };
-    const aborted = s3.aborted.length;
-    const h = host({ 's3.multipartSize': 5 * MIB, 's3.partSize': 5 * MIB, 's3.numUploadThreads': 1 });
-    await expect(send(h, 'stalled-mp', payload(12 * MIB))).rejects.toThrow(stalled);
-    expect(heldByTheClient(s3.port, requests[0])).toEqual([]);
-    expect(s3.aborted.length).toBe(aborted + 1);
-    expect(s3.pendingUploads()).toEqual([]);
-    s3.fault = () => undefined;
-    expect(await s3.object('incoming/stalled-mp')).toBeNull();
-  }, 15_000);
+  it(
+    'ends a multipart upload whose part stalls, its connection closed, and aborts the upload',
+    async () => {
+      s3.fault = (req) => {
+        if (!req.url?.includes('partNumber=2')) return undefined;
+        requests.push(req.socket.remotePort!);
+        return 'stall';
+      };
+      const aborted = s3.aborted.length;
+      const h = host({ 's3.multipartSize': 5 * MIB, 's3.partSize': 5 * MIB, 's3.numUploadThreads': 1 });
+      await expect(send(h, 'stalled-mp', payload(12 * MIB))).rejects.toThrow(stalled);
+      expect(heldByTheClient(s3.port, requests[0])).toEqual([]);
+      expect(s3.aborted.length).toBe(aborted + 1);
+      expect(s3.pendingUploads()).toEqual([]);
+      s3.fault = () => undefined;
+      expect(await s3.object('incoming/stalled-mp')).toBeNull();
+    },
+    scaled(15_000),
+  );
 });

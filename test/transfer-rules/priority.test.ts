@@ -7,6 +7,7 @@ import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { changePriority } from '../../core/dissemination/priority.ts';
 import { auditLog, dataTransfers, transferHistory } from '../../db/schema.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
+import { scaled } from '../support/time.ts';
 
 /**
  * A transfer's priority changed by an operator in the console (through `app.request()`), and by
@@ -55,7 +56,7 @@ beforeAll(async () => {
   admin = new Agent();
   const r = await admin.submit('/console/login', '/console/login', { username: 'admin', password });
   expect([r.status, r.location]).toEqual([303, '/console/clients']);
-}, 90_000);
+}, scaled(90_000));
 afterAll(async () => {
   await h.close();
   fs.rmSync(root, { recursive: true, force: true });

@@ -1,24 +1,23 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from '../support.ts';
 
 /**
  * The AWS command line (`aws s3`, botocore) against the portal's S3 endpoint over real HTTPS, where
  * it is installed: listing, downloading and uploading (small and multipart) as its users script it.
  */
-const installed = spawnSync('aws', ['--version']).status === 0;
 let s: PortalScene;
 
 beforeAll(async () => {
-  if (!installed) return;
   s = await portalScene();
   await s.h.addDestination('DEST');
   await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put'] }, ['DEST']);
   await putFile(s.h, s.admin, s.sources, 'DEST', 'a.txt', bytesOf(1000, 1));
   await putFile(s.h, s.admin, s.sources, 'DEST', 'sub/b.bin', bytesOf(300_000, 2));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const aws = (...args: string[]) =>
@@ -33,7 +32,7 @@ const aws = (...args: string[]) =>
     },
   });
 
-describe.skipIf(!installed)('aws s3 (the AWS command line)', () => {
+describe('aws s3 (the AWS command line)', needs('aws'), () => {
   it('lists, downloads and uploads, a large file in parts', async () => {
     const listed = await aws('s3', 'ls', '--recursive', 's3://DEST/');
     expect(listed.code, listed.stderr).toBe(0);

@@ -6,6 +6,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, portalTraffic } from '../../../db/schema.ts';
 import { basic } from '../../support/harness.ts';
+import { scaled } from '../../support/time.ts';
 import {
   bytesOf,
   eventFields,
@@ -69,7 +70,7 @@ beforeAll(async () => {
   }
   await putFile(h, admin, s.sources, 'OTHER', 'o.txt', bytesOf(10, 50));
   await putFile(h, admin, s.sources, 'OPEN', 'pub.txt', bytesOf(100, 60));
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const url = (p: string) => `${BASE}/${p}`;

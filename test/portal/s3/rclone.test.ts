@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import {
   bytesOf,
   eventFields,
@@ -34,7 +36,7 @@ beforeAll(async () => {
   for (const [i, [target, size]] of layout.entries()) {
     await putFile(s.h, s.admin, s.sources, 'DEST', target, bytesOf(size, i + 1));
   }
-}, 60_000);
+}, scaled(60_000));
 afterAll(() => s?.close());
 
 const rclone = (...args: string[]) =>
@@ -62,7 +64,7 @@ const rclone = (...args: string[]) =>
     { env: { AWS_CA_BUNDLE: '' } },
   );
 
-describe('rclone (s3 remote)', () => {
+describe('rclone (s3 remote)', needs('rclone'), () => {
   it('lsjson -R lists every file with its size, directories included', async () => {
     const r = await rclone('lsjson', '-R', ':s3:DEST');
     expect(r.code, r.stderr).toBe(0);

@@ -10,6 +10,8 @@ import { FormAgent } from '../../support/form-agent.ts';
 import { createHarness, type Harness } from '../../support/harness.ts';
 import { runMain } from '../../support/in-process.ts';
 import { removeTempDirs, tempDir } from '../../support/processes.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 
 /** Incoming users' SFTP keys: the key lines taken, `ecpds-edge incoming key`, and the console's section. */
 
@@ -36,7 +38,7 @@ function keyLine(type: string, bits?: number) {
   return { line, fingerprint: fingerprint.split(' ')[1]! };
 }
 
-describe('an OpenSSH public key line', () => {
+describe('an OpenSSH public key line', needs('ssh-keygen'), () => {
   it('is read with its algorithm, blob, comment and the fingerprint ssh-keygen prints', () => {
     for (const [type, bits] of [['ed25519'], ['ecdsa', 256], ['ecdsa', 521], ['rsa', 3072]] as const) {
       const { line, fingerprint } = keyLine(type, bits);
@@ -63,7 +65,7 @@ describe('an OpenSSH public key line', () => {
   });
 });
 
-describe('ecpds-edge incoming key', () => {
+describe('ecpds-edge incoming key', needs('ssh-keygen'), () => {
   const env = { ECPDS_DATA_DIR: path.join(dir, 'data') };
   const cli = (...args: string[]) => runMain(args, { env });
   beforeAll(async () => {
@@ -81,29 +83,33 @@ describe('ecpds-edge incoming key', () => {
       new Date(),
     );
     await runtime.close();
-  }, 120_000);
+  }, scaled(120_000));
 
-  it('adds, lists and removes a key by its fingerprint, and refuses a bad line or a key twice', async () => {
-    const { line, fingerprint } = keyLine('ed25519');
-    expect((await cli('incoming', 'key', 'alice')).stdout).toMatch(/has no public keys/);
-    const added = await cli('incoming', 'key', 'alice', 'add', ...line.split(' '));
-    expect(added.status, added.stderr).toBe(0);
-    expect(added.stdout).toBe(`Key ${fingerprint} (ssh-ed25519) added to 'alice'.\n`);
-    const twice = await cli('incoming', 'key', 'alice', 'add', line);
-    expect(twice.status).not.toBe(0);
-    expect(twice.stderr).toMatch(/already has the key/);
-    const bad = await cli('incoming', 'key', 'alice', 'add', 'ssh-ed25519', 'AAAA');
-    expect(bad.status).not.toBe(0);
-    expect(bad.stderr).toMatch(/Invalid ssh-ed25519 public key/);
-    expect((await cli('incoming', 'key', 'alice', 'list')).stdout).toBe(`${fingerprint} me@host (ssh-ed25519)\n`);
-    const removed = await cli('incoming', 'key', 'alice', 'remove', fingerprint);
-    expect(removed.status, removed.stderr).toBe(0);
-    expect((await cli('incoming', 'key', 'alice', 'remove', fingerprint)).stderr).toMatch(/has no key/);
-    expect((await cli('incoming', 'key', 'ghost', 'list')).stderr).toMatch(/not found/);
-  }, 120_000);
+  it(
+    'adds, lists and removes a key by its fingerprint, and refuses a bad line or a key twice',
+    async () => {
+      const { line, fingerprint } = keyLine('ed25519');
+      expect((await cli('incoming', 'key', 'alice')).stdout).toMatch(/has no public keys/);
+      const added = await cli('incoming', 'key', 'alice', 'add', ...line.split(' '));
+      expect(added.status, added.stderr).toBe(0);
+      expect(added.stdout).toBe(`Key ${fingerprint} (ssh-ed25519) added to 'alice'.\n`);
+      const twice = await cli('incoming', 'key', 'alice', 'add', line);
+      expect(twice.status).not.toBe(0);
+      expect(twice.stderr).toMatch(/already has the key/);
+      const bad = await cli('incoming', 'key', 'alice', 'add', 'ssh-ed25519', 'AAAA');
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toMatch(/Invalid ssh-ed25519 public key/);
+      expect((await cli('incoming', 'key', 'alice', 'list')).stdout).toBe(`${fingerprint} me@host (ssh-ed25519)\n`);
+      const removed = await cli('incoming', 'key', 'alice', 'remove', fingerprint);
+      expect(removed.status, removed.stderr).toBe(0);
+      expect((await cli('incoming', 'key', 'alice', 'remove', fingerprint)).stderr).toMatch(/has no key/);
+      expect((await cli('incoming', 'key', 'ghost', 'list')).stderr).toMatch(/not found/);
+    },
+    scaled(120_000),
+  );
 });
 
-describe("the console's incoming user page", () => {
+describe("the console's incoming user page", needs('ssh-keygen'), () => {
   let h: Harness;
   let admin: FormAgent;
   const PAGE = '/console/incoming/alice';

@@ -4,6 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { freePort, killAll, removeTempDirs, startServer, tempDir } from '../../support/processes.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { incomingUser } from '../support.ts';
 import { connect, logsIn, type SftpScene, sftpScene } from './support.ts';
 
@@ -27,31 +29,35 @@ function scannedFingerprint(port: number) {
 }
 
 describe('ecpds-edge serve', () => {
-  it('listens on ECPDS_PORTAL_SFTP_PORT with a host key made on the first start, kept and printed', async () => {
-    const dataDir = path.join(tempDir('ecpds-portal-sftp-serve-'), 'data');
-    const port = await freePort();
-    const start = async () => {
-      const server = startServer({
-        PORT: String(await freePort()),
-        ECPDS_DATA_DIR: dataDir,
-        ECPDS_PORTAL_SFTP_PORT: String(port),
-      });
-      await server.ready;
-      await vi.waitFor(() => expect(server.output()).toMatch(/host key SHA256:/), { timeout: 10_000 });
-      return server;
-    };
-    const first = await start();
-    const printed = /Data portal SFTP on 127\.0\.0\.1:(\d+), host key (SHA256:\S+)/.exec(first.output());
-    expect(printed?.[1]).toBe(String(port));
-    expect(scannedFingerprint(port)).toBe(printed![2]);
-    expect(fs.statSync(path.join(dataDir, 'portal-sftp', 'host_ed25519')).mode & 0o777).toBe(0o600);
-    expect(await first.stop(15_000)).toBe(true);
-    expect(await first.exited).toBe(0);
+  it(
+    'listens on ECPDS_PORTAL_SFTP_PORT with a host key made on the first start, kept and printed',
+    needs('ssh-keyscan', 'ssh-keygen'),
+    async () => {
+      const dataDir = path.join(tempDir('ecpds-portal-sftp-serve-'), 'data');
+      const port = await freePort();
+      const start = async () => {
+        const server = startServer({
+          PORT: String(await freePort()),
+          ECPDS_DATA_DIR: dataDir,
+          ECPDS_PORTAL_SFTP_PORT: String(port),
+        });
+        await server.ready;
+        await vi.waitFor(() => expect(server.output()).toMatch(/host key SHA256:/), { timeout: scaled(10_000) });
+        return server;
+      };
+      const first = await start();
+      const printed = /Data portal SFTP on 127\.0\.0\.1:(\d+), host key (SHA256:\S+)/.exec(first.output());
+      expect(printed?.[1]).toBe(String(port));
+      expect(scannedFingerprint(port)).toBe(printed![2]);
+      expect(fs.statSync(path.join(dataDir, 'portal-sftp', 'host_ed25519')).mode & 0o777).toBe(0o600);
+      expect(await first.stop(15_000)).toBe(true);
+      expect(await first.exited).toBe(0);
 
-    const second = await start();
-    expect(second.output()).toContain(`host key ${printed![2]}`);
-    expect(await second.stop(15_000)).toBe(true);
-  });
+      const second = await start();
+      expect(second.output()).toContain(`host key ${printed![2]}`);
+      expect(await second.stop(15_000)).toBe(true);
+    },
+  );
 
   it('refuses to start on an SFTP port in use, naming the variable', async () => {
     const busy = net.createServer().listen(0, '127.0.0.1');

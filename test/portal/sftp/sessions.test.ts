@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Base64 } from '../../../core/common/crypto.ts';
 import { revoke, revokePermissions, setOption } from '../../../core/portal/admin.ts';
 import { dataFiles, dataTransfers, portalTraffic } from '../../../db/schema.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, type SftpScene, sftpScene } from './support.ts';
 
@@ -43,7 +45,7 @@ beforeAll(async () => {
     await repo.changeSubscriber(id, ['unverified'], { status: 'active', at, passwordHash: sha256Base64(password) });
     if (userId === 'subbed') subscriberId = id;
   }
-}, 120_000);
+}, scaled(120_000));
 afterAll(() => s?.close());
 
 /** OpenSSH's options for a password login, the password given to sshpass. */
@@ -88,29 +90,33 @@ const registered = (destination: string, target: string) =>
     .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target)));
 
 describe('OpenSSH sftp -b and scp with a password', () => {
-  it('gets a file, resumes one with reget, and puts one with the put permission', async () => {
-    fs.writeFileSync(path.join(s.work, 'part.bin'), big.subarray(0, 700_000));
-    const upload = bytesOf(150_000, 42);
-    fs.writeFileSync(path.join(s.work, 'up.bin'), upload);
-    const r = await sftpWithPassword('paula', 'Pass-Word-1', [
-      'get /DEST/big.bin whole.bin',
-      'reget /DEST/big.bin part.bin',
-      'put up.bin /DEST/in/up.bin',
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(md5(fs.readFileSync(path.join(s.work, 'whole.bin')))).toBe(md5(big));
-    expect(md5(fs.readFileSync(path.join(s.work, 'part.bin')))).toBe(md5(big));
-    const [transfer] = await registered('DEST', 'in/up.bin');
-    expect(transfer).toBeDefined();
-    const [file] = await s.h.db
-      .select({ size: dataFiles.size })
-      .from(dataFiles)
-      .innerJoin(dataTransfers, eq(dataTransfers.dataFileId, dataFiles.id))
-      .where(eq(dataTransfers.id, transfer!.id));
-    expect(file!.size).toBe(upload.length);
-  });
+  it(
+    'gets a file, resumes one with reget, and puts one with the put permission',
+    needs('sshpass', 'sftp'),
+    async () => {
+      fs.writeFileSync(path.join(s.work, 'part.bin'), big.subarray(0, 700_000));
+      const upload = bytesOf(150_000, 42);
+      fs.writeFileSync(path.join(s.work, 'up.bin'), upload);
+      const r = await sftpWithPassword('paula', 'Pass-Word-1', [
+        'get /DEST/big.bin whole.bin',
+        'reget /DEST/big.bin part.bin',
+        'put up.bin /DEST/in/up.bin',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(md5(fs.readFileSync(path.join(s.work, 'whole.bin')))).toBe(md5(big));
+      expect(md5(fs.readFileSync(path.join(s.work, 'part.bin')))).toBe(md5(big));
+      const [transfer] = await registered('DEST', 'in/up.bin');
+      expect(transfer).toBeDefined();
+      const [file] = await s.h.db
+        .select({ size: dataFiles.size })
+        .from(dataFiles)
+        .innerJoin(dataTransfers, eq(dataTransfers.dataFileId, dataFiles.id))
+        .where(eq(dataTransfers.id, transfer!.id));
+      expect(file!.size).toBe(upload.length);
+    },
+  );
 
-  it('scp copies a file with a password', async () => {
+  it('scp copies a file with a password', needs('sshpass', 'scp'), async () => {
     const to = path.join(s.work, 'scp-pw.bin');
     const r = await withPassword('Pass-Word-1', 'scp', [
       ...passwordOptions(s.sftp.port, '-P'),
@@ -121,7 +127,7 @@ describe('OpenSSH sftp -b and scp with a password', () => {
     expect(md5(fs.readFileSync(to))).toBe(md5(big));
   });
 
-  it('refuses a wrong password, with a DEA line as the HTTPS portal writes', async () => {
+  it('refuses a wrong password, with a DEA line as the HTTPS portal writes', needs('sshpass', 'sftp'), async () => {
     const before = dea().length;
     const r = await sftpWithPassword('paula', 'Wrong-Pass', ['ls /DEST']);
     expect(r.code).not.toBe(0);
@@ -133,72 +139,84 @@ describe('OpenSSH sftp -b and scp with a password', () => {
 });
 
 describe('open-access and self-service users', () => {
-  it('lets anyone into an open-access user with no credentials, to read only what it was granted', async () => {
-    const r = await tool(
-      'sftp',
-      [
-        '-P',
-        String(s.sftp.port),
-        '-o',
-        'StrictHostKeyChecking=no',
-        '-o',
-        'UserKnownHostsFile=/dev/null',
-        '-o',
-        'BatchMode=yes',
-        '-o',
-        'PubkeyAuthentication=no',
-        '-o',
-        'LogLevel=ERROR',
-        '-b',
-        batchFile(['ls -1 /DEST', 'get /DEST/a.txt open-a.txt']),
-        'opened@127.0.0.1',
-      ],
-      { cwd: s.work },
-    );
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.toString()).toMatch(/big\.bin/);
-    expect(fs.readFileSync(path.join(s.work, 'open-a.txt'), 'utf8')).toBe('hello\n');
-    const { client, sftp } = await connect(s.sftp.port, { username: 'opened' });
-    try {
-      await expect(call((done) => sftp.open('/DEST/up.bin', 'w', done))).rejects.toThrow(/denied/i);
-    } finally {
-      client.end();
-    }
-  });
+  it(
+    'lets anyone into an open-access user with no credentials, to read only what it was granted',
+    needs('sftp'),
+    async () => {
+      const r = await tool(
+        'sftp',
+        [
+          '-P',
+          String(s.sftp.port),
+          '-o',
+          'StrictHostKeyChecking=no',
+          '-o',
+          'UserKnownHostsFile=/dev/null',
+          '-o',
+          'BatchMode=yes',
+          '-o',
+          'PubkeyAuthentication=no',
+          '-o',
+          'LogLevel=ERROR',
+          '-b',
+          batchFile(['ls -1 /DEST', 'get /DEST/a.txt open-a.txt']),
+          'opened@127.0.0.1',
+        ],
+        { cwd: s.work },
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.toString()).toMatch(/big\.bin/);
+      expect(fs.readFileSync(path.join(s.work, 'open-a.txt'), 'utf8')).toBe('hello\n');
+      const { client, sftp } = await connect(s.sftp.port, { username: 'opened' });
+      try {
+        await expect(call((done) => sftp.open('/DEST/up.bin', 'w', done))).rejects.toThrow(/denied/i);
+      } finally {
+        client.end();
+      }
+    },
+  );
 
-  it("lets a self-service user in with an active subscriber's password, never its own", async () => {
-    const ok = await sftpWithPassword('selfs', 'Sub-Pass-1', ['ls -1 /DEST']);
-    expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stdout.toString()).toMatch(/a\.txt/);
-    const own = await sftpWithPassword('selfs', 'Own-Pass-1', ['ls -1 /DEST']);
-    expect(own.code).not.toBe(0);
-    expect(dea().at(-1)).toMatchObject({ UserId: 'selfs', Message: 'Subscriber password authentication failed' });
-  });
+  it(
+    "lets a self-service user in with an active subscriber's password, never its own",
+    needs('sshpass', 'sftp'),
+    async () => {
+      const ok = await sftpWithPassword('selfs', 'Sub-Pass-1', ['ls -1 /DEST']);
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout.toString()).toMatch(/a\.txt/);
+      const own = await sftpWithPassword('selfs', 'Own-Pass-1', ['ls -1 /DEST']);
+      expect(own.code).not.toBe(0);
+      expect(dea().at(-1)).toMatchObject({ UserId: 'selfs', Message: 'Subscriber password authentication failed' });
+    },
+  );
 });
 
 describe('the upload quota over SFTP', () => {
-  it('cuts an upload that goes over it, registers nothing, then refuses the login', async () => {
-    const bytes = bytesOf(300_000, 43);
-    fs.writeFileSync(path.join(s.work, 'over.bin'), bytes);
-    const r = await sftpWithPassword('capped', 'Capped-1', ['put over.bin /DEST/over.bin']);
-    expect(r.code).not.toBe(0);
-    // OpenSSH's client shows the status code's name, not the server's message.
-    expect(r.stderr).toMatch(/write remote "\/DEST\/over\.bin": Failure/);
-    expect(await registered('DEST', 'over.bin')).toEqual([]);
-    expect(fs.existsSync(path.join(s.uploads, 'DEST', 'over.bin'))).toBe(false);
-    expect(fs.readdirSync(path.join(s.uploads, '.partial'))).toEqual([]);
-    const traffic = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'capped'));
-    const taken = traffic.reduce((sum, t) => sum + t.uploadBytes, 0);
-    expect(taken).toBeGreaterThanOrEqual(100_000);
-    expect(taken).toBeLessThan(bytes.length);
-    const again = await sftpWithPassword('capped', 'Capped-1', ['ls /DEST']);
-    expect(again.code).not.toBe(0);
-    expect(dea().at(-1)).toMatchObject({ UserId: 'capped', Message: 'Upload quota exceeded' });
-  });
+  it(
+    'cuts an upload that goes over it, registers nothing, then refuses the login',
+    needs('sshpass', 'sftp'),
+    async () => {
+      const bytes = bytesOf(300_000, 43);
+      fs.writeFileSync(path.join(s.work, 'over.bin'), bytes);
+      const r = await sftpWithPassword('capped', 'Capped-1', ['put over.bin /DEST/over.bin']);
+      expect(r.code).not.toBe(0);
+      // OpenSSH's client shows the status code's name, not the server's message.
+      expect(r.stderr).toMatch(/write remote "\/DEST\/over\.bin": Failure/);
+      expect(await registered('DEST', 'over.bin')).toEqual([]);
+      expect(fs.existsSync(path.join(s.uploads, 'DEST', 'over.bin'))).toBe(false);
+      expect(fs.readdirSync(path.join(s.uploads, '.partial'))).toEqual([]);
+      const traffic = await s.h.db.select().from(portalTraffic).where(eq(portalTraffic.userId, 'capped'));
+      const taken = traffic.reduce((sum, t) => sum + t.uploadBytes, 0);
+      expect(taken).toBeGreaterThanOrEqual(100_000);
+      expect(taken).toBeLessThan(bytes.length);
+      const again = await sftpWithPassword('capped', 'Capped-1', ['ls /DEST']);
+      expect(again.code).not.toBe(0);
+      expect(dea().at(-1)).toMatchObject({ UserId: 'capped', Message: 'Upload quota exceeded' });
+    },
+  );
 });
 
 describe('the download quota over SFTP', () => {
-  it('cuts a download at the quota, then refuses the next login', async () => {
+  it('cuts a download at the quota, then refuses the next login', needs('sshpass', 'sftp'), async () => {
     const r = await sftpWithPassword('thrifty', 'Thrifty-1', ['get /DEST/big.bin thrifty.bin']);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/read remote "\/DEST\/big\.bin" : Failure/);

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, dataTransfers, destinations, portalTraffic } from '../../../db/schema.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, logsIn, type SftpScene, sftpScene } from './support.ts';
 
@@ -44,7 +46,7 @@ beforeAll(async () => {
   await s.addKey('alice', alice.line);
   await s.addKey('bob', bob.line);
   await s.addKey('reader', reader.line);
-}, 120_000);
+}, scaled(120_000));
 afterAll(() => s?.close());
 
 const batch = async (key: string, user: string, commands: string[]) => {
@@ -55,33 +57,37 @@ const batch = async (key: string, user: string, commands: string[]) => {
 const inh = () => eventLines(s.h, 'INH').map(eventFields);
 const dea = () => eventLines(s.h, 'DEA').map(eventFields);
 
-describe('OpenSSH sftp -b with a key', () => {
-  it('lists the destinations and their files, and gets a file whole, with an INH line of protocol sftp', async () => {
-    const r = await batch(alice.file, 'alice', ['ls -1 /', 'ls -l /DEST', 'get /DEST/big.bin big.bin']);
-    expect(r.code, r.stderr).toBe(0);
-    const out = r.stdout.toString();
-    expect(out).toMatch(/^\/DEST$/m);
-    expect(out).not.toMatch(/OTHER/);
-    expect(out).toMatch(/-rw-r--r-- .* 3145745 .* big\.bin/);
-    expect(out).toMatch(/^d.* dir$/m);
-    expect(md5(fs.readFileSync(path.join(s.work, 'big.bin')))).toBe(md5(big));
-    expect(inh().at(-1)).toMatchObject({
-      DestinationName: 'DEST',
-      FileName: 'big.bin',
-      BytesSent: String(big.length),
-      UserId: 'alice',
-      TransferProtocol: 'sftp',
-      HostAddress: '127.0.0.1',
-      Action: 'download',
-    });
-    const traffic = await s.h.db
-      .select()
-      .from(portalTraffic)
-      .where(and(eq(portalTraffic.userId, 'alice'), eq(portalTraffic.protocol, 'sftp')));
-    expect(traffic.reduce((sum, t) => sum + t.downloadBytes, 0)).toBeGreaterThanOrEqual(big.length);
-  });
+describe('OpenSSH sftp -b with a key', needs('ssh-keygen'), () => {
+  it(
+    'lists the destinations and their files, and gets a file whole, with an INH line of protocol sftp',
+    needs('sftp'),
+    async () => {
+      const r = await batch(alice.file, 'alice', ['ls -1 /', 'ls -l /DEST', 'get /DEST/big.bin big.bin']);
+      expect(r.code, r.stderr).toBe(0);
+      const out = r.stdout.toString();
+      expect(out).toMatch(/^\/DEST$/m);
+      expect(out).not.toMatch(/OTHER/);
+      expect(out).toMatch(/-rw-r--r-- .* 3145745 .* big\.bin/);
+      expect(out).toMatch(/^d.* dir$/m);
+      expect(md5(fs.readFileSync(path.join(s.work, 'big.bin')))).toBe(md5(big));
+      expect(inh().at(-1)).toMatchObject({
+        DestinationName: 'DEST',
+        FileName: 'big.bin',
+        BytesSent: String(big.length),
+        UserId: 'alice',
+        TransferProtocol: 'sftp',
+        HostAddress: '127.0.0.1',
+        Action: 'download',
+      });
+      const traffic = await s.h.db
+        .select()
+        .from(portalTraffic)
+        .where(and(eq(portalTraffic.userId, 'alice'), eq(portalTraffic.protocol, 'sftp')));
+      expect(traffic.reduce((sum, t) => sum + t.downloadBytes, 0)).toBeGreaterThanOrEqual(big.length);
+    },
+  );
 
-  it('resumes a download where the local part ends (reget)', async () => {
+  it('resumes a download where the local part ends (reget)', needs('sftp'), async () => {
     fs.writeFileSync(path.join(s.work, 'part.bin'), big.subarray(0, 1_000_000));
     const r = await batch(alice.file, 'alice', ['reget /DEST/big.bin part.bin']);
     expect(r.code, r.stderr).toBe(0);
@@ -89,7 +95,7 @@ describe('OpenSSH sftp -b with a key', () => {
     expect(inh().at(-1)).toMatchObject({ FileName: 'big.bin', BytesSent: String(big.length - 1_000_000) });
   });
 
-  it('scp (over SFTP) copies a file', async () => {
+  it('scp (over SFTP) copies a file', needs('scp'), async () => {
     const r = await tool(
       'scp',
       [...s.sshOptions(alice.file), 'alice@127.0.0.1:/DEST/dir/small.bin', path.join(s.work, 'scp.bin')],
@@ -99,57 +105,61 @@ describe('OpenSSH sftp -b with a key', () => {
     expect(md5(fs.readFileSync(path.join(s.work, 'scp.bin')))).toBe(md5(small));
   });
 
-  it('uploads, renames a temporary name to its final one, removes, and makes and removes directories', async () => {
-    const local = path.join(s.work, 'up.bin');
-    const bytes = bytesOf(300_000, 9);
-    fs.writeFileSync(local, bytes);
-    const r = await batch(alice.file, 'alice', [
-      'put up.bin /DEST/in/new.bin',
-      'put up.bin /DEST/in/.final.bin',
-      'put up.bin /DEST/in/gone.bin',
-      'rm /DEST/in/gone.bin',
-      'mkdir /DEST/empty',
-      'ls -1 /DEST',
-      'rmdir /DEST/empty',
-      '-rmdir /DEST/in',
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.toString()).toMatch(/^\/DEST\/empty$/m);
-    const transfer = async (target: string) =>
-      (await s.h.db.select().from(dataTransfers).where(eq(dataTransfers.target, target))).at(-1);
-    expect(await transfer('in/new.bin')).toMatchObject({ destination: 'DEST', status: 'WAIT' });
-    expect(await transfer('in/.final.bin')).toMatchObject({ status: 'HOLD' });
-    const [file] = await s.h.db
-      .select()
-      .from(dataFiles)
-      .where(eq(dataFiles.id, (await transfer('in/new.bin'))!.dataFileId));
-    expect(file).toMatchObject({ size: 300_000, registeredBy: 'portal:alice' });
-    expect(md5(fs.readFileSync(file!.source))).toBe(md5(bytes));
-    expect(inh().find((l) => l.FileName === 'in/new.bin')).toMatchObject({
-      Action: 'upload',
-      TransferProtocol: 'sftp',
-    });
-    expect(await s.h.ports.repos.portal.file('DEST', 'in/gone.bin', new Date())).toBeNull();
+  it(
+    'uploads, renames a temporary name to its final one, removes, and makes and removes directories',
+    needs('sftp'),
+    async () => {
+      const local = path.join(s.work, 'up.bin');
+      const bytes = bytesOf(300_000, 9);
+      fs.writeFileSync(local, bytes);
+      const r = await batch(alice.file, 'alice', [
+        'put up.bin /DEST/in/new.bin',
+        'put up.bin /DEST/in/.final.bin',
+        'put up.bin /DEST/in/gone.bin',
+        'rm /DEST/in/gone.bin',
+        'mkdir /DEST/empty',
+        'ls -1 /DEST',
+        'rmdir /DEST/empty',
+        '-rmdir /DEST/in',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.toString()).toMatch(/^\/DEST\/empty$/m);
+      const transfer = async (target: string) =>
+        (await s.h.db.select().from(dataTransfers).where(eq(dataTransfers.target, target))).at(-1);
+      expect(await transfer('in/new.bin')).toMatchObject({ destination: 'DEST', status: 'WAIT' });
+      expect(await transfer('in/.final.bin')).toMatchObject({ status: 'HOLD' });
+      const [file] = await s.h.db
+        .select()
+        .from(dataFiles)
+        .where(eq(dataFiles.id, (await transfer('in/new.bin'))!.dataFileId));
+      expect(file).toMatchObject({ size: 300_000, registeredBy: 'portal:alice' });
+      expect(md5(fs.readFileSync(file!.source))).toBe(md5(bytes));
+      expect(inh().find((l) => l.FileName === 'in/new.bin')).toMatchObject({
+        Action: 'upload',
+        TransferProtocol: 'sftp',
+      });
+      expect(await s.h.ports.repos.portal.file('DEST', 'in/gone.bin', new Date())).toBeNull();
 
-    const renamed = await batch(alice.file, 'alice', [
-      'rename /DEST/in/.final.bin /DEST/in/final.bin',
-      'ls -1 /DEST/in',
-    ]);
-    expect(renamed.code, renamed.stderr).toBe(0);
-    expect(
-      renamed.stdout
-        .toString()
-        .split('\n')
-        .filter((l) => !l.startsWith('sftp>')),
-    ).toEqual(['/DEST/in/final.bin', '/DEST/in/new.bin', '']);
-    const final = await s.h.ports.repos.portal.file('DEST', 'in/final.bin', new Date());
-    expect(final).toMatchObject({ status: 'WAIT', size: 300_000 });
-    expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
-    expect(await s.h.ports.repos.portal.file('DEST', 'in/.final.bin', new Date())).toBeNull();
-  });
+      const renamed = await batch(alice.file, 'alice', [
+        'rename /DEST/in/.final.bin /DEST/in/final.bin',
+        'ls -1 /DEST/in',
+      ]);
+      expect(renamed.code, renamed.stderr).toBe(0);
+      expect(
+        renamed.stdout
+          .toString()
+          .split('\n')
+          .filter((l) => !l.startsWith('sftp>')),
+      ).toEqual(['/DEST/in/final.bin', '/DEST/in/new.bin', '']);
+      const final = await s.h.ports.repos.portal.file('DEST', 'in/final.bin', new Date());
+      expect(final).toMatchObject({ status: 'WAIT', size: 300_000 });
+      expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
+      expect(await s.h.ports.repos.portal.file('DEST', 'in/.final.bin', new Date())).toBeNull();
+    },
+  );
 });
 
-describe('temporary names of uploads', () => {
+describe('temporary names of uploads', needs('ssh-keygen'), () => {
   /** The newest transfer of a path of a destination. */
   const transfer = async (destination: string, target: string) =>
     (
@@ -165,63 +175,74 @@ describe('temporary names of uploads', () => {
       .split('\n')
       .filter((l) => l !== '' && !l.startsWith('sftp>'));
 
-  it('holds an upload under a name ending in .tmp in standby, and queues it once renamed to a final name', async () => {
-    const bytes = bytesOf(250_000, 11);
-    fs.writeFileSync(path.join(s.work, 'tmp-up.bin'), bytes);
-    const r = await batch(alice.file, 'alice', ['put tmp-up.bin /DEST/tmp/x.bin.tmp', 'ls -1 /DEST/tmp']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'HOLD' });
-    // Only under its temporary name: nothing of the final name is there yet, to list or to queue.
-    expect(listed(r.stdout)).toEqual(['/DEST/tmp/x.bin.tmp']);
-    expect(await transfer('DEST', 'tmp/x.bin')).toBeUndefined();
-    expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date())).toBeNull();
+  it(
+    'holds an upload under a name ending in .tmp in standby, and queues it once renamed to a final name',
+    needs('sftp'),
+    async () => {
+      const bytes = bytesOf(250_000, 11);
+      fs.writeFileSync(path.join(s.work, 'tmp-up.bin'), bytes);
+      const r = await batch(alice.file, 'alice', ['put tmp-up.bin /DEST/tmp/x.bin.tmp', 'ls -1 /DEST/tmp']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'HOLD' });
+      // Only under its temporary name: nothing of the final name is there yet, to list or to queue.
+      expect(listed(r.stdout)).toEqual(['/DEST/tmp/x.bin.tmp']);
+      expect(await transfer('DEST', 'tmp/x.bin')).toBeUndefined();
+      expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date())).toBeNull();
 
-    const renamed = await batch(alice.file, 'alice', ['rename /DEST/tmp/x.bin.tmp /DEST/tmp/x.bin', 'ls -1 /DEST/tmp']);
-    expect(renamed.code, renamed.stderr).toBe(0);
-    expect(listed(renamed.stdout)).toEqual(['/DEST/tmp/x.bin']);
-    const final = await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date());
-    expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
-    expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
-    expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin.tmp', new Date())).toBeNull();
-    expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'STOP' });
-  });
+      const renamed = await batch(alice.file, 'alice', [
+        'rename /DEST/tmp/x.bin.tmp /DEST/tmp/x.bin',
+        'ls -1 /DEST/tmp',
+      ]);
+      expect(renamed.code, renamed.stderr).toBe(0);
+      expect(listed(renamed.stdout)).toEqual(['/DEST/tmp/x.bin']);
+      const final = await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin', new Date());
+      expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
+      expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
+      expect(await s.h.ports.repos.portal.file('DEST', 'tmp/x.bin.tmp', new Date())).toBeNull();
+      expect(await transfer('DEST', 'tmp/x.bin.tmp')).toMatchObject({ status: 'STOP' });
+    },
+  );
 
-  it("takes the destination's incoming.tmpPattern for temporary names in place of the default", async () => {
-    const bytes = bytesOf(40_000, 12);
-    fs.writeFileSync(path.join(s.work, 'pattern-up.bin'), bytes);
-    const r = await batch(alice.file, 'alice', [
-      'put pattern-up.bin /PARTS/in/a.bin.part',
-      'put pattern-up.bin /PARTS/in/b.bin.tmp',
-      'put pattern-up.bin /PARTS/in/.c.bin',
-      'put pattern-up.bin /PARTS/in/d.part.bin',
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    // The pattern matches whole names: a.bin.part is temporary, d.part.bin is not; .tmp and a
-    // leading dot are final names here.
-    expect(await transfer('PARTS', 'in/a.bin.part')).toMatchObject({ status: 'HOLD' });
-    for (const name of ['b.bin.tmp', '.c.bin', 'd.part.bin']) {
-      expect(await transfer('PARTS', `in/${name}`), name).toMatchObject({ status: 'WAIT' });
-    }
-    const renamed = await batch(alice.file, 'alice', ['rename /PARTS/in/a.bin.part /PARTS/in/a.bin']);
-    expect(renamed.code, renamed.stderr).toBe(0);
-    const final = await s.h.ports.repos.portal.file('PARTS', 'in/a.bin', new Date());
-    expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
-    expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
-    expect(await s.h.ports.repos.portal.file('PARTS', 'in/a.bin.part', new Date())).toBeNull();
+  it(
+    "takes the destination's incoming.tmpPattern for temporary names in place of the default",
+    needs('sftp'),
+    async () => {
+      const bytes = bytesOf(40_000, 12);
+      fs.writeFileSync(path.join(s.work, 'pattern-up.bin'), bytes);
+      const r = await batch(alice.file, 'alice', [
+        'put pattern-up.bin /PARTS/in/a.bin.part',
+        'put pattern-up.bin /PARTS/in/b.bin.tmp',
+        'put pattern-up.bin /PARTS/in/.c.bin',
+        'put pattern-up.bin /PARTS/in/d.part.bin',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      // The pattern matches whole names: a.bin.part is temporary, d.part.bin is not; .tmp and a
+      // leading dot are final names here.
+      expect(await transfer('PARTS', 'in/a.bin.part')).toMatchObject({ status: 'HOLD' });
+      for (const name of ['b.bin.tmp', '.c.bin', 'd.part.bin']) {
+        expect(await transfer('PARTS', `in/${name}`), name).toMatchObject({ status: 'WAIT' });
+      }
+      const renamed = await batch(alice.file, 'alice', ['rename /PARTS/in/a.bin.part /PARTS/in/a.bin']);
+      expect(renamed.code, renamed.stderr).toBe(0);
+      const final = await s.h.ports.repos.portal.file('PARTS', 'in/a.bin', new Date());
+      expect(final).toMatchObject({ status: 'WAIT', size: bytes.length });
+      expect(md5(fs.readFileSync(final!.source))).toBe(md5(bytes));
+      expect(await s.h.ports.repos.portal.file('PARTS', 'in/a.bin.part', new Date())).toBeNull();
 
-    // A pattern that does not compile is left aside: the default applies.
-    const fallback = await batch(alice.file, 'alice', [
-      'put pattern-up.bin /BADPAT/e.bin.tmp',
-      'put pattern-up.bin /BADPAT/f.bin.part',
-    ]);
-    expect(fallback.code, fallback.stderr).toBe(0);
-    expect(await transfer('BADPAT', 'e.bin.tmp')).toMatchObject({ status: 'HOLD' });
-    expect(await transfer('BADPAT', 'f.bin.part')).toMatchObject({ status: 'WAIT' });
-  });
+      // A pattern that does not compile is left aside: the default applies.
+      const fallback = await batch(alice.file, 'alice', [
+        'put pattern-up.bin /BADPAT/e.bin.tmp',
+        'put pattern-up.bin /BADPAT/f.bin.part',
+      ]);
+      expect(fallback.code, fallback.stderr).toBe(0);
+      expect(await transfer('BADPAT', 'e.bin.tmp')).toMatchObject({ status: 'HOLD' });
+      expect(await transfer('BADPAT', 'f.bin.part')).toMatchObject({ status: 'WAIT' });
+    },
+  );
 });
 
-describe('rclone sftp remote', () => {
-  it('lists the tree, copies it, and the copy checks against the sources', async () => {
+describe('rclone sftp remote', needs('ssh-keygen'), () => {
+  it('lists the tree, copies it, and the copy checks against the sources', needs('rclone'), async () => {
     const env = {
       RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
       RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
@@ -246,8 +267,8 @@ describe('rclone sftp remote', () => {
   });
 });
 
-describe('rclone sftp remote uploading', () => {
-  it('copies files into a destination with put, modification times accepted and ignored', async () => {
+describe('rclone sftp remote uploading', needs('ssh-keygen'), () => {
+  it('copies files into a destination with put, modification times accepted and ignored', needs('rclone'), async () => {
     const env = {
       RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
       RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
@@ -291,7 +312,7 @@ describe('rclone sftp remote uploading', () => {
   });
 });
 
-describe('who gets in, and where', () => {
+describe('who gets in, and where', needs('ssh-keygen'), () => {
   it('takes passwords through the login check, and refuses a wrong one with a DEA line', async () => {
     expect(await logsIn(s.sftp.port, { username: 'alice', password: 'Secret-1' })).toBe(true);
     expect(await logsIn(s.sftp.port, { username: 'alice', password: 'wrong' })).toBe(false);
@@ -302,7 +323,7 @@ describe('who gets in, and where', () => {
     });
   });
 
-  it("refuses an inactive user, a user excluding sftp, and one user's key for another", async () => {
+  it("refuses an inactive user, a user excluding sftp, and one user's key for another", needs('sftp'), async () => {
     expect(await logsIn(s.sftp.port, { username: 'carol', password: 'Secret-4' })).toBe(false);
     expect(dea().at(-1)).toMatchObject({ UserId: 'carol', Message: 'Disabled' });
     expect(await logsIn(s.sftp.port, { username: 'dave', password: 'Secret-5' })).toBe(false);
@@ -346,7 +367,7 @@ describe('who gets in, and where', () => {
     }
   });
 
-  it('refuses what the user has no permission for', async () => {
+  it('refuses what the user has no permission for', needs('sftp'), async () => {
     fs.writeFileSync(path.join(s.work, 'x.bin'), 'x');
     const r = await batch(reader.file, 'reader', ['put x.bin /DEST/x.bin']);
     expect(r.code).not.toBe(0);
@@ -368,8 +389,8 @@ describe('who gets in, and where', () => {
   });
 });
 
-describe('limits and large directories', () => {
-  it("counts open downloads against portal.maxConnections, with the HTTPS portal's", async () => {
+describe('limits and large directories', needs('ssh-keygen'), () => {
+  it("counts open downloads against portal.maxConnections, with the HTTPS portal's", needs('curl'), async () => {
     await s.h.ports.repos.portal.setOption('reader', 'portal.maxConnections', '1');
     const { client, sftp } = await connect(s.sftp.port, { username: 'reader', password: 'Secret-3' });
     try {

@@ -8,6 +8,8 @@ import { optionLine } from '../../../core/hosts/options.ts';
 import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { WIS2_OPTIONS } from '../../../core/wis2/options.ts';
 import { destinations, wis2Outbox } from '../../../db/schema.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
 import {
   expectValidMessage,
@@ -73,7 +75,7 @@ beforeAll(async () => {
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password, grant: ['put', 'delete'] }, []);
   publisher = publisherOf(s, broker.url, s.h.db, { pollMs: 600_000 });
   wake = publisher.wake;
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await publisher?.stop();
   await sub?.close();
@@ -81,7 +83,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-describe('a delete', () => {
+describe('a delete', needs('mosquitto'), () => {
   it('wakes the publisher: its deletion follows the new file at once, from the API and from the portal', async () => {
     const topic = await destination('GONE');
     const first = await putFile(s.h, s.admin, s.sources, 'GONE', 'a.bin', bytesOf(300, 1));
@@ -106,45 +108,49 @@ describe('a delete', () => {
   });
 });
 
-describe('an expiry', () => {
-  it('is announced as a deletion by the sweep, once, and not for a file deleted before', async () => {
-    const topic = await destination('EXPIRY');
-    await putFor('EXPIRY', 'old.bin', '1s');
-    const deleted = await putFor('EXPIRY', 'deleted.bin', '1s');
-    await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'kept.bin', bytesOf(10, 3));
-    await sub.on(topic, 3); // a file deleted before its notice went out is not announced at all
-    const del = await s.h.call('DELETE', `/v1/datafile/del?id=${deleted.id}`, { auth: s.admin });
-    expect(del.status, del.text).toBe(200);
-    await sub.on(topic, 4);
+describe('an expiry', needs('mosquitto'), () => {
+  it(
+    'is announced as a deletion by the sweep, once, and not for a file deleted before',
+    async () => {
+      const topic = await destination('EXPIRY');
+      await putFor('EXPIRY', 'old.bin', '1s');
+      const deleted = await putFor('EXPIRY', 'deleted.bin', '1s');
+      await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'kept.bin', bytesOf(10, 3));
+      await sub.on(topic, 3); // a file deleted before its notice went out is not announced at all
+      const del = await s.h.call('DELETE', `/v1/datafile/del?id=${deleted.id}`, { auth: s.admin });
+      expect(del.status, del.text).toBe(200);
+      await sub.on(topic, 4);
 
-    await new Promise((r) => setTimeout(r, 1100)); // both short lifetimes end
-    await sweepExpired(s.h.ports);
-    const [, , , , expired] = await sub.on(topic, 5);
-    const link = expectValidMessage(expired!, { topic, dataId: 'EXPIRY/old.bin', rel: LINK_RELATIONS.deletion });
-    expect(link.length).toBe(100);
-    expect(expired!.message.properties.integrity?.method).toBe('sha512');
+      await new Promise((r) => setTimeout(r, 1100)); // both short lifetimes end
+      await sweepExpired(s.h.ports);
+      const [, , , , expired] = await sub.on(topic, 5);
+      const link = expectValidMessage(expired!, { topic, dataId: 'EXPIRY/old.bin', rel: LINK_RELATIONS.deletion });
+      expect(link.length).toBe(100);
+      expect(expired!.message.properties.integrity?.method).toBe('sha512');
 
-    // Swept again: nothing more to tell. A later put is the next message.
-    await sweepExpired(s.h.ports);
-    await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'after.bin', bytesOf(10, 4));
-    const messages = await sub.on(topic, 6);
-    expect(shape(messages)).toEqual([
-      ['EXPIRY/old.bin', LINK_RELATIONS.new],
-      ['EXPIRY/deleted.bin', LINK_RELATIONS.new],
-      ['EXPIRY/kept.bin', LINK_RELATIONS.new],
-      ['EXPIRY/deleted.bin', LINK_RELATIONS.deletion],
-      ['EXPIRY/old.bin', LINK_RELATIONS.deletion],
-      ['EXPIRY/after.bin', LINK_RELATIONS.new],
-    ]);
-    const rows = await s.h.db
-      .select()
-      .from(wis2Outbox)
-      .where(and(eq(wis2Outbox.destination, 'EXPIRY'), eq(wis2Outbox.kind, 'deletion')));
-    expect(rows.map((r) => [r.target, r.outcome]).sort()).toEqual([
-      ['deleted.bin', 'published'],
-      ['old.bin', 'published'],
-    ]);
-  }, 20_000);
+      // Swept again: nothing more to tell. A later put is the next message.
+      await sweepExpired(s.h.ports);
+      await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'after.bin', bytesOf(10, 4));
+      const messages = await sub.on(topic, 6);
+      expect(shape(messages)).toEqual([
+        ['EXPIRY/old.bin', LINK_RELATIONS.new],
+        ['EXPIRY/deleted.bin', LINK_RELATIONS.new],
+        ['EXPIRY/kept.bin', LINK_RELATIONS.new],
+        ['EXPIRY/deleted.bin', LINK_RELATIONS.deletion],
+        ['EXPIRY/old.bin', LINK_RELATIONS.deletion],
+        ['EXPIRY/after.bin', LINK_RELATIONS.new],
+      ]);
+      const rows = await s.h.db
+        .select()
+        .from(wis2Outbox)
+        .where(and(eq(wis2Outbox.destination, 'EXPIRY'), eq(wis2Outbox.kind, 'deletion')));
+      expect(rows.map((r) => [r.target, r.outcome]).sort()).toEqual([
+        ['deleted.bin', 'published'],
+        ['old.bin', 'published'],
+      ]);
+    },
+    scaled(20_000),
+  );
 });
 
 /** PUT /v1/destination/backup of destinations with these options texts. */
@@ -160,7 +166,7 @@ function restore(entries: Array<[name: string, data: string]>) {
   return s.h.call('PUT', '/v1/destination/backup', { auth: s.admin, body });
 }
 
-describe('WIS2 options written by a restore', () => {
+describe('WIS2 options written by a restore', needs('mosquitto'), () => {
   it('are taken when valid, and the restored destination publishes on its topic', async () => {
     const topic = 'origin/a/wis2/xx-ecpds/data/recommended/restored';
     const geometry = JSON.stringify({ type: 'Point', coordinates: [5.5, 51.2] });

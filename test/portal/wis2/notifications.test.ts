@@ -6,6 +6,8 @@ import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { openPostgres } from '../../../db/client.ts';
 import { wis2OutboxRepo } from '../../../db/repositories/wis2-outbox.ts';
 import { wis2Outbox } from '../../../db/schema.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
 import {
   expectDownloadMatches,
@@ -56,7 +58,7 @@ beforeAll(async () => {
   sub = await subscriber(broker.url);
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password }, []);
   publisher = publisherOf(s, broker.url);
-}, 60_000);
+}, scaled(60_000));
 afterAll(async () => {
   await publisher?.stop();
   await sub?.close();
@@ -64,7 +66,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-describe('a file of a destination with wis2.topic', () => {
+describe('a file of a destination with wis2.topic', needs('mosquitto'), () => {
   it('is announced as new when put, as updated when put again by force, and as deleted', async () => {
     const topic = await destination('LIFE');
     const first = await putFile(s.h, s.admin, s.sources, 'LIFE', 'obs/synop 1.bufr', bytesOf(5000, 1));
@@ -140,7 +142,7 @@ describe('a file of a destination with wis2.topic', () => {
   });
 });
 
-describe('a destination without wis2.topic', () => {
+describe('a destination without wis2.topic', needs('mosquitto'), () => {
   it('publishes nothing', async () => {
     await destination('QUIET', { topic: false });
     const topic = await destination('LOUD');
@@ -152,70 +154,79 @@ describe('a destination without wis2.topic', () => {
   });
 });
 
-describe('a broker that is down', () => {
-  it('delays the messages, which come in order once it is back, none lost, none twice', async () => {
-    const topic = await destination('OUTAGE');
-    await broker.stop();
-    const targets = Array.from({ length: 8 }, (_, i) => `f${i}.bin`);
-    for (const [i, target] of targets.entries()) {
-      await putFile(s.h, s.admin, s.sources, 'OUTAGE', target, bytesOf(100 + i, 10 + i));
-    }
-    await broker.start();
-    await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'after.bin', bytesOf(10, 30));
-    const messages = await sub.on(topic, targets.length + 1);
-    expect(messages.map((m) => m.message.properties.data_id)).toEqual(
-      [...targets, 'after.bin'].map((t) => `OUTAGE/${t}`),
-    );
-    expect(new Set(messages.map((m) => m.message.id)).size).toBe(messages.length);
-    for (const m of messages) await expectDownloadMatches(m, ALICE);
-    // One publisher keeps the order: a message sent twice would come before the next one.
-    await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'last.bin', bytesOf(10, 31));
-    const all = await sub.on(topic, targets.length + 2);
-    expect(all.at(-1)!.message.properties.data_id).toBe('OUTAGE/last.bin');
-    expect(all).toHaveLength(targets.length + 2);
-  }, 60_000);
+describe('a broker that is down', needs('mosquitto'), () => {
+  it(
+    'delays the messages, which come in order once it is back, none lost, none twice',
+    async () => {
+      const topic = await destination('OUTAGE');
+      await broker.stop();
+      const targets = Array.from({ length: 8 }, (_, i) => `f${i}.bin`);
+      for (const [i, target] of targets.entries()) {
+        await putFile(s.h, s.admin, s.sources, 'OUTAGE', target, bytesOf(100 + i, 10 + i));
+      }
+      await broker.start();
+      await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'after.bin', bytesOf(10, 30));
+      const messages = await sub.on(topic, targets.length + 1);
+      expect(messages.map((m) => m.message.properties.data_id)).toEqual(
+        [...targets, 'after.bin'].map((t) => `OUTAGE/${t}`),
+      );
+      expect(new Set(messages.map((m) => m.message.id)).size).toBe(messages.length);
+      for (const m of messages) await expectDownloadMatches(m, ALICE);
+      // One publisher keeps the order: a message sent twice would come before the next one.
+      await putFile(s.h, s.admin, s.sources, 'OUTAGE', 'last.bin', bytesOf(10, 31));
+      const all = await sub.on(topic, targets.length + 2);
+      expect(all.at(-1)!.message.properties.data_id).toBe('OUTAGE/last.bin');
+      expect(all).toHaveLength(targets.length + 2);
+    },
+    scaled(60_000),
+  );
 });
 
-describe('two publishers on one database', () => {
-  it("publish each message once, and a topic's messages in order though one publisher is slow", async () => {
-    const url = (s.h.handle as { url?: string }).url;
-    const second = url ? openPostgres(url, { max: 2 }) : null;
-    const topic = await destination('PAIR');
-    const otherTopic = await destination('PAIR_TOO');
-    // Written while no publisher runs, then taken by both at once, a few rows at a time.
-    await publisher.stop();
-    const targets = Array.from({ length: 40 }, (_, i) => `p${String(i).padStart(2, '0')}.bin`);
-    for (const [i, target] of targets.entries()) await putFile(s.h, s.admin, s.sources, 'PAIR', target, bytesOf(50, i));
-    for (const [i, target] of targets.entries()) {
-      await putFile(s.h, s.admin, s.sources, 'PAIR_TOO', target, bytesOf(50, 100 + i));
-    }
-    const slow = publisherOf(s, broker.url, s.h.db, { batch: 4, publishDelayMs: 40 });
-    const other = publisherOf(s, broker.url, second?.db ?? s.h.db, { batch: 4 });
-    try {
-      const messages = await sub.on(topic, targets.length);
-      const otherMessages = await sub.on(otherTopic, targets.length);
-      // Both were running; a row is claimed by one of them only, and a topic's rows one claim after the other.
-      await other.stop();
-      await slow.stop();
-      expect(messages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR/${t}`));
-      expect(otherMessages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR_TOO/${t}`));
-      expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(targets.length);
-      expect(sub.received.filter((r) => r.topic === otherTopic)).toHaveLength(targets.length);
-      expect(slow.handedOver()).toBeGreaterThan(0);
-      expect(other.handedOver()).toBeGreaterThan(0);
-      expect(slow.handedOver() + other.handedOver()).toBe(2 * targets.length);
-      const published = await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'PAIR'));
-      expect(published.map((r) => r.outcome)).toEqual(targets.map(() => 'published'));
-    } finally {
-      await other.stop();
-      await slow.stop();
-      await second?.close();
-      publisher = publisherOf(s, broker.url);
-    }
-  }, 60_000);
+describe('two publishers on one database', needs('mosquitto'), () => {
+  it(
+    "publish each message once, and a topic's messages in order though one publisher is slow",
+    async () => {
+      const url = (s.h.handle as { url?: string }).url;
+      const second = url ? openPostgres(url, { max: 2 }) : null;
+      const topic = await destination('PAIR');
+      const otherTopic = await destination('PAIR_TOO');
+      // Written while no publisher runs, then taken by both at once, a few rows at a time.
+      await publisher.stop();
+      const targets = Array.from({ length: 40 }, (_, i) => `p${String(i).padStart(2, '0')}.bin`);
+      for (const [i, target] of targets.entries())
+        await putFile(s.h, s.admin, s.sources, 'PAIR', target, bytesOf(50, i));
+      for (const [i, target] of targets.entries()) {
+        await putFile(s.h, s.admin, s.sources, 'PAIR_TOO', target, bytesOf(50, 100 + i));
+      }
+      const slow = publisherOf(s, broker.url, s.h.db, { batch: 4, publishDelayMs: 40 });
+      const other = publisherOf(s, broker.url, second?.db ?? s.h.db, { batch: 4 });
+      try {
+        const messages = await sub.on(topic, targets.length);
+        const otherMessages = await sub.on(otherTopic, targets.length);
+        // Both were running; a row is claimed by one of them only, and a topic's rows one claim after the other.
+        await other.stop();
+        await slow.stop();
+        expect(messages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR/${t}`));
+        expect(otherMessages.map((m) => m.message.properties.data_id)).toEqual(targets.map((t) => `PAIR_TOO/${t}`));
+        expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(targets.length);
+        expect(sub.received.filter((r) => r.topic === otherTopic)).toHaveLength(targets.length);
+        expect(slow.handedOver()).toBeGreaterThan(0);
+        expect(other.handedOver()).toBeGreaterThan(0);
+        expect(slow.handedOver() + other.handedOver()).toBe(2 * targets.length);
+        const published = await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'PAIR'));
+        expect(published.map((r) => r.outcome)).toEqual(targets.map(() => 'published'));
+      } finally {
+        await other.stop();
+        await slow.stop();
+        await second?.close();
+        publisher = publisherOf(s, broker.url);
+      }
+    },
+    scaled(60_000),
+  );
 });
 
-describe('the outbox', () => {
+describe('the outbox', needs('mosquitto'), () => {
   it('forgets the rows done before a time, and keeps those still to publish', async () => {
     const topic = await destination('PRUNED');
     const later = await put('PRUNED', 'later.bin', bytesOf(10, 120), { at: '+1h' });

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import { scaled } from '../time.ts';
 
 /**
  * A real SMTP server for the tests (smtp-server, on 127.0.0.1 and a port of its own): it requires
@@ -103,7 +104,7 @@ export async function startSmtpReceiver(credentials = { user: 'mailer', password
         const timer = setTimeout(() => {
           waiters.delete(check);
           reject(new Error(`no mail to ${address} arrived`));
-        }, timeoutMs);
+        }, scaled(timeoutMs));
         if (!check()) waiters.add(check);
       });
     },

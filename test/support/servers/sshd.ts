@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../processes.ts';
+import { requireTools } from '../tools.ts';
 
 /**
  * A real OpenSSH server for the SFTP method's tests and benchmark: its own configuration, host
@@ -41,7 +42,8 @@ export interface Sshd {
 
 /** Why the real-sshd suites cannot run here, or null when they can. */
 export function sshdMissing(): string | null {
-  if (!fs.existsSync(SSHD)) return `${SSHD} is not installed (Debian: apt-get install openssh-server)`;
+  const missing = requireTools('sshd');
+  if (missing) return missing;
   if (process.getuid?.() !== 0) return 'the sshd tests create a local user and need root';
   return null;
 }
