@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_READ_LENGTH } from '../../../functions/portal-sftp/file-handles.ts';
+import { scaled } from '../../support/time.ts';
+import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, md5, putFile, tool } from '../support.ts';
 import { call, connect, type SftpScene, sftpScene } from './support.ts';
 
@@ -76,7 +78,10 @@ describe('a READ longer than the server answers', () => {
     }
   });
 
-  it('leaves OpenSSH sftp with reads of 1 MiB and rclone downloading the whole file byte-exact', async () => {
+  it('leaves OpenSSH sftp with reads of 1 MiB and rclone downloading the whole file byte-exact', {
+    ...needs('sftp', 'rclone'),
+    timeout: scaled(120_000),
+  }, async () => {
     const batch = path.join(s.work, 'batch');
     fs.writeFileSync(batch, 'get /DEST/large.bin by-openssh.bin\n');
     const openssh = await tool(
@@ -103,5 +108,5 @@ describe('a READ longer than the server answers', () => {
     const copied = await tool('rclone', ['copy', 'portal:DEST/large.bin', out], { env });
     expect(copied.code, copied.stderr).toBe(0);
     expect(fileDigest(path.join(out, 'large.bin'))).toBe(digest);
-  }, 120_000);
+  });
 });
