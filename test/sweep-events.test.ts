@@ -271,7 +271,7 @@ describe.skipIf(onPostgres())('command line', () => {
     'sweep runs once and fails the expired transfers of the data dir',
     async () => {
       expect((await cli('sweep')).stdout).toBe(
-        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\nStale multipart uploads aborted: 0.\n',
       );
       // the command runs on the real clock: this transfer expired a minute ago
       const scheduled = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000);
@@ -295,7 +295,7 @@ describe.skipIf(onPostgres())('command line', () => {
         await handle.close();
       }
       expect((await cli('sweep')).stdout).toBe(
-        'Expired transfers failed: 1.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+        'Expired transfers failed: 1.\nPurged: 0 transfers, 0 history rows, 0 data files.\nStale multipart uploads aborted: 0.\n',
       );
       const last = logLines().at(-1)!;
       expect(last).toMatch(
@@ -306,7 +306,7 @@ describe.skipIf(onPostgres())('command line', () => {
         ),
       );
       expect((await cli('sweep')).stdout).toBe(
-        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\n',
+        'Expired transfers failed: 0.\nPurged: 0 transfers, 0 history rows, 0 data files.\nStale multipart uploads aborted: 0.\n',
       );
     },
     SLOW,
