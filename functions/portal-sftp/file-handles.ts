@@ -1,5 +1,5 @@
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
+import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import type { PortalTransfer } from '../../core/portal/transfers.ts';
 

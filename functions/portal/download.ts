@@ -2,7 +2,7 @@ import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
 import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
-import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
+import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
 import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
