@@ -1,4 +1,4 @@
-import { conflict, ServiceError } from '../../core/common/errors.ts';
+import { conflict } from '../../core/common/errors.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { uploadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
