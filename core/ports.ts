@@ -9,9 +9,9 @@ import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
 import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
-import type { DownloadLedger } from './portal/download-quota.ts';
 import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
+import type { QuotaLedger } from './portal/quota-ledger.ts';
 import type { RetentionRepo } from './retention/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
@@ -36,8 +36,10 @@ export interface Ports {
   failedAuth: FailedAuthLimits;
   /** The portal's successful logins of the last moment (see PortalLoginMemory). */
   portalLogins: PortalLoginMemory;
-  /** What the portal's running downloads sent, per user, against its download quota (see DownloadLedger). */
-  portalDownloads: DownloadLedger;
+  /** What the portal's running downloads sent, per user, against its download quota (see QuotaLedger). */
+  portalDownloads: QuotaLedger;
+  /** What the portal's running uploads received, per user, against its upload quota. */
+  portalUploads: QuotaLedger;
   /** Publishes a destination's HTML note to the external monitoring system; null when not configured. */
   notes: NotePublisher | null;
   /** PRS/ERR event entries, one line each (a file or stdout on Node, console output on Workers). */

@@ -7,21 +7,21 @@ import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
 import { httpNotePublisher } from '../core/metadata/notes.ts';
-import { DownloadLedger } from '../core/portal/download-quota.ts';
 import { PortalLoginMemory } from '../core/portal/login-memory.ts';
+import { QuotaLedger } from '../core/portal/quota-ledger.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
 
 /**
  * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
- * authentications, the portal's logins of the last moment and its running downloads, reference data
+ * authentications, the portal's logins of the last moment and its running downloads and uploads, reference data
  * and rendered lists.
  * Never a database client or a request's I/O.
  */
 export type ProcessState = Pick<
   Ports,
-  'credentialCache' | 'failedAuth' | 'portalLogins' | 'portalDownloads' | 'memo' | 'views'
+  'credentialCache' | 'failedAuth' | 'portalLogins' | 'portalDownloads' | 'portalUploads' | 'memo' | 'views'
 >;
 
 export interface ProcessStateOptions {
@@ -40,7 +40,8 @@ export function createProcessState(options: ProcessStateOptions = {}): ProcessSt
       sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     },
     portalLogins: new PortalLoginMemory(crypto.getRandomValues(new Uint8Array(32))),
-    portalDownloads: new DownloadLedger(),
+    portalDownloads: new QuotaLedger(),
+    portalUploads: new QuotaLedger(),
     memo: createMemo(),
     views: createViewCache(),
   };

@@ -2,9 +2,9 @@ import { deaEvent, inhEvent } from '../common/events.ts';
 import type { Ports } from '../ports.ts';
 import type { PortalIdentity } from './access.ts';
 import { PortalLoginRefused } from './access.ts';
-import { DOWNLOAD_QUOTA_EXCEEDED, type DownloadMeter } from './download-quota.ts';
 import { connectionsExceeded } from './login.ts';
 import type { PortalFile } from './ports.ts';
+import { DOWNLOAD_QUOTA_EXCEEDED, type QuotaMeter, uploadQuotaExceeded } from './quota-ledger.ts';
 
 /** How long a running transfer's count holds without renewal: a server that died frees it after this. */
 export const PORTAL_CONNECTION_LEASE_MS = 60_000;
@@ -15,14 +15,19 @@ export interface PortalTransferStart {
   server: string;
   address: string;
   action: 'download' | 'upload';
+  /** Its bytes were counted against the quota already (a multipart upload's, as its parts came): not metered. */
+  counted?: boolean;
 }
 
 export interface PortalTransfer {
   /**
-   * How many of `bytes` may go now, asked before they are sent: a download stops at its user's
-   * download quota, shared with the user's other downloads (DownloadLedger); an upload is not held here.
+   * How many of `bytes` may go now, asked before they are sent (a download) or kept (an upload): a
+   * transfer stops at its user's quota of its direction, shared with the user's other transfers of
+   * that direction running at once (QuotaLedger).
    */
   allow(bytes: number): number;
+  /** What the quota leaves now to the user's transfers of this direction; Infinity when there is none. */
+  left(): number;
   /**
    * Ends the transfer: frees its connection, adds its bytes to the user's traffic and writes its INH
    * line (when `file` names what moved; a transfer that moved nothing of a file writes none).
@@ -38,7 +43,8 @@ export interface PortalTransfer {
 /**
  * Counts a download or upload against the user's `portal.maxConnections` on every server, for as
  * long as it runs: the count is renewed while it runs, and lapses if this server dies. Throws
- * PortalLoginRefused (over its limit), with its DEA line, when the user already has that many running.
+ * PortalLoginRefused (over its limit), with its DEA line, when the user already has that many running
+ * or its download quota is spent; the upload quota's error when its upload quota is.
  */
 export async function startPortalTransfer(
   ports: Ports,
@@ -47,7 +53,8 @@ export async function startPortalTransfer(
 ): Promise<PortalTransfer> {
   const startedAt = ports.clock();
   const context = `${start.protocol}:${start.address}`;
-  const meter = start.action === 'download' ? await downloadMeter(ports, who, startedAt) : null;
+  const meter = start.counted ? null : await quotaMeter(ports, who, start.action, startedAt);
+  if (meter === 'spent' && start.action === 'upload') throw uploadQuotaExceeded();
   if (meter === 'spent') {
     ports.events.write(deaEvent({ at: startedAt, userId: who.userId, message: DOWNLOAD_QUOTA_EXCEEDED, context }));
     throw new PortalLoginRefused(true);
@@ -76,6 +83,7 @@ export async function startPortalTransfer(
   let finished = false;
   return {
     allow: (bytes) => (meter === null ? bytes : meter.allow(bytes)),
+    left: () => (meter === null ? Number.POSITIVE_INFINITY : meter.left()),
     async finish({ bytes, file, trafficBytes = bytes }) {
       if (finished) return;
       finished = true;
@@ -120,13 +128,20 @@ export async function startPortalTransfer(
 }
 
 /**
- * The download's share of the user's download quota, from the traffic stored for the quota's
+ * The transfer's share of the user's quota of its direction, from the traffic stored for the quota's
  * period: `spent` when nothing is left of it, null when the user has none (nothing is metered).
  */
-async function downloadMeter(ports: Ports, who: PortalIdentity, now: Date): Promise<DownloadMeter | 'spent' | null> {
-  const quota = who.settings.download;
+async function quotaMeter(
+  ports: Ports,
+  who: PortalIdentity,
+  action: PortalTransferStart['action'],
+  now: Date,
+): Promise<QuotaMeter | 'spent' | null> {
+  const upload = action === 'upload';
+  const quota = upload ? who.settings.upload : who.settings.download;
   if (quota === null) return null;
   const since = new Date(now.getTime() - quota.periodMs);
-  const stored = (await ports.repos.portal.trafficSince(who.userId, since)).downloadBytes;
-  return ports.portalDownloads.open(who.userId, quota, stored) ?? 'spent';
+  const traffic = await ports.repos.portal.trafficSince(who.userId, since);
+  const ledger = upload ? ports.portalUploads : ports.portalDownloads;
+  return ledger.open(who.userId, quota, upload ? traffic.uploadBytes : traffic.downloadBytes) ?? 'spent';
 }

@@ -1,6 +1,6 @@
 import type { SourceReader } from '../../core/dissemination/send.ts';
-import { downloadQuotaExceeded } from '../../core/portal/download-quota.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
+import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
 import type { PortalTransfer } from '../../core/portal/transfers.ts';
 
 /**

@@ -1,6 +1,7 @@
-import { conflict, ServiceError } from '../../core/common/errors.ts';
+import { conflict } from '../../core/common/errors.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
+import { uploadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
 import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import { isSafeSegment } from '../../core/portal/tree.ts';
@@ -105,7 +106,7 @@ export interface Uploaded {
 
 /**
  * One upload into the tree: counted as a transfer of the user (its connection limit, its upload
- * quota, which it may not go over), stored, then registered as datafile/put registers a file. The
+ * quota, which it and the user's other uploads running may not go over together), stored, then registered as datafile/put registers a file. The
  * INH line and traffic carry the bytes received, whatever happens to them.
  */
 export async function receiveUpload(
@@ -121,19 +122,23 @@ export async function receiveUpload(
     throw new PortalAnswer(plain(400, 'Uploads are not possible to this destination'));
   }
   const who = visitor.identity;
-  const allowance = deps.counted ? Number.POSITIVE_INFINITY : await uploadAllowance(ports, visitor);
-  if (declaredLength !== null && declaredLength > allowance) throw quotaExceeded();
+  // The upload quota is shared with the user's other uploads running: each chunk is asked for as it comes.
   const transfer = await startPortalTransfer(ports, who, {
     protocol: deps.protocol ?? HTTPS,
     server: deps.serverName,
     address: deps.address,
     action: 'upload',
+    counted: deps.counted,
   });
+  if (declaredLength !== null && declaredLength > transfer.left()) {
+    await transfer.finish({ bytes: 0, file: null });
+    throw quotaExceeded();
+  }
   let bytes = 0;
   async function* counted() {
     for await (const chunk of body) {
       bytes += chunk.byteLength;
-      if (bytes > allowance) throw quotaExceeded();
+      if (transfer.allow(chunk.byteLength) < chunk.byteLength) throw quotaExceeded();
       yield chunk;
     }
   }
@@ -181,17 +186,7 @@ const discarding = (received: ReceivedUpload) => async (e: unknown) => {
 /** A server that keeps no uploads (a Worker: no place every mover reads back from). */
 export const uploadsUnavailable = () => plain(501, 'Uploads are not available on this server');
 
-export const quotaExceeded = () => new ServiceError('throttled', 'Upload quota exceeded', 60);
-
-/** Bytes the user may still upload now: what its rolling quota leaves, or no limit. */
-export async function uploadAllowance(ports: Ports, visitor: Pick<Visitor, 'identity'>) {
-  const { userId, settings } = visitor.identity;
-  if (settings.upload === null) return Number.POSITIVE_INFINITY;
-  const since = new Date(ports.clock().getTime() - settings.upload.periodMs);
-  const left = settings.upload.maxBytes - (await ports.repos.portal.trafficSince(userId, since)).uploadBytes;
-  if (left <= 0) throw quotaExceeded();
-  return left;
-}
+export const quotaExceeded = uploadQuotaExceeded;
 
 /** A file or directory in the way of an upload's path. */
 export const inTheWay = (path: string) => conflict(`Cannot upload ${path}: another file or directory is in the way`);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { STREAMING_PAYLOAD, STREAMING_UNSIGNED_TRAILER } from '../../../core/portal/s3-signature.ts';
 import { startPortalTransfer } from '../../../core/portal/transfers.ts';
-import { quotaExceeded, receiveUpload, uploadAllowance } from '../upload.ts';
+import { quotaExceeded, receiveUpload } from '../upload.ts';
 import { awsChunkedBody } from './chunked.ts';
 import { notImplemented, S3Failure } from './errors.ts';
 import type { S3Request } from './index.ts';
@@ -66,25 +66,25 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
       `Your proposed upload exceeds the maximum allowed size of a part (${maxPartBytes} bytes).`,
     );
   if (payload.length !== null && payload.length > maxPartBytes) throw tooLarge();
-  // A part counts against the user's connections while it comes, and its bytes against the quota.
-  const allowance = await uploadAllowance(r.ports, r.visitor);
-  if (payload.length !== null && payload.length > allowance) throw quotaExceeded();
-  let bytes = 0;
-  async function* counted() {
-    for await (const chunk of payload.body) {
-      bytes += chunk.byteLength;
-      if (bytes > maxPartBytes) throw tooLarge();
-      if (bytes > allowance) throw quotaExceeded();
-      yield chunk;
-    }
-  }
+  // A part counts against the user's connections while it comes, and its bytes against the quota,
+  // shared with the user's other uploads and parts running.
   const transfer = await startPortalTransfer(r.ports, r.visitor.identity, {
     protocol: S3,
     server: r.options.serverName,
     address: r.address,
     action: 'upload',
   });
+  let bytes = 0;
+  async function* counted() {
+    for await (const chunk of payload.body) {
+      bytes += chunk.byteLength;
+      if (bytes > maxPartBytes) throw tooLarge();
+      if (transfer.allow(chunk.byteLength) < chunk.byteLength) throw quotaExceeded();
+      yield chunk;
+    }
+  }
   try {
+    if (payload.length !== null && payload.length > transfer.left()) throw quotaExceeded();
     const part = await store.receivePart(uploadId, Number(partNumber), counted());
     if (payload.length !== null && part.bytes !== payload.length) {
       throw new S3Failure(

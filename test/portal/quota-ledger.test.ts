@@ -1,16 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { DownloadLedger } from '../../core/portal/download-quota.ts';
+import { QuotaLedger } from '../../core/portal/quota-ledger.ts';
 
-/** The decision behind the download quota as bytes go: what each of a user's downloads may still send. */
+/** The decision behind the portal's quotas as bytes move: what each of a user's transfers may still move. */
 const quota = { maxBytes: 1000, periodMs: 60_000 };
 
-describe('DownloadLedger', () => {
+describe('QuotaLedger', () => {
   it('shares what is left between the downloads running, and gives the last bytes to whoever asks first', () => {
-    const ledger = new DownloadLedger();
+    const ledger = new QuotaLedger();
     const a = ledger.open('u', quota, 100)!;
     const b = ledger.open('u', quota, 100)!;
     expect(a.allow(600)).toBe(600);
+    expect(b.left()).toBe(300);
     expect(b.allow(600)).toBe(300);
+    expect(a.left()).toBe(0);
     expect(a.allow(1)).toBe(0);
     expect(b.allow(1)).toBe(0);
     // Another user's quota is its own.
@@ -18,7 +20,7 @@ describe('DownloadLedger', () => {
   });
 
   it('counts what an ended download stored once, and what another process stored too', () => {
-    const ledger = new DownloadLedger();
+    const ledger = new QuotaLedger();
     const a = ledger.open('u', quota, 0)!;
     const b = ledger.open('u', quota, 0)!;
     expect(a.allow(400)).toBe(400);
@@ -30,7 +32,7 @@ describe('DownloadLedger', () => {
   });
 
   it('refuses a download once the quota is spent, and forgets a user once its downloads ended', () => {
-    const ledger = new DownloadLedger();
+    const ledger = new QuotaLedger();
     expect(ledger.open('u', quota, 1000)).toBeNull();
     const a = ledger.open('u', quota, 0)!;
     expect(a.allow(1000)).toBe(1000);
