@@ -2,7 +2,7 @@
  * How far the multipart uploads of S3 may go on a server: S3's own bounds (10,000 parts of at most
  * 5 GiB) unless configured lower, a number of uploads a user may have open at once, and how long an
  * upload may stay open before it is aborted and its parts removed. Their bytes count against the
- * user's upload quota as each part arrives.
+ * user's upload quota as each part arrives, shared with the user's other running uploads.
  */
 export interface MultipartLimits {
   /** The highest part number, and so the most parts an upload has. */

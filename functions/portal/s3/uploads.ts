@@ -12,8 +12,9 @@ import { completedParts, completeMultipartXml, initiateMultipartXml, xmlAnswer }
  * Uploads through the S3 endpoint, as the HTTPS portal's (functions/portal/upload.ts): stored
  * whole, then registered as datafile/put registers a file, counted as the user's transfers. A
  * payload hash or Content-MD5 the client gives is checked before the file is placed. A multipart
- * upload's parts count against the upload quota as they arrive (the file they make counts no
- * more), within the store's limits: parts, their size, uploads open at once.
+ * upload's parts count against the upload quota as they arrive, together with the user's other
+ * running uploads (the file they make counts no more), within the store's limits: parts, their
+ * size, uploads open at once.
  */
 
 const MAX_COMPLETE_BODY = 1024 * 1024;
