@@ -6,7 +6,7 @@ import { MAX_READ_LENGTH } from '../../../functions/portal-sftp/file-handles.ts'
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, md5, putFile, tool } from '../support.ts';
-import { call, connect, type SftpScene, sftpScene } from './support.ts';
+import { call, connect, rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
 
 /**
  * A READ's length is the client's to choose, up to 4 GiB: the server answers at most
@@ -94,16 +94,7 @@ describe('a READ longer than the server answers', () => {
     expect(openssh.code, openssh.stderr).toBe(0);
     expect(fileDigest(path.join(s.work, 'by-openssh.bin'))).toBe(digest);
 
-    const env = {
-      RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
-      RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
-      RCLONE_CONFIG_PORTAL_PORT: String(s.sftp.port),
-      RCLONE_CONFIG_PORTAL_USER: 'reader',
-      RCLONE_CONFIG_PORTAL_KEY_FILE: reader.file,
-      RCLONE_CONFIG_PORTAL_SHELL_TYPE: 'none',
-      RCLONE_CONFIG_PORTAL_DISABLE_HASHCHECK: 'true',
-      RCLONE_CONFIG: '/dev/null',
-    };
+    const env = rcloneSftpEnv(s.sftp.port, 'reader', reader.file);
     const out = path.join(s.work, 'rclone');
     const copied = await tool('rclone', ['copy', 'portal:DEST/large.bin', out], { env });
     expect(copied.code, copied.stderr).toBe(0);

@@ -6,7 +6,7 @@ import { dataFiles, dataTransfers, destinations, portalTraffic } from '../../../
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
-import { call, connect, logsIn, type SftpScene, sftpScene } from './support.ts';
+import { call, connect, logsIn, rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
 
 /**
  * The portal's SFTP server with real clients: OpenSSH's sftp and scp (keys), rclone's sftp remote,
@@ -243,16 +243,7 @@ describe('temporary names of uploads', needs('ssh-keygen'), () => {
 
 describe('rclone sftp remote', needs('ssh-keygen'), () => {
   it('lists the tree, copies it, and the copy checks against the sources', needs('rclone'), async () => {
-    const env = {
-      RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
-      RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
-      RCLONE_CONFIG_PORTAL_PORT: String(s.sftp.port),
-      RCLONE_CONFIG_PORTAL_USER: 'reader',
-      RCLONE_CONFIG_PORTAL_KEY_FILE: reader.file,
-      RCLONE_CONFIG_PORTAL_SHELL_TYPE: 'none',
-      RCLONE_CONFIG_PORTAL_DISABLE_HASHCHECK: 'true',
-      RCLONE_CONFIG: '/dev/null',
-    };
+    const env = rcloneSftpEnv(s.sftp.port, 'reader', reader.file);
     const listed = await tool('rclone', ['lsjson', '-R', 'portal:DEST/dir'], { env });
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout.toString())).toEqual([
@@ -269,16 +260,7 @@ describe('rclone sftp remote', needs('ssh-keygen'), () => {
 
 describe('rclone sftp remote uploading', needs('ssh-keygen'), () => {
   it('copies files into a destination with put, modification times accepted and ignored', needs('rclone'), async () => {
-    const env = {
-      RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
-      RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
-      RCLONE_CONFIG_PORTAL_PORT: String(s.sftp.port),
-      RCLONE_CONFIG_PORTAL_USER: 'alice',
-      RCLONE_CONFIG_PORTAL_KEY_FILE: alice.file,
-      RCLONE_CONFIG_PORTAL_SHELL_TYPE: 'none',
-      RCLONE_CONFIG_PORTAL_DISABLE_HASHCHECK: 'true',
-      RCLONE_CONFIG: '/dev/null',
-    };
+    const env = rcloneSftpEnv(s.sftp.port, 'alice', alice.file);
     const local = path.join(s.work, 'rclone-up');
     fs.mkdirSync(local, { recursive: true });
     const files = { 'one.bin': bytesOf(120_000, 21), 'two.txt': Buffer.from('two\n'), 'three.bin': bytesOf(7, 3) };

@@ -98,3 +98,17 @@ export async function logsIn(port: number, login: { username: string; password?:
 export function call<T>(run: (done: (error: Error | null | undefined, value?: T) => void) => void): Promise<T> {
   return new Promise((resolve, reject) => run((error, value) => (error ? reject(error) : resolve(value as T))));
 }
+
+/** rclone's environment for a remote named `portal` on the portal's SFTP server, logged in with a key file. */
+export function rcloneSftpEnv(port: number, user: string, keyFile: string) {
+  return {
+    RCLONE_CONFIG_PORTAL_TYPE: 'sftp',
+    RCLONE_CONFIG_PORTAL_HOST: '127.0.0.1',
+    RCLONE_CONFIG_PORTAL_PORT: String(port),
+    RCLONE_CONFIG_PORTAL_USER: user,
+    RCLONE_CONFIG_PORTAL_KEY_FILE: keyFile,
+    RCLONE_CONFIG_PORTAL_SHELL_TYPE: 'none',
+    RCLONE_CONFIG_PORTAL_DISABLE_HASHCHECK: 'true',
+    RCLONE_CONFIG: '/dev/null',
+  };
+}
