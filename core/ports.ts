@@ -13,6 +13,8 @@ import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { QuotaLedger } from './portal/quota-ledger.ts';
 import type { RetentionRepo } from './retention/ports.ts';
+import type { RetrievalRepo } from './retrieval/ports.ts';
+import type { ObjectStore } from './store/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
 /** What core needs from the outside world. Each shell (Node, Workers, tests) provides it. */
@@ -50,6 +52,11 @@ export interface Ports {
   wakeMovers: () => void;
   /** Sends the portal's e-mails; null when no SMTP server is configured. */
   mailer: Mailer | null;
+  /**
+   * Where registered files are retrieved to before they are sent, and read from by every reader;
+   * null where sources are read at each send instead (`ECPDS_RETRIEVAL=none`).
+   */
+  store: ObjectStore | null;
 }
 
 /** An e-mail of plain text to one recipient. */
@@ -103,6 +110,7 @@ export interface Repositories {
   /** What the console's monitor pages read. */
   monitor: MonitorRepo;
   dataFiles: DataFileRepo;
+  retrieval: RetrievalRepo;
   transfers: TransferRepo;
   dissemination: DisseminationRepo;
   console: ConsoleRepo;

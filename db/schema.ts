@@ -361,7 +361,38 @@ export const dataFiles = pgTable('data_files', {
   registeredBy: text('registered_by').notNull(),
   createdAt: created(),
   deletedAt: stamp('deleted_at'),
+  /** Counts the registrations of new bytes under this file (forced puts); each is retrieved as its own object. */
+  instance: integer('instance').notNull().default(0),
+  /** The key of the stored copy of the current instance in the store; null until it is retrieved. */
+  objectKey: text('object_key'),
+  retrievedAt: stamp('retrieved_at'),
+  /** The mover retrieving the file, until `fetch_lease_until`; a finish changes nothing unless it still holds it. */
+  fetchMover: text('fetch_mover'),
+  fetchLeaseUntil: stamp('fetch_lease_until'),
+  /** Counts the retrieval attempts of the current instance: each attempt's object key and fence. */
+  fetchTries: integer('fetch_tries').notNull().default(0),
+  /** When the next retrieval may start: later after a failed one. */
+  fetchAt: stamp('fetch_at'),
 });
+
+/**
+ * The stored copies of data files, one per retrieved instance: the current one, and the ones a
+ * forced put superseded, kept for the links already announced until their time is up.
+ */
+export const storedObjects = pgTable(
+  'stored_objects',
+  {
+    key: text('key').primaryKey(),
+    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull(),
+    instance: integer('instance').notNull(),
+    size: bigint('size', { mode: 'number' }).notNull(),
+    md5: text('md5').notNull(),
+    sha512: text('sha512').notNull(),
+    storedAt: stamp('stored_at').notNull().defaultNow(),
+    supersededAt: stamp('superseded_at'),
+  },
+  (t) => [index('stored_objects_file').on(t.dataFileId, t.instance)],
+);
 
 export const dataTransfers = pgTable(
   'data_transfers',
@@ -413,6 +444,8 @@ export const dataTransfers = pgTable(
      * portal by expiry, the sweep announces the deletion once and clears this.
      */
     wis2Announced: flag('wis2_announced'),
+    /** While the file is retrieved (SCHE, FETC): the status it takes once it is, WAIT or HOLD. */
+    readyStatus: text('ready_status'),
     createdAt: created(),
     updatedAt: updated(),
   },
@@ -427,6 +460,10 @@ export const dataTransfers = pgTable(
     index('data_transfers_restarted')
       .on(t.destination, t.priority, t.queueAt, t.id)
       .where(sql`${t.status} in ('WAIT', 'RETR', 'INTR') and ${t.mover} is null and ${t.startCount} > 0`),
+    // The files to retrieve, most urgent first: only the transfers waiting for their file's bytes.
+    index('data_transfers_retrieval')
+      .on(t.priority, t.queueAt, t.dataFileId)
+      .where(sql`${t.status} in ('SCHE', 'FETC')`),
     index('data_transfers_running').on(t.destination).where(sql`${t.mover} is not null`),
     index('data_transfers_host_running').on(t.hostId).where(sql`${t.mover} is not null`),
     index('data_transfers_lease').on(t.leaseUntil).where(sql`${t.mover} is not null`),

@@ -153,6 +153,15 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_MOVER_POLL_MS: integer('ECPDS_MOVER_POLL_MS', 1000, 20, 60_000),
   ECPDS_MOVER_DRAIN_SECONDS: integer('ECPDS_MOVER_DRAIN_SECONDS', 30, 0, 3600),
   ECPDS_FILE_HOST_ROOTS: list(/[,:]/),
+  ECPDS_RETRIEVAL: text().transform((v, ctx) => {
+    if (v === null || v === 'store') return 'store' as const;
+    if (v === 'none') return 'none' as const;
+    ctx.addIssue({ code: 'custom', message: `ECPDS_RETRIEVAL must be store or none, got '${v}'` });
+    return z.NEVER;
+  }),
+  ECPDS_RETRIEVAL_CONCURRENCY: integer('ECPDS_RETRIEVAL_CONCURRENCY', 8, 1, 1024),
+  // Checked in functions/store/config.ts, whose messages never repeat a credential.
+  ECPDS_STORE_URL: text(),
   // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
   ECPDS_SMTP_URL: text(),
   ECPDS_MAIL_FROM: text(),

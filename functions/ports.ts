@@ -10,6 +10,7 @@ import { httpNotePublisher } from '../core/metadata/notes.ts';
 import { PortalLoginMemory } from '../core/portal/login-memory.ts';
 import { QuotaLedger } from '../core/portal/quota-ledger.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
+import type { ObjectStore } from '../core/store/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
 
@@ -66,11 +67,13 @@ export interface PortsOptions {
   wakeMovers?: () => void;
   /** Sends the portal's e-mails (ECPDS_SMTP_URL); without it, self-service registration is unavailable. */
   mailer?: Mailer | null;
+  /** Where files are retrieved to (core/store/ports.ts); without it, sources are read at each send. */
+  store?: ObjectStore | null;
 }
 
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
-  const { db, state, notes, clock, wakeMovers, mailer, ...given } = options;
+  const { db, state, notes, clock, wakeMovers, mailer, store, ...given } = options;
   return {
     ...state,
     ...given,
@@ -78,6 +81,7 @@ export function createPorts(options: PortsOptions): Ports {
     clock: clock ?? (() => new Date()),
     wakeMovers: wakeMovers ?? (() => {}),
     mailer: mailer ?? null,
+    store: store ?? null,
     notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
   };
 }

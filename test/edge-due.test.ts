@@ -59,7 +59,7 @@ describe('the due destinations the edge queues', () => {
       // Registered as a Worker (r2) or a Node instance (a local path) would: written directly.
       const now = h.ports.clock();
       await h.ports.repos.dataFiles.register(
-        { source, size: 4, registeredBy: 'test', comment: 'Registered by test' },
+        { source, size: 4, registeredBy: 'test', comment: 'Registered by test', retrieve: false },
         {
           destination: name,
           target: 'fc.grib',

@@ -355,7 +355,7 @@ describe('a mover', () => {
     const now = h.ports.clock();
     const source = 'r2://ECPDS_SOURCES/fc/a.grib';
     const id = await h.ports.repos.dataFiles.register(
-      { source, size: 10, registeredBy: 'edge', comment: 'Registered by edge' },
+      { source, size: 10, registeredBy: 'edge', comment: 'Registered by edge', retrieve: false },
       {
         destination: 'FROM_R2',
         target: 'a.grib',

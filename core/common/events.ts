@@ -1,10 +1,10 @@
 /**
  * Event entries in the reference format `<KIND>;Key=Value;...`: PRS for product status
  * processing, ERR for dissemination failures, UPH for delivered files, INH for a portal download or
- * upload, DEA for a refused portal login. Values are escaped so one
+ * upload, DEA for a refused portal login, RET for a file retrieved into the store. Values are escaped so one
  * entry is one line.
  */
-export type EventKind = 'PRS' | 'ERR' | 'UPH' | 'INH' | 'DEA';
+export type EventKind = 'PRS' | 'ERR' | 'UPH' | 'INH' | 'DEA' | 'RET';
 
 const escapeValue = (v: unknown) =>
   (v === null || v === undefined ? '' : String(v))
@@ -169,3 +169,30 @@ export const inhEvent = (
 /** A refused portal login: the reason the client was not told, and where it came from. */
 export const deaEvent = (e: { at: Date; userId: string; message: string; context: string }) =>
   formatEvent('DEA', { TimeStamp: ms(e.at), UserId: e.userId, Message: e.message, Context: e.context });
+
+/** A transfer whose file was retrieved into the store, with the reference's RET fields this system knows. */
+export const retEvent = (
+  e: Omit<TransferLine, 'networkCode'> & {
+    startTime: Date;
+    finishTime: Date;
+    mover: string;
+    standby: boolean;
+    source: { hostId: string; login: string; address: string; protocol: string } | null;
+  },
+) =>
+  formatEvent(
+    'RET',
+    given({
+      ...lineStart({ ...e, networkCode: null }),
+      Identity: e.fileName,
+      ScheduledTime: ms(e.scheduledTime),
+      StartTime: ms(e.startTime),
+      Duration: e.finishTime.getTime() - e.startTime.getTime(),
+      HostId: e.source?.hostId,
+      HostLogin: e.source?.login,
+      HostAddress: e.source?.address,
+      TransferProtocol: e.source?.protocol,
+      MoverName: e.mover,
+      StandBy: e.standby,
+    }),
+  );

@@ -75,7 +75,13 @@ export async function registerDataFile(
     // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
     const { size } = await ctx.ports.sources.probe(input.source);
     const registeredBy = ctx.caller?.username ?? 'unknown';
-    file = { source: input.source, size, registeredBy, comment: options.comment ?? `Registered by ${registeredBy}` };
+    file = {
+      source: input.source,
+      size,
+      registeredBy,
+      comment: options.comment ?? `Registered by ${registeredBy}`,
+      retrieve: ctx.ports.store !== null,
+    };
   } catch (e) {
     if (!remote) await requireDestination(ctx, input.destination);
     throw e;

@@ -25,6 +25,8 @@ export interface RegisteredFile {
   registeredBy: string;
   /** The transfer's first history comment (`Registered by <registeredBy>`, `Via Data Portal`). */
   comment: string;
+  /** Its transfers wait in SCHE until it is retrieved into the store, then take their planned status. */
+  retrieve: boolean;
 }
 
 export interface ExpiredTransfer {
@@ -79,7 +81,7 @@ export interface DataFileRepo {
   /** Gives the live transfer the new source and schedule (a forced put), with `comment` in its history. */
   requeue(
     transferId: number,
-    file: { source: string; size: number; comment: string },
+    file: { source: string; size: number; comment: string; retrieve: boolean },
     transfer: NewTransfer,
   ): Promise<void>;
   find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;

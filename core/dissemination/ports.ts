@@ -81,6 +81,8 @@ export interface ClaimedTransfer {
   destination: string;
   target: string;
   source: string;
+  /** The key of the file's stored copy; null for a file read from its source at each send. */
+  objectKey: string | null;
   size: number;
   priority: number;
   scheduledAt: Date;

@@ -2,6 +2,7 @@ import { messageOf } from '../common/errors.ts';
 import { scrubSecrets } from '../common/scrub.ts';
 import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options.ts';
 import type { Ports } from '../ports.ts';
+import { openFileBytes } from '../store/file-bytes.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsed, type RunningSend, renewLeases } from './claims.ts';
@@ -89,7 +90,7 @@ export async function sendClaimed(
     const watch = attemptWatch(signal, connection.options);
     const attemptSignal = watch.signal;
     attemptSignal.addEventListener('abort', () => release.abort(attemptSignal.reason), { once: true });
-    const source = await deps.sources.open(transfer.source, release.signal);
+    const source = await openFileBytes(ports.store, deps.sources, transfer, release.signal);
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
     }

@@ -4,7 +4,7 @@ import { DEFAULT_MAX_PENDING, type PlannedTransfer, type PutDestination } from '
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
-import { requeueIn, type Tx } from './data-file-requeue.ts';
+import { requeueIn, startingStatus, type Tx } from './data-file-requeue.ts';
 import { announceTransfer } from './wis2-outbox.ts';
 
 type ReachRow = {
@@ -91,7 +91,7 @@ export const dataFilePutRepo = (db: Database): Pick<DataFileRepo, 'putReach' | '
           const holder = live.get(keyOf(t));
           const comment = withAlias(existing === null ? file.comment : forcedComment, t);
           if (holder) await requeueIn(tx, holder.transferId, { ...file, comment }, t);
-          else await insertTransfer(tx, id, t, comment);
+          else await insertTransfer(tx, id, { ...t, ...startingStatus(file, t.status) }, comment);
         }
         await holdDuplicates(tx, transfers, holds);
         return { id, replaced: existing !== null };
@@ -139,7 +139,12 @@ async function insertFile(tx: Tx, file: RegisteredFile) {
   return row!.id;
 }
 
-async function insertTransfer(tx: Tx, dataFileId: number, t: PlannedTransfer, comment: string) {
+async function insertTransfer(
+  tx: Tx,
+  dataFileId: number,
+  t: Omit<PlannedTransfer, 'status'> & ReturnType<typeof startingStatus>,
+  comment: string,
+) {
   const { aliasedFrom: _from, queueAt, ...fields } = t;
   const [row] = await tx
     .insert(dataTransfers)

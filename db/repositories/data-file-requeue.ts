@@ -7,11 +7,15 @@ import { announceTransfer } from './wis2-outbox.ts';
 
 export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
+/** The status a transfer is written with, and the one it takes once its file is retrieved. */
+export const startingStatus = (file: { retrieve: boolean }, planned: string) =>
+  file.retrieve ? { status: 'SCHE', readyStatus: planned } : { status: planned, readyStatus: null };
+
 /** A forced put on a live transfer, in the caller's transaction: the new file and schedule, with history. */
 export async function requeueIn(
   tx: Tx,
   transferId: number,
-  file: { source: string; size: number; comment: string },
+  file: { source: string; size: number; comment: string; retrieve: boolean },
   transfer: NewTransfer,
 ) {
   const at = new Date();
@@ -27,7 +31,7 @@ export async function requeueIn(
     target: fields.target,
     uniqueName: fields.uniqueName,
     priority: fields.priority,
-    status: fields.status,
+    ...startingStatus(file, fields.status),
     standby: fields.standby,
     scheduledAt: fields.scheduledAt,
     expiresAt: fields.expiresAt,
@@ -44,11 +48,24 @@ export async function requeueIn(
   const { comment } = file;
   await tx
     .insert(transferHistory)
-    .values([...interruption(before.status, entry, comment), { ...entry, status: transfer.status, comment }]);
-  // What is sent next is measured and hashed again.
+    .values([...interruption(before.status, entry, comment), { ...entry, status: columns.status, comment }]);
+  // New bytes: a new instance, retrieved (or measured and hashed at its send) on its own; the copy of
+  // the earlier one stays for the links that announced it.
   await tx
     .update(dataFiles)
-    .set({ source: file.source, size: file.size, checksum: null, sha512: null })
+    .set({
+      source: file.source,
+      size: file.size,
+      checksum: null,
+      sha512: null,
+      instance: sql`${dataFiles.instance} + 1`,
+      objectKey: null,
+      retrievedAt: null,
+      fetchMover: null,
+      fetchLeaseUntil: null,
+      fetchTries: 0,
+      fetchAt: null,
+    })
     .where(eq(dataFiles.id, row.dataFileId));
   await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at);
 }

@@ -4,7 +4,7 @@ import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { dataFilePutRepo } from './data-file-puts.ts';
-import { requeueIn } from './data-file-requeue.ts';
+import { requeueIn, startingStatus } from './data-file-requeue.ts';
 import { interruption } from './transfers.ts';
 import { listedAt, mentionsWis2Topic } from './wis2-outbox.ts';
 
@@ -22,8 +22,8 @@ type ExpiredRow = {
 const LIVE = sql`${dataTransfers.status} not in ('STOP', 'FAIL')`;
 // The columns register fills, in the order of its select.
 const TRANSFER_COLUMNS = sql.raw(
-  'data_file_id, destination, target, unique_name, priority, status, standby, scheduled_at, queue_at, expires_at, ' +
-    'metadata, wis2_announced',
+  'data_file_id, destination, target, unique_name, priority, status, ready_status, standby, scheduled_at, queue_at, ' +
+    'expires_at, metadata, wis2_announced',
 );
 
 export const dataFileRepo = (db: Database): DataFileRepo => ({
@@ -33,6 +33,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
     // key, and the file row is written only when the transfer was. The sequence is named as in the
     // column's default: looking it up with pg_get_serial_sequence cost a tenth of the statement.
     const scheduledAt = transfer.scheduledAt.toISOString();
+    const { status, readyStatus } = startingStatus(file, transfer.status);
     const rows = await executePrepared(
       db,
       sql`
@@ -41,7 +42,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       ), transfer as (
         insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
-          ${transfer.priority}, ${transfer.status}, ${transfer.standby}, ${scheduledAt}::timestamptz,
+          ${transfer.priority}, ${status}, ${readyStatus}, ${transfer.standby}, ${scheduledAt}::timestamptz,
           ${(transfer.queueAt ?? transfer.scheduledAt).toISOString()}::timestamptz,
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb,
           ${mentionsWis2Topic(sql`data`)}

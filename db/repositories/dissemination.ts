@@ -15,6 +15,7 @@ type ClaimedRow = {
   destination: string;
   target: string;
   source: string;
+  object_key: string | null;
   size: string | number;
   priority: number;
   scheduled_at: string | Date;
@@ -131,7 +132,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         insert into transfer_history (transfer_id, destination, host_id, status, at, comment)
         select id, destination, ${hostId}::text, 'EXEC', ${at}::timestamptz, ${`Claimed by ${mover}`}::text from claimed
       )
-      select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.size, c.priority,
+      select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.object_key, f.size, c.priority,
         c.scheduled_at, c.queue_at, c.started_at
       from claimed c join data_files f on f.id = c.data_file_id
       order by c.priority, c.queue_at, c.id`,
@@ -144,6 +145,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       destination: r.destination,
       target: r.target,
       source: r.source,
+      objectKey: r.object_key,
       size: Number(r.size),
       priority: Number(r.priority),
       scheduledAt: new Date(r.scheduled_at),

@@ -14,6 +14,7 @@ import { monitorRepo } from './monitor.ts';
 import { monitoringRepo } from './monitoring.ts';
 import { portalRepo } from './portal.ts';
 import { retentionRepo } from './retention.ts';
+import { retrievalRepo } from './retrieval.ts';
 import { transferRepo } from './transfers.ts';
 import { webUserRepo } from './web-users.ts';
 
@@ -34,6 +35,7 @@ export function createRepositories(db: Database): Repositories {
     monitoring: monitoringRepo(db),
     monitor: monitorRepo(db),
     dataFiles: dataFileRepo(db),
+    retrieval: retrievalRepo(db),
     transfers: transferRepo(db),
     dissemination: disseminationRepo(db),
     console: consoleRepo(db),

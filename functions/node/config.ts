@@ -37,6 +37,11 @@ export interface NodeConfig {
   /** The API's second mount besides the root (ECPDS_BASE_PATH); null serves the root only. */
   basePath: string | null;
   mover: MoverConfig;
+  /**
+   * Whether files are retrieved into the store before they are sent (ECPDS_RETRIEVAL), how many at
+   * once per mover, and where the local store keeps them (`<data dir>/store` by default).
+   */
+  retrieval: { enabled: boolean; concurrency: number; storeDir: string };
   /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
   mail: MailConfig | null;
   portal: PortalConfig;
@@ -166,6 +171,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     timeouts: { handshakeMs: e.ECPDS_HANDSHAKE_TIMEOUT_MS, headersMs: e.ECPDS_HEADERS_TIMEOUT_MS },
     maxStartups: { total: e.ECPDS_MAX_STARTUPS, perAddress: e.ECPDS_MAX_STARTUPS_PER_ADDRESS },
     mail,
+    retrieval: {
+      enabled: e.ECPDS_RETRIEVAL === 'store',
+      concurrency: e.ECPDS_RETRIEVAL_CONCURRENCY,
+      storeDir: path.resolve(e.ECPDS_STORE_URL ?? path.join(e.ECPDS_DATA_DIR, 'store')),
+    },
     mover: {
       enabled: e.ECPDS_MOVER,
       name: e.ECPDS_MOVER_NAME ?? `${os.hostname()}-${process.pid}`,

@@ -1,6 +1,7 @@
 import v8 from 'node:v8';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { sweep } from '../../core/retention/sweep.ts';
+import { startRetriever } from '../../core/retrieval/retriever.ts';
 import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
@@ -34,11 +35,39 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     },
     mover,
   );
+  const retriever = startNodeRetriever(runtime, config, mover);
   runtime.onWake(started.wake);
+  if (retriever) runtime.onWake(retriever.wake);
   runtime.handle.signals
     ?.listen(MOVERS_CHANNEL, started.wake)
     .catch((e: unknown) => runtime.ports.logger.warn('movers cannot LISTEN: polling only', { reason: String(e) }));
-  return started;
+  if (!retriever) return started;
+  return {
+    ...started,
+    async stop(deadlineMs: number) {
+      await Promise.all([started.stop(deadlineMs), retriever.stop()]);
+    },
+  };
+}
+
+/** Retrieves the registered files into the store, next to the mover that sends them (none without a store). */
+function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverConfig) {
+  const { store } = runtime.ports;
+  if (!store) return null;
+  return startRetriever(
+    {
+      ports: runtime.ports,
+      repo: runtime.ports.repos.retrieval,
+      store,
+      sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
+    },
+    {
+      name: mover.name,
+      concurrency: config.retrieval.concurrency,
+      leaseMs: mover.leaseMs,
+      pollMs: mover.pollMs,
+    },
+  );
 }
 
 /** `ecpds-edge mover`: claims and sends until SIGTERM or SIGINT, then lets what is in flight finish. */

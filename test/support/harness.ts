@@ -5,6 +5,7 @@ import { SecretBox } from '../../core/common/crypto.ts';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import type { RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { Logger, Mailer } from '../../core/ports.ts';
+import type { ObjectStore } from '../../core/store/ports.ts';
 import type { DbHandle } from '../../db/client.ts';
 import { destinations } from '../../db/schema.ts';
 import { createApp } from '../../functions/http/app.ts';
@@ -64,6 +65,8 @@ export interface HarnessOptions {
   wakeMovers?: () => void;
   /** The secret key, when processes started on the same database must read what the harness sealed. */
   secretKey?: Uint8Array;
+  /** Where puts are retrieved to before they are sent; left out, sources are read at each send. */
+  store?: ObjectStore;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -87,6 +90,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     waitUntil: background.waitUntil,
     mailer: options.mailer ?? null,
     wakeMovers: options.wakeMovers,
+    store: options.store ?? null,
   });
   const clientAddress = (c: Context) => c.req.header('x-test-address') ?? 'test';
   const pages = typeof options.portalPages === 'object' ? options.portalPages : {};

@@ -1,0 +1,30 @@
+import { createHash } from 'node:crypto';
+
+/** The sums of a file's bytes, computed in the pass that stores them. */
+export interface Sums {
+  size: number;
+  md5: string;
+  sha512: string;
+}
+
+/**
+ * Passes a stream through while counting and hashing it; `sums()` is complete once the stream is.
+ * One pass for the copy and both sums: the file is read once, whatever is asked of it later.
+ */
+export function summing(stream: AsyncIterable<Uint8Array>) {
+  const md5 = createHash('md5');
+  const sha512 = createHash('sha512');
+  let size = 0;
+  async function* passed() {
+    for await (const chunk of stream) {
+      md5.update(chunk);
+      sha512.update(chunk);
+      size += chunk.byteLength;
+      yield chunk;
+    }
+  }
+  return {
+    stream: passed(),
+    sums: (): Sums => ({ size, md5: md5.digest('hex'), sha512: sha512.digest('base64') }),
+  };
+}

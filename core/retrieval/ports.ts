@@ -1,0 +1,56 @@
+/** A data file a retriever holds: its current instance's source, to be stored under `key`. */
+export interface RetrievalClaim {
+  dataFileId: number;
+  instance: number;
+  /** Counts the attempts of this instance: the attempt's fence, and part of its object key. */
+  tries: number;
+  source: string;
+  size: number;
+  /** The destination the file was put to (its first transfer's): whose Source host applies. */
+  destination: string;
+}
+
+/** What a retrieval stored: the object and the sums computed while it was written. */
+export interface StoredCopy {
+  key: string;
+  size: number;
+  /** Hex, as the reference's checksums and S3's ETag. */
+  md5: string;
+  /** Base64, as WIS2's `integrity` and RFC 9530's `Repr-Digest`. */
+  sha512: string;
+}
+
+/** A transfer of a retrieved or failed file, as its RET and ERR lines describe it. */
+export interface RetrievedTransfer {
+  transferId: number;
+  destination: string;
+  destinationType: string;
+  target: string;
+  scheduledAt: Date;
+  /** The status it took: WAIT or HOLD once retrieved, SCHE after a failure. */
+  status: string;
+}
+
+export interface RetrievalRepo {
+  /**
+   * Takes up to `limit` files whose transfers wait for their bytes (SCHE, or FETC under a lapsed
+   * lease), due and not expired, most urgent first; their transfers go to FETC with history.
+   */
+  claim(mover: string, leaseMs: number, limit: number): Promise<RetrievalClaim[]>;
+  /** Extends the leases this retriever still holds; answers the files it holds. */
+  renew(
+    mover: string,
+    leaseMs: number,
+    files: ReadonlyArray<Pick<RetrievalClaim, 'dataFileId' | 'tries'>>,
+  ): Promise<number[]>;
+  /**
+   * Records the stored copy and releases the file's transfers (WAIT, or HOLD for standby), with
+   * history, in one transaction; null when the retriever no longer holds the file (nothing changed).
+   */
+  stored(claim: RetrievalClaim, mover: string, copy: StoredCopy, comment: string): Promise<RetrievedTransfer[] | null>;
+  /**
+   * Puts the file's transfers back to SCHE with the reason in their history, retried after
+   * `retryInMs` (by the database's clock); null when the retriever no longer holds the file.
+   */
+  failed(claim: RetrievalClaim, mover: string, reason: string, retryInMs: number): Promise<RetrievedTransfer[] | null>;
+}

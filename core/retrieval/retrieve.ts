@@ -1,0 +1,131 @@
+import { messageOf } from '../common/errors.ts';
+import { errEvent, retEvent } from '../common/events.ts';
+import { shownSource } from '../data-files/sources.ts';
+import type { SourceReader } from '../dissemination/send.ts';
+import type { Ports } from '../ports.ts';
+import type { ObjectStore } from '../store/ports.ts';
+import { summing } from './digests.ts';
+import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from './ports.ts';
+
+/** Where a file's bytes come from: its source, or a path on its destination's Source host. */
+export interface RetrievalSource {
+  size: number | null;
+  stream: AsyncIterable<Uint8Array>;
+  /** The Source host read, for the RET line; null for a local path, a URL or an R2 object. */
+  host: { hostId: string; login: string; address: string; protocol: string } | null;
+}
+
+/** Opens a path on a destination's Source host; null when the destination has none. */
+export interface SourceHostOpener {
+  open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
+}
+
+export interface RetrievalDeps {
+  ports: Ports;
+  repo: RetrievalRepo;
+  store: ObjectStore;
+  sources: SourceReader;
+  sourceHosts?: SourceHostOpener;
+}
+
+/** Failed retrievals are tried again at once a few times, then at most every 30 s, as the reference does. */
+export const retryDelayMs = (tries: number) => (tries < IMMEDIATE_TRIES ? 0 : 30_000);
+const IMMEDIATE_TRIES = 3;
+
+/** The object of one attempt: attempts never share a key, so a stale one cannot overwrite a live one's. */
+export const objectKeyOf = (claim: Pick<RetrievalClaim, 'dataFileId' | 'instance' | 'tries'>) =>
+  `${Math.floor(claim.dataFileId / 1000)}/${claim.dataFileId}-${claim.instance}-${claim.tries}`;
+
+/**
+ * Retrieves one claimed file: streams its source into the store once, counting and hashing in the
+ * same pass, then releases its transfers. The object is recorded only if this retriever still holds
+ * the file; otherwise it is removed. Never throws.
+ */
+export async function retrieve(deps: RetrievalDeps, mover: string, claim: RetrievalClaim, signal: AbortSignal) {
+  const { ports, repo, store } = deps;
+  const startedAt = new Date();
+  const key = objectKeyOf(claim);
+  let written = false;
+  let source: RetrievalSource['host'] = null;
+  try {
+    const opened = await openSource(deps, claim, signal);
+    source = opened.host;
+    if (opened.size !== null && opened.size !== claim.size) {
+      throw new Error(`Incorrect size: ${opened.size} bytes at the source, ${claim.size} registered`);
+    }
+    const summed = summing(opened.stream);
+    await store.write(key, summed.stream, signal, claim.size);
+    written = true;
+    const sums = summed.sums();
+    if (sums.size !== claim.size) {
+      throw new Error(`Incorrect size: ${sums.size} bytes read, ${claim.size} registered`);
+    }
+    const comment = `Retrieved by DataMover=${mover} (${sums.size} bytes in ${Date.now() - startedAt.getTime()} ms)`;
+    const released = await repo.stored(claim, mover, { key, ...sums }, comment);
+    if (!released) {
+      await store.remove([key]);
+      return 'lost' as const;
+    }
+    const finishTime = new Date();
+    for (const t of released)
+      ports.events.write(retLine(t, { startedAt, finishTime, mover, source, size: claim.size }));
+    ports.wakeMovers();
+    return 'stored' as const;
+  } catch (error) {
+    if (written) await store.remove([key]).catch(() => undefined);
+    const reason = `Retrieval failed on DataMover=${mover} - ${reasonOf(error, signal)}`;
+    const back = await repo.failed(claim, mover, reason, retryDelayMs(claim.tries)).catch((e: unknown) => {
+      ports.logger.error('retrieval failure not recorded', { dataFileId: claim.dataFileId, reason: messageOf(e) });
+      return null;
+    });
+    for (const t of back ?? []) ports.events.write(errLine(t, { startedAt, mover, size: claim.size, reason }));
+    return 'failed' as const;
+  }
+}
+
+async function openSource(deps: RetrievalDeps, claim: RetrievalClaim, signal: AbortSignal): Promise<RetrievalSource> {
+  const onHost = await deps.sourceHosts?.open(claim.destination, claim.source, signal);
+  if (onHost) return onHost;
+  const { size, stream } = await deps.sources.open(claim.source, signal);
+  return { size, stream, host: null };
+}
+
+/** What the operator reads: the reason of the abort when there was one (a lost lease, a stop), else the error's. */
+function reasonOf(error: unknown, signal: AbortSignal) {
+  const cause = signal.aborted ? signal.reason : error;
+  return shownSource(messageOf(cause));
+}
+
+type LineContext = { startedAt: Date; mover: string; size: number };
+
+const retLine = (t: RetrievedTransfer, c: LineContext & { finishTime: Date; source: RetrievalSource['host'] }) =>
+  retEvent({
+    at: c.finishTime,
+    transferId: t.transferId,
+    destination: t.destination,
+    destinationType: t.destinationType,
+    fileName: t.target,
+    fileSize: c.size,
+    scheduledTime: t.scheduledAt,
+    startTime: c.startedAt,
+    finishTime: c.finishTime,
+    mover: c.mover,
+    standby: t.status === 'HOLD',
+    source: c.source,
+  });
+
+const errLine = (t: RetrievedTransfer, c: LineContext & { reason: string }) =>
+  errEvent({
+    at: new Date(),
+    transferId: t.transferId,
+    destination: t.destination,
+    destinationType: t.destinationType,
+    fileName: t.target,
+    fileSize: c.size,
+    scheduledTime: t.scheduledAt,
+    networkCode: null,
+    startTime: c.startedAt,
+    duration: Date.now() - c.startedAt.getTime(),
+    mover: c.mover,
+    message: c.reason,
+  });

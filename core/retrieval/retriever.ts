@@ -1,0 +1,109 @@
+import { messageOf } from '../common/errors.ts';
+import type { RetrievalClaim } from './ports.ts';
+import { type RetrievalDeps, retrieve } from './retrieve.ts';
+
+export interface RetrieverOptions {
+  /** The mover's name: what the history and the RET lines say retrieved the file. */
+  name: string;
+  /** Files retrieved at once. */
+  concurrency: number;
+  /** How long a claimed file stays this retriever's without a renewal. */
+  leaseMs: number;
+  /** Looks for files to retrieve at least this often, even without a wake-up. */
+  pollMs: number;
+}
+
+export interface Retriever {
+  wake(): void;
+  inFlight(): number;
+  /** Stops claiming and aborts the retrievals under way; their files are tried again at once. */
+  stop(): Promise<void>;
+}
+
+class RetrievalTakenAway extends Error {}
+
+/**
+ * Retrieves the registered files into the store, a few at once: each claim is one short
+ * transaction, the bytes move with no transaction open, and a file whose lease could not be
+ * renewed (another retriever took it over) is abandoned.
+ */
+export function startRetriever(deps: RetrievalDeps, options: RetrieverOptions): Retriever {
+  const { ports, repo } = deps;
+  const running = new Map<number, { claim: RetrievalClaim; controller: AbortController; done: Promise<unknown> }>();
+  let stopping = false;
+  let pending = true;
+  let wakeUp: (() => void) | null = null;
+  const wake = () => {
+    pending = true;
+    wakeUp?.();
+  };
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      if (pending) return resolve();
+      const timer = setTimeout(done, options.pollMs);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  const renewal = setInterval(() => void renew(), Math.max(100, Math.floor(options.leaseMs / 3)));
+  renewal.unref?.();
+  async function renew() {
+    const held = [...running.values()].map((r) => r.claim);
+    if (held.length === 0) return;
+    try {
+      const kept = new Set(await repo.renew(options.name, options.leaseMs, held));
+      for (const r of running.values()) {
+        if (!kept.has(r.claim.dataFileId)) {
+          r.controller.abort(
+            new RetrievalTakenAway(`DataFile ${r.claim.dataFileId} was taken away from ${options.name}`),
+          );
+        }
+      }
+    } catch (error) {
+      ports.logger.error('retrieval lease renewal failed', { mover: options.name, reason: messageOf(error) });
+    }
+  }
+
+  const loop = (async () => {
+    while (!stopping) {
+      pending = false;
+      try {
+        const free = options.concurrency - running.size;
+        if (free > 0) {
+          const claims = await repo.claim(options.name, options.leaseMs, free);
+          for (const claim of claims) start(claim);
+          if (claims.length === free) pending = true;
+        }
+      } catch (error) {
+        ports.logger.error('retrieval claim failed', { mover: options.name, reason: messageOf(error) });
+      }
+      if (!stopping) await idle();
+    }
+  })();
+
+  function start(claim: RetrievalClaim) {
+    const controller = new AbortController();
+    const done = retrieve(deps, options.name, claim, controller.signal).finally(() => {
+      running.delete(claim.dataFileId);
+      wake();
+    });
+    running.set(claim.dataFileId, { claim, controller, done });
+  }
+
+  return {
+    wake,
+    inFlight: () => running.size,
+    async stop() {
+      stopping = true;
+      wakeUp?.();
+      await loop;
+      for (const r of running.values()) r.controller.abort(new Error(`Interrupted: DataMover=${options.name} stopped`));
+      await Promise.all([...running.values()].map((r) => r.done));
+      clearInterval(renewal);
+    },
+  };
+}

@@ -1,0 +1,152 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from '../../core/retrieval/ports.ts';
+import { type Database, rowsOf } from '../client.ts';
+
+type ClaimRow = {
+  id: string | number;
+  instance: number;
+  fetch_tries: number;
+  source: string;
+  size: string | number;
+  destination: string;
+};
+
+type TransferRow = {
+  id: string | number;
+  destination: string;
+  destination_type: string;
+  target: string;
+  scheduled_at: string | Date;
+  status: string;
+};
+
+/** Whether the retriever still holds the file's current instance: what every finish checks first. */
+const held = (claim: RetrievalClaim, mover: string) =>
+  sql`id = ${claim.dataFileId} and fetch_mover = ${mover} and fetch_tries = ${claim.tries}
+    and instance = ${claim.instance}`;
+
+/** Moves the transfers of the `owned` file out of `from`, with a history row each, and answers them. */
+const release = (set: SQL, from: SQL, comment: string, error: boolean) => sql`
+  moved as (
+    update data_transfers t set ${set}, updated_at = now()
+    where t.data_file_id in (select id from owned) and t.status in ${from}
+    returning t.id, t.destination, t.target, t.scheduled_at, t.status
+  ), history as (
+    insert into transfer_history (transfer_id, destination, status, at, comment, error)
+    select id, destination, status, now(), ${comment}, ${error} from moved
+  )
+  select m.id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target, m.scheduled_at,
+    m.status
+  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
+  order by m.id`;
+
+const transfersOf = (rows: unknown): RetrievedTransfer[] =>
+  rowsOf<TransferRow>(rows).map((r) => ({
+    transferId: Number(r.id),
+    destination: r.destination,
+    destinationType: r.destination_type,
+    target: r.target,
+    scheduledAt: new Date(r.scheduled_at),
+    status: r.status,
+  }));
+
+export const retrievalRepo = (db: Database): RetrievalRepo => ({
+  async claim(mover, leaseMs, limit) {
+    // The scan walks the retrieval index in urgency order and skips, by their file, those held by a
+    // live lease or waiting after a failure: a backlog of failing files does not hide the others.
+    const rows = await db.execute(sql`
+      with candidates as (
+        select distinct c.data_file_id from (
+          select t.data_file_id from data_transfers t join data_files f on f.id = t.data_file_id
+          where t.status in ('SCHE', 'FETC') and t.expires_at > now() and f.deleted_at is null
+            and (f.fetch_at is null or f.fetch_at <= now())
+            and (f.fetch_mover is null or f.fetch_lease_until < now())
+          order by t.priority, t.queue_at
+          limit ${limit * 4}
+        ) c
+      ), picked as (
+        select f.id from data_files f join candidates c on c.data_file_id = f.id
+        where f.deleted_at is null and (f.fetch_mover is null or f.fetch_lease_until < now())
+        limit ${limit}
+        for update of f skip locked
+      ), claimed as (
+        update data_files f set fetch_mover = ${mover}, fetch_tries = f.fetch_tries + 1,
+          fetch_lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        from picked where f.id = picked.id
+        returning f.id, f.instance, f.fetch_tries, f.source, f.size
+      ), moved as (
+        update data_transfers t set status = 'FETC', updated_at = now()
+        from claimed c where t.data_file_id = c.id and t.status = 'SCHE'
+        returning t.id, t.destination
+      ), history as (
+        insert into transfer_history (transfer_id, destination, status, at, comment)
+        select id, destination, 'FETC', now(), ${`Starting retrieval using DataMover=${mover}`} from moved
+      )
+      select c.id, c.instance, c.fetch_tries, c.source, c.size,
+        (select t.destination from data_transfers t where t.data_file_id = c.id order by t.id limit 1) as destination
+      from claimed c`);
+    return rowsOf<ClaimRow>(rows).map((r) => ({
+      dataFileId: Number(r.id),
+      instance: Number(r.instance),
+      tries: Number(r.fetch_tries),
+      source: r.source,
+      size: Number(r.size),
+      destination: r.destination,
+    }));
+  },
+  async renew(mover, leaseMs, files) {
+    if (files.length === 0) return [];
+    const pairs = sql.join(
+      files.map((f) => sql`(${f.dataFileId}::bigint, ${f.tries}::int)`),
+      sql`, `,
+    );
+    const rows = await db.execute(sql`
+      update data_files set fetch_lease_until = now() + ${leaseMs} * interval '1 millisecond'
+      where fetch_mover = ${mover} and (id, fetch_tries) in (${pairs})
+      returning id`);
+    return rowsOf<{ id: string | number }>(rows).map((r) => Number(r.id));
+  },
+  async stored(claim, mover, copy, comment) {
+    return db.transaction(async (tx) => {
+      const owned = await tx.execute(sql`
+        update data_files set object_key = ${copy.key}, checksum = ${copy.md5}, sha512 = ${copy.sha512},
+          retrieved_at = now(), fetch_mover = null, fetch_lease_until = null, fetch_at = null
+        where ${held(claim, mover)} and deleted_at is null
+        returning id`);
+      if (rowsOf(owned).length === 0) return null;
+      // The earlier instances' copies stay for the links that announced them, until their time is up.
+      await tx.execute(sql`
+        update stored_objects set superseded_at = now()
+        where data_file_id = ${claim.dataFileId} and superseded_at is null`);
+      await tx.execute(sql`
+        insert into stored_objects (key, data_file_id, instance, size, md5, sha512)
+        values (${copy.key}, ${claim.dataFileId}, ${claim.instance}, ${copy.size}, ${copy.md5}, ${copy.sha512})`);
+      const moved = await tx.execute(sql`
+        with owned as (select ${claim.dataFileId}::bigint as id), ${release(
+          sql`status = coalesce(t.ready_status, 'WAIT'), ready_status = null, message = null`,
+          sql`('SCHE', 'FETC')`,
+          comment,
+          false,
+        )}`);
+      return transfersOf(moved);
+    });
+  },
+  async failed(claim, mover, reason, retryInMs) {
+    return db.transaction(async (tx) => {
+      const owned = await tx.execute(sql`
+        update data_files set fetch_mover = null, fetch_lease_until = null,
+          fetch_at = now() + ${retryInMs} * interval '1 millisecond'
+        where ${held(claim, mover)}
+        returning id`);
+      if (rowsOf(owned).length === 0) return null;
+      const moved = await tx.execute(sql`
+        with owned as (select ${claim.dataFileId}::bigint as id), ${release(
+          sql`status = 'SCHE', message = ${reason}`,
+          sql`('FETC')`,
+          reason,
+          true,
+        )}`);
+      return transfersOf(moved);
+    });
+  },
+});
