@@ -410,7 +410,13 @@ describe('accounting and limits', () => {
     // Registered by a Worker sharing the database (a Node instance refuses such a source): written directly.
     const now = s.h.ports.clock();
     await s.h.ports.repos.dataFiles.register(
-      { source: 'r2://ECPDS_SOURCES/fc.grib', size: 10, registeredBy: 'edge', comment: 'Registered by edge', retrieve: false },
+      {
+        source: 'r2://ECPDS_SOURCES/fc.grib',
+        size: 10,
+        registeredBy: 'edge',
+        comment: 'Registered by edge',
+        retrieve: false,
+      },
       {
         destination: 'DEST',
         target: 'from-r2.grib',

@@ -236,7 +236,13 @@ describe('the queue consumer', () => {
     // Registered by a Node instance (local sources are refused at the Worker): written directly.
     const local = await withPorts(async (ports) => {
       const now = ports.clock();
-      const file = { source: '/data/local/fc.grib', size: 10, registeredBy: 'node', comment: 'Registered by node', retrieve: false };
+      const file = {
+        source: '/data/local/fc.grib',
+        size: 10,
+        registeredBy: 'node',
+        comment: 'Registered by node',
+        retrieve: false,
+      };
       const id = await ports.repos.dataFiles.register(file, {
         destination: name,
         target: 'local.bin',

@@ -278,7 +278,13 @@ describe('the data portal on the Worker', () => {
     // Registered by a Node instance (the Worker refuses local sources): written directly.
     await withPorts(async (ports) => {
       const now = ports.clock();
-      const file = { source: '/data/local/fc.grib', size: 10, registeredBy: 'node', comment: 'Registered by node', retrieve: false };
+      const file = {
+        source: '/data/local/fc.grib',
+        size: 10,
+        registeredBy: 'node',
+        comment: 'Registered by node',
+        retrieve: false,
+      };
       await ports.repos.dataFiles.register(file, {
         destination: DEST,
         target: 'local.bin',
