@@ -80,6 +80,11 @@ describe('the R2 store', () => {
       size: 300_000,
       sha: await digest(bytes.slice(299_999)),
     });
+    // A range reaching past the end ends with the object.
+    expect(await readAll(store, 'a/one.bin', { start: 299_990, end: 400_000 })).toEqual({
+      size: 300_000,
+      sha: await digest(bytes.slice(299_990)),
+    });
     // A range past the end: the size now and no bytes, for the caller to see the object is shorter.
     expect(await readAll(store, 'a/one.bin', { start: 300_000, end: 300_100 })).toEqual({
       size: 300_000,
