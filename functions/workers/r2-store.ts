@@ -86,15 +86,15 @@ export function r2ObjectStore(bucket: R2StoreBucket, options: R2StoreOptions): O
     async write(key, bytes, signal, size) {
       signal.throwIfAborted();
       const cursor = new ByteCursor(bytes, signal);
-      const failure = { error: null as unknown };
       const target = fullKey(key);
+      const fault = new SizeFault(key, size ?? 0);
       try {
         if (size === undefined) await writeUnsized(bucket, target, cursor, partSize);
-        else if (size <= partSize) await bucket.put(target, exactBody(cursor, size, true, target, size, failure));
-        else await writeSized(bucket, target, cursor, size, Math.max(partSize, Math.ceil(size / MAX_PARTS)), failure);
+        else if (size <= partSize) await bucket.put(target, exactBody(cursor, size, true, fault));
+        else await writeSized(bucket, target, cursor, Math.max(partSize, Math.ceil(size / MAX_PARTS)), fault);
       } catch (error) {
         // The source's own fault or the abort says more than what R2 made of the body that errored.
-        throw failure.error ?? (signal.aborted ? signal.reason : error);
+        throw fault.error ?? (signal.aborted ? signal.reason : error);
       } finally {
         cursor.close();
       }
@@ -108,9 +108,9 @@ export function r2ObjectStore(bucket: R2StoreBucket, options: R2StoreOptions): O
         object = await bucket.get(target, range && { range: r2Range(range) });
       } catch (error) {
         // R2 refuses a range that starts past the end: answered with the size and no bytes.
-        const whole = range ? await bucket.head(target).catch(() => null) : null;
+        const whole = range ? await bucket.head(target).catch(() => undefined) : undefined;
+        if (whole === null) throw new StoredObjectMissing(key);
         if (whole && range && range.start >= whole.size) return { size: whole.size, stream: noBytes() };
-        if (range && !whole) throw new StoredObjectMissing(key);
         throw new Error(`Stored object ${key} could not be read: ${messageOf(error)}`);
       }
       if (!object) throw new StoredObjectMissing(key);
@@ -153,20 +153,14 @@ async function writeUnsized(bucket: R2StoreBucket, key: string, cursor: ByteCurs
 }
 
 /** Of a known size: parts of `partSize` bytes but the last, each streamed through a fixed-length body. */
-async function writeSized(
-  bucket: R2StoreBucket,
-  key: string,
-  cursor: ByteCursor,
-  size: number,
-  partSize: number,
-  failure: { error: unknown },
-) {
+async function writeSized(bucket: R2StoreBucket, key: string, cursor: ByteCursor, partSize: number, fault: SizeFault) {
+  const size = fault.size;
   let start = 0;
   await uploadInParts(bucket, key, async () => {
     if (start >= size) return null;
     const length = Math.min(partSize, size - start);
     start += length;
-    return exactBody(cursor, length, start === size, key, size, failure);
+    return exactBody(cursor, length, start === size, fault);
   });
 }
 
@@ -189,23 +183,28 @@ async function uploadInParts(
   }
 }
 
+/** A write's source that did not hold to the size announced: what it did, kept to be thrown in the end. */
+class SizeFault {
+  error: Error | null = null;
+
+  constructor(
+    readonly key: string,
+    readonly size: number,
+  ) {}
+
+  raise(what: string): Error {
+    this.error = new Error(`Stored object ${this.key} not written: ${what}, ${this.size} bytes announced`);
+    return this.error;
+  }
+}
+
 /**
  * A body of exactly `length` bytes of the cursor, for R2, which takes streams of a known length only.
  * A source that ends short, or (`last`) goes on past the announced size, errors the body before its
- * last byte goes out, so that R2 never completes the object; the error is kept in `failure`.
+ * last byte goes out, so that R2 never completes the object.
  */
-function exactBody(
-  cursor: ByteCursor,
-  length: number,
-  last: boolean,
-  key: string,
-  size: number,
-  failure: { error: unknown },
-): ReadableStream<Uint8Array> {
-  const fail = (what: string) => {
-    failure.error = new Error(`Stored object ${key} not written: ${what}, ${size} bytes announced`);
-    return failure.error;
-  };
+function exactBody(cursor: ByteCursor, length: number, last: boolean, fault: SizeFault): ReadableStream<Uint8Array> {
+  const fail = (what: string) => fault.raise(what);
   async function* pieces() {
     if (length === 0 && last && !(await cursor.atEnd())) throw fail('the bytes went on past them');
     for (let left = length; left > 0; ) {

@@ -156,7 +156,7 @@ describe('the R2 store', () => {
     ] as const) {
       const error = await rejection(store.write(key, chunked(pattern(wrote)), live(), size));
       expect(error.message).toBe(
-        `Stored object ${prefix}/${key} not written: the bytes ended after ${wrote}, ${size} bytes announced`,
+        `Stored object ${key} not written: the bytes ended after ${wrote}, ${size} bytes announced`,
       );
     }
     for (const [key, size] of [
@@ -166,7 +166,7 @@ describe('the R2 store', () => {
     ] as const) {
       const error = await rejection(store.write(key, chunked(pattern(size + 1)), live(), size));
       expect(error.message).toBe(
-        `Stored object ${prefix}/${key} not written: the bytes went on past them, ${size} bytes announced`,
+        `Stored object ${key} not written: the bytes went on past them, ${size} bytes announced`,
       );
     }
     expect(await listed(store)).toEqual([]);
