@@ -71,6 +71,26 @@ const bindingNames = (name: string) =>
     return z.NEVER;
   });
 
+/** One binding's name, or null when unset. */
+const bindingName = (name: string) =>
+  text().transform((v, ctx) => {
+    const binding = v?.trim() ?? '';
+    if (binding === '') return null;
+    if (isBindingName(binding)) return binding;
+    ctx.issues.push({ code: 'custom', input: v, message: `${name} must name a binding (an identifier), got '${v}'` });
+    return z.NEVER;
+  });
+
+/** A key prefix of an object store: no slash at either end, no control character; empty when unset. */
+const keyPrefix = (name: string) =>
+  text().transform((v, ctx) => {
+    const prefix = (v ?? '').trim().replace(/^\/+|\/+$/g, '');
+    if (!/[\u0000-\u001f\u007f-\u009f]/.test(prefix) && new TextEncoder().encode(prefix).length <= 512) return prefix;
+    const message = `${name} must be a key prefix of at most 512 bytes without control characters`;
+    ctx.issues.push({ code: 'custom', input: v, message });
+    return z.NEVER;
+  });
+
 /**
  * The path prefix the API is served under besides the root (the reference server's `/ecpds`
  * context). Unset means `/ecpds`; an empty value or `/` serves the root only (null).
@@ -122,6 +142,9 @@ export const sharedEnvSchema = z.object({
 export const workerEnvSchema = sharedEnvSchema.extend({
   /** The R2 bucket bindings that `r2://<binding>/<key>` sources may name (none by default). */
   ECPDS_SOURCE_BUCKETS: bindingNames('ECPDS_SOURCE_BUCKETS'),
+  /** The R2 bucket binding the service keeps its copy of every registered file in, and the keys' prefix there. */
+  ECPDS_STORE_BINDING: bindingName('ECPDS_STORE_BINDING'),
+  ECPDS_STORE_PREFIX: keyPrefix('ECPDS_STORE_PREFIX'),
   /** Test only: a local workerd reaches loopback and private servers, a deployed Worker never does. */
   ECPDS_EDGE_ALLOW_PRIVATE: flag('ECPDS_EDGE_ALLOW_PRIVATE', false),
   ECPDS_EDGE_MOVER_NAME: text().transform((v) => v ?? 'edge'),

@@ -136,4 +136,20 @@ describe('the Workers configuration', () => {
       "ECPDS_SOURCE_BUCKETS must name bindings (comma separated identifiers), got 'my-bucket', '2x'",
     );
   });
+
+  it('reads the store as one binding name and a key prefix, none by default', () => {
+    expect(workerConfig(workerEnv({}))).toMatchObject({ ECPDS_STORE_BINDING: null, ECPDS_STORE_PREFIX: '' });
+    expect(workerConfig(workerEnv({ ECPDS_STORE_BINDING: ' STORE ', ECPDS_STORE_PREFIX: '/ecpds/v1/' }))).toMatchObject(
+      { ECPDS_STORE_BINDING: 'STORE', ECPDS_STORE_PREFIX: 'ecpds/v1' },
+    );
+    expect(() => workerConfig(workerEnv({ ECPDS_STORE_BINDING: 'my-store' }))).toThrow(
+      "ECPDS_STORE_BINDING must name a binding (an identifier), got 'my-store'",
+    );
+    expect(() => workerConfig(workerEnv({ ECPDS_STORE_BINDING: 'A,B' }))).toThrow(
+      "ECPDS_STORE_BINDING must name a binding (an identifier), got 'A,B'",
+    );
+    expect(() => workerConfig(workerEnv({ ECPDS_STORE_PREFIX: 'a\nb' }))).toThrow(
+      'ECPDS_STORE_PREFIX must be a key prefix of at most 512 bytes without control characters',
+    );
+  });
 });

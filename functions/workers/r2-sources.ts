@@ -79,7 +79,7 @@ const r2Range = (range: SourceRange) => ({ offset: range.start, length: range.en
 async function* noBytes(): AsyncIterable<Uint8Array> {}
 
 /** The body's chunks; cancelled once the signal aborts, or once its reader leaves before the end. */
-function chunksOf(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
+export function chunksOf(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
   const reader = body.getReader();
   const cancel = () => void reader.cancel(signal.reason).catch(() => undefined);
   signal.addEventListener('abort', cancel, { once: true });

@@ -5,12 +5,14 @@ import type { SourceProber } from '../../core/data-files/ports.ts';
 import { httpOrR2Prober, httpOrR2Reader, httpSourceProber, httpSourceReader } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
+import type { ObjectStore } from '../../core/store/ports.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { readDatabaseClock } from '../../db/clock.ts';
 import { ConfigError, parseEnv, type WorkerEnvConfig, workerEnvSchema } from '../env.ts';
 import { createApp } from '../http/app.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from '../ports.ts';
 import { r2SourceProber, r2SourceReader, sourceBucketsOf } from './r2-sources.ts';
+import { r2ObjectStore, storeBucketOf } from './r2-store.ts';
 
 /** Bindings and secrets of the Worker (wrangler.toml, `wrangler secret put`); values parsed by functions/env.ts. */
 export interface WorkerEnv {
@@ -21,6 +23,9 @@ export interface WorkerEnv {
   ECPDS_SOURCE_HOSTS?: string;
   /** The R2 bucket bindings (`[[r2_buckets]]`) that `r2://<binding>/<key>` sources may name, comma separated. */
   ECPDS_SOURCE_BUCKETS?: string;
+  /** The R2 bucket binding (`[[r2_buckets]]`) of the service's store, and the prefix of its keys there. */
+  ECPDS_STORE_BINDING?: string;
+  ECPDS_STORE_PREFIX?: string;
   ECPDS_SOURCE_TIMEOUT_MS?: string;
   ECPDS_MAX_BODY_BYTES?: string;
   /** `1` serves /metrics without credentials. */
@@ -109,6 +114,20 @@ export const workerSourceProber = (config: WorkerConfig, env: WorkerEnv): Source
     http: httpSourceProber(config.ECPDS_SOURCE_HOSTS, config.ECPDS_SOURCE_TIMEOUT_MS),
     r2: r2SourceProber(config.ECPDS_SOURCE_BUCKETS, sourceBucketsOf(env)),
   });
+
+/**
+ * The store of the service's copies of registered files: the R2 bucket bound as ECPDS_STORE_BINDING,
+ * or null when that is unset. A name bound to no R2 bucket is a configuration error.
+ */
+export function storeOf(config: WorkerConfig, env: WorkerEnv): ObjectStore | null {
+  const binding = config.ECPDS_STORE_BINDING;
+  if (binding === null) return null;
+  const bucket = storeBucketOf(env, binding);
+  if (!bucket) throw new ConfigError(`ECPDS_STORE_BINDING: ${binding} is not an R2 bucket bound to this Worker`);
+  const prefix = config.ECPDS_STORE_PREFIX;
+  const description = `R2 binding ${binding}${prefix === '' ? '' : `/${prefix}`}`;
+  return r2ObjectStore(bucket, { prefix, description });
+}
 
 export function createIsolate(env: WorkerEnv): Isolate {
   const config = workerConfig(env);

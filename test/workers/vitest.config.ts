@@ -28,7 +28,8 @@ export default defineConfig({
       miniflare: {
         hyperdrives: { HYPERDRIVE: process.env.ECPDS_WORKERS_DATABASE_URL },
         // A bucket of data-file sources (r2:// sources), besides wrangler.toml's ECPDS_R2 (a destination).
-        r2Buckets: ['ECPDS_SOURCES'],
+        // ECPDS_STORE: the service's own store (functions/workers/r2-store.ts).
+        r2Buckets: ['ECPDS_SOURCES', 'ECPDS_STORE'],
         bindings: {
           ECPDS_SECRET_KEY: process.env.ECPDS_WORKERS_SECRET_KEY,
           ECPDS_SOURCE_HOSTS: `127.0.0.1:${process.env.ECPDS_WORKERS_SOURCE_PORT}`,
