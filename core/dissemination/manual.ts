@@ -16,7 +16,7 @@ export function manualChangeRefusal(
     return `Transfer is ${transfer.deleted ? 'deleted' : 'expired'}: it can only be stopped`;
   }
   if (transfer.status === target) return `Transfer is already ${target}`;
-  if (action === 'requeue' && ['WAIT', 'EXEC', 'RETR'].includes(transfer.status)) {
+  if (action === 'requeue' && ['WAIT', 'EXEC', 'RETR', 'SCHE', 'FETC'].includes(transfer.status)) {
     return `Transfer in ${transfer.status} cannot be requeued`;
   }
   if (action === 'stop' && transfer.status === 'DONE') return 'Transfer in DONE cannot be stopped';

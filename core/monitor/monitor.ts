@@ -15,6 +15,7 @@ const TONES: Record<string, Tone> = {
   EXEC: 'ok',
   DONE: 'ok',
   SCHE: 'busy',
+  FETC: 'busy',
   WAIT: 'idle',
   RETR: 'warn',
   IDLE: 'warn',

@@ -155,7 +155,7 @@ function addDestinationCommands(program: Command, ctx: CommandContext) {
   }
 }
 
-const STATUSES = ['INIT', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
+const STATUSES = ['INIT', 'SCHE', 'FETC', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
 
 /** The <id> argument of a transfer command, checked before the database is opened. */
 function transferId(id: string | undefined, command: string): number {
