@@ -30,7 +30,7 @@ export interface S3StoreOptions {
   credentials: S3Credentials;
   /** Objects smaller than this go in one PUT, the others in parts of this size (default 16 MiB; S3's least is 5). */
   partSize?: number;
-  /** Parts of a multipart upload in flight at once, each holding a part in memory (default 3). */
+  /** Parts of a multipart upload in flight at once, each holding a part in memory (default 4). */
   partsInFlight?: number;
   /** Keys per ListObjectsV2 page (default and S3's most: 1000). */
   listPageSize?: number;
@@ -78,7 +78,7 @@ class S3Store implements ObjectStore {
     const where = trimmed === '' ? options.bucket : `${options.bucket}/${trimmed}`;
     this.description = `s3://${where} at ${endpoint.origin}${base}`;
     this.partSize = options.partSize ?? 16 * MIB;
-    this.partsInFlight = Math.max(1, options.partsInFlight ?? 3);
+    this.partsInFlight = Math.max(1, options.partsInFlight ?? 4);
     this.listPageSize = Math.min(1000, Math.max(1, options.listPageSize ?? 1000));
     const fetchFn = options.fetch;
     this.send = fetchFn ?? ((input, init) => fetch(input, init));
@@ -90,14 +90,18 @@ class S3Store implements ObjectStore {
     const counted = exactly(bytes, size, () => `${this.description}: ${key}`);
     // A known size chooses at once; an unknown one by whether the bytes fill more than a part.
     const partSize = size === undefined ? this.partSize : partSizeFor(this.partSize, size);
-    const parts = untilAborted(partsOf(counted, partSize), signal)[Symbol.asyncIterator]();
-    if (size !== undefined && size >= this.partSize) return this.multipart(key, url, parts, [], signal);
+    // Part buffers are used again once sent: fresh memory costs a page fault per 4 KiB touched.
+    const sent: Uint8Array[] = [];
+    const release = (part: Uint8Array) => part.byteLength === partSize && sent.push(part);
+    const buffer = () => sent.pop() ?? new Uint8Array(partSize);
+    const parts = untilAborted(partsOf(counted, partSize, buffer), signal)[Symbol.asyncIterator]();
+    if (size !== undefined && size >= this.partSize) return this.multipart(key, url, parts, [], release, signal);
     const first = await parts.next();
     if (first.done) return this.put(key, url, new Uint8Array(0), signal);
     if (first.value.byteLength < partSize) return this.put(key, url, first.value, signal);
     const second = await parts.next();
     if (second.done) return this.put(key, url, first.value, signal);
-    return this.multipart(key, url, parts, [first.value, second.value], signal);
+    return this.multipart(key, url, parts, [first.value, second.value], release, signal);
   }
 
   private async put(key: string, url: URL, body: Uint8Array, signal: AbortSignal) {
@@ -113,6 +117,7 @@ class S3Store implements ObjectStore {
     url: URL,
     rest: AsyncIterator<Uint8Array>,
     taken: Uint8Array[],
+    release: (part: Uint8Array) => void,
     signal: AbortSignal,
   ) {
     const created = await this.call('CreateMultipartUpload', key, 'POST', withQuery(url, 'uploads'), {}, null, signal);
@@ -125,8 +130,16 @@ class S3Store implements ObjectStore {
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
     try {
-      const etags = await uploadInParts(resumed(taken, rest), this.partsInFlight, parts, (n, part, partSignal) =>
-        this.uploadPart(key, upload, n, part, partSignal),
+      const etags = await uploadInParts(
+        resumed(taken, rest),
+        this.partsInFlight,
+        parts,
+        async (n, part, partSignal) => {
+          const etag = await this.uploadPart(key, upload, n, part, partSignal);
+          // Only now: the request has read the whole part.
+          release(part);
+          return etag;
+        },
       );
       const xml = completeXml(etags);
       const headers = { 'content-type': 'application/xml', 'x-amz-content-sha256': sha256(xml) };

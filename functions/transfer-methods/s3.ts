@@ -205,24 +205,31 @@ export async function* slicesOf(part: Uint8Array): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < part.byteLength; at += 64 * 1024) yield part.subarray(at, at + 64 * 1024);
 }
 
-/** Chunks regrouped into parts of exactly `size` bytes, the last one shorter. */
-export async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let buffer = new Uint8Array(size);
+/**
+ * Chunks regrouped into parts of exactly `size` bytes, the last one shorter. Each part is a buffer
+ * from `buffer()`, a new one unless the caller hands back those it has sent.
+ */
+export async function* partsOf(
+  chunks: AsyncIterable<Uint8Array>,
+  size: number,
+  buffer: () => Uint8Array = () => new Uint8Array(size),
+): AsyncGenerator<Uint8Array> {
+  let part = buffer();
   let filled = 0;
   for await (const chunk of chunks) {
     for (let at = 0; at < chunk.byteLength; ) {
       const n = Math.min(size - filled, chunk.byteLength - at);
-      buffer.set(chunk.subarray(at, at + n), filled);
+      part.set(chunk.subarray(at, at + n), filled);
       filled += n;
       at += n;
       if (filled === size) {
-        yield buffer;
-        buffer = new Uint8Array(size);
+        yield part;
+        part = buffer();
         filled = 0;
       }
     }
   }
-  if (filled > 0) yield buffer.subarray(0, filled);
+  if (filled > 0) yield part.subarray(0, filled);
 }
 
 /** The items of `items` until `signal` aborts, which ends the iteration with its reason at once. */
