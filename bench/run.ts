@@ -12,6 +12,7 @@ import { openPostgres } from '../db/client.ts';
 import { openPglite } from '../db/pglite.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { metadataBody, notificationsOf, type Scale } from './seed.ts';
+import { storeS3Bench } from './store-s3.ts';
 import {
   auth,
   cpuOf,
@@ -34,10 +35,10 @@ const ONLY = process.env.BENCH_ONLY;
 /** BENCH_DATABASES=Postgres or PGlite: run only on that database. */
 const DATABASES = (process.env.BENCH_DATABASES ?? 'Postgres,PGlite').split(',');
 /**
- * BENCH_SIZES=large, small or put: run only at that data size (put: the put at 1 and at 10,000
- * destinations, neither analyzed).
+ * BENCH_SIZES=large, small, put or store-s3: run only at that data size (put: the put at 1 and at
+ * 10,000 destinations, neither analyzed; store-s3: the S3 store's write of 1 GiB against rclone's).
  */
-const SIZES = (process.env.BENCH_SIZES ?? 'large,small,put').split(',');
+const SIZES = (process.env.BENCH_SIZES ?? 'large,small,put,store-s3').split(',');
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-'));
 const LARGE: Scale = { destinations: 10_000, cycles: 250, metadataFields: 100 };
@@ -366,6 +367,7 @@ async function main() {
       await appScenarios('PGlite', label, scale, { ECPDS_DATA_DIR: dir }, null);
     }
     if (SIZES.includes('put')) await putUnanalyzed(admin, databases);
+    if (SIZES.includes('store-s3')) await storeS3Bench();
   } finally {
     for (const name of databases)
       await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);

@@ -2,12 +2,13 @@ import { invalid } from '../../core/common/errors.ts';
 import { joinRemote } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import type { HostConnection, OutgoingFile } from '../../core/dissemination/methods.ts';
+import { encodeKey } from './s3-wire.ts';
 
 const MIB = 1024 * 1024;
 /** S3 refuses parts under 5 MiB (but the last) and single PUTs over 5 GiB. */
 export const MIN_PART_SIZE = 5 * MIB;
 export const MAX_SINGLE_PUT = 5 * 1024 * MIB;
-const MAX_PARTS = 10_000;
+export const MAX_PARTS = 10_000;
 
 /** The `s3.*` options, with the reference's names. */
 export interface S3Settings {
@@ -35,9 +36,9 @@ export function s3Settings(raw: ReadonlyMap<string, string>): S3Settings {
   };
 }
 
-/** The part size for a file: the option's, grown when the file would need more than 10,000 parts. */
-export const partSizeFor = (settings: S3Settings, size: number) =>
-  Math.max(settings.partSize, Math.ceil(size / MAX_PARTS / MIB) * MIB);
+/** The part size for a file: `partSize`, grown when the file would need more than 10,000 parts. */
+export const partSizeFor = (partSize: number, size: number) =>
+  Math.max(partSize, Math.ceil(size / MAX_PARTS / MIB) * MIB);
 
 export interface S3Object {
   bucket: string;
@@ -62,16 +63,9 @@ export function s3Endpoint(host: HostConnection, settings: S3Settings): URL {
   return new URL(`${scheme}://${bracketed}${port}`);
 }
 
-/** Path segments encoded as SigV4 signs them (encodeURIComponent, plus `!'()*`). */
-const encodeKey = (key: string) =>
-  key
-    .split('/')
-    .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
-    .join('/');
-
-const IP_HOST = /^(\d{1,3}(\.\d{1,3}){3}|\[.*\])$/;
+export const IP_HOST = /^(\d{1,3}(\.\d{1,3}){3}|\[.*\])$/;
 /** A bucket that can be a DNS label under the endpoint's name. */
-const DNS_BUCKET = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+export const DNS_BUCKET = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 
 /**
  * Where the file goes. The key is `s3.prefix` + the directory and target joined; without

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { AwsV4Signer } from 'aws4fetch';
 import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
 import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
+import { completeXml, plainEtag, s3Reason, sha256, signedS3Request, xmlValue } from './s3-wire.ts';
 import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource } from './sized-source.ts';
 import { answerText, uploadWatch } from './upload-watch.ts';
 
@@ -95,7 +95,7 @@ class S3Client {
     // An abort while the upload was being created fired before the listener was there.
     if (signal.aborted) stop();
     try {
-      const etags = await this.uploadParts(sized, partSizeFor(this.settings, file.size), query, parts);
+      const etags = await this.uploadParts(sized, partSizeFor(this.settings.partSize, file.size), query, parts);
       if (sized.bytes() !== file.size) throw sized.failure() ?? invalid('Source changed size');
       const xml = completeXml(etags);
       const headers = { 'content-type': 'application/xml', 'x-amz-content-sha256': sha256(xml) };
@@ -121,35 +121,10 @@ class S3Client {
   }
 
   /** Parts of `partSize` bytes (the last one shorter), up to `threads` in flight; their ETags in order. */
-  private async uploadParts(sized: SizedSource, partSize: number, query: string, parts: AbortController) {
-    const etags: string[] = [];
-    const inFlight = new Set<Promise<void>>();
-    let failure: { error: unknown } | null = null;
-    let number = 0;
-    try {
-      // The source is read under the parts' signal: an abort must not wait for a stalled source.
-      for await (const part of untilAborted(partsOf(sized.chunks, partSize), parts.signal)) {
-        const n = ++number;
-        const upload = this.uploadPart(n, part, query, parts.signal).then(
-          (etag) => {
-            etags[n - 1] = etag;
-          },
-          (error) => {
-            failure ??= { error };
-            parts.abort(error);
-          },
-        );
-        inFlight.add(upload);
-        void upload.finally(() => inFlight.delete(upload));
-        while (inFlight.size >= this.settings.threads && !failure) await Promise.race(inFlight);
-        if (failure) break;
-        parts.signal.throwIfAborted();
-      }
-    } finally {
-      await Promise.allSettled(inFlight);
-    }
-    if (failure) throw (failure as { error: unknown }).error;
-    return etags;
+  private uploadParts(sized: SizedSource, partSize: number, query: string, parts: AbortController) {
+    return uploadInParts(partsOf(sized.chunks, partSize), this.settings.threads, parts, (n, part, signal) =>
+      this.uploadPart(n, part, query, signal),
+    );
   }
 
   private async uploadPart(n: number, part: Uint8Array, query: string, signal: AbortSignal) {
@@ -207,20 +182,9 @@ class S3Client {
   }
 
   private async request(method: string, url: URL, headers: Headers, body: RequestInit['body'], signal: AbortSignal) {
-    const signer = new AwsV4Signer({
-      method,
-      url: url.toString(),
-      headers: { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
-      accessKeyId: this.host.login,
-      secretAccessKey: this.host.password ?? '',
-      service: 's3',
-      region: this.settings.region,
-    });
-    const signed = await signer.sign();
-    // Node's fetch needs `duplex: 'half'` for a streamed body; Workers ignores it. A redirect
-    // (a bucket in another region) cannot replay a streamed body: it fails, with S3's reason.
-    const init = { method, headers: signed.headers, body, signal, duplex: 'half', redirect: 'manual' } as RequestInit;
-    const response = await this.fetchFn(signed.url.toString(), init);
+    const credentials = { accessKeyId: this.host.login, secretAccessKey: this.host.password ?? '', sessionToken: null };
+    const request = { method, url, headers, body, signal };
+    const response = await signedS3Request(this.fetchFn, credentials, this.settings.region, request);
     this.moved();
     return response;
   }
@@ -241,24 +205,31 @@ export async function* slicesOf(part: Uint8Array): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < part.byteLength; at += 64 * 1024) yield part.subarray(at, at + 64 * 1024);
 }
 
-/** Chunks regrouped into parts of exactly `size` bytes, the last one shorter. */
-export async function* partsOf(chunks: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let buffer = new Uint8Array(size);
+/**
+ * Chunks regrouped into parts of exactly `size` bytes, the last one shorter. Each part is a buffer
+ * from `buffer()`, a new one unless the caller hands back those it has sent.
+ */
+export async function* partsOf(
+  chunks: AsyncIterable<Uint8Array>,
+  size: number,
+  buffer: () => Uint8Array = () => new Uint8Array(size),
+): AsyncGenerator<Uint8Array> {
+  let part = buffer();
   let filled = 0;
   for await (const chunk of chunks) {
     for (let at = 0; at < chunk.byteLength; ) {
       const n = Math.min(size - filled, chunk.byteLength - at);
-      buffer.set(chunk.subarray(at, at + n), filled);
+      part.set(chunk.subarray(at, at + n), filled);
       filled += n;
       at += n;
       if (filled === size) {
-        yield buffer;
-        buffer = new Uint8Array(size);
+        yield part;
+        part = buffer();
         filled = 0;
       }
     }
   }
-  if (filled > 0) yield buffer.subarray(0, filled);
+  if (filled > 0) yield part.subarray(0, filled);
 }
 
 /** The items of `items` until `signal` aborts, which ends the iteration with its reason at once. */
@@ -284,38 +255,43 @@ export async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSig
   }
 }
 
-const completeXml = (etags: string[]) =>
-  `<CompleteMultipartUpload>${etags
-    .map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`)
-    .join('')}</CompleteMultipartUpload>`;
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/** An ETag that is a plain MD5 (quotes removed), else null (multipart, KMS, or none). */
-const plainEtag = (etag: string | null) => {
-  const bare = etag?.replace(/"/g, '').trim().toLowerCase() ?? '';
-  return /^[0-9a-f]{32}$/.test(bare) ? bare : null;
-};
-
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-const unescapeXml = (s: string) => s.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e]!);
-const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-
-function xmlValue(xml: string, tag: string): string | null {
-  const match = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
-  return match ? unescapeXml(match[1]!) : null;
-}
-
-/** What of an error reply a message keeps: a reason, not the server's whole answer. */
-const REASON_CHARS = 200;
-
 /**
- * An S3 error document's Code and Message (never its StringToSign, CanonicalRequest or other
- * echoes of the request), at most REASON_CHARS of them; any other body, its first REASON_CHARS.
+ * Parts given to `upload` with their numbers (from 1), at most `threads` in flight; their results
+ * in order. The first failure aborts `parts` (so the others and the source stop) and is thrown once
+ * none is in flight; the source is read under `parts.signal`, so an abort need not wait for a
+ * stalled source.
  */
-function s3Reason(xml: string): string {
-  const code = xmlValue(xml, 'Code');
-  const message = xmlValue(xml, 'Message');
-  const reason = code === null && message === null ? xml : [code, message].filter(Boolean).join(' ');
-  return reason.replace(/\s+/g, ' ').trim().slice(0, REASON_CHARS);
+export async function uploadInParts<T>(
+  source: AsyncIterable<Uint8Array>,
+  threads: number,
+  parts: AbortController,
+  upload: (n: number, part: Uint8Array, signal: AbortSignal) => Promise<T>,
+): Promise<T[]> {
+  const results: T[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | null = null;
+  let number = 0;
+  try {
+    for await (const part of untilAborted(source, parts.signal)) {
+      const n = ++number;
+      const uploading = upload(n, part, parts.signal).then(
+        (result) => {
+          results[n - 1] = result;
+        },
+        (error) => {
+          failure ??= { error };
+          parts.abort(error);
+        },
+      );
+      inFlight.add(uploading);
+      void uploading.finally(() => inFlight.delete(uploading));
+      while (inFlight.size >= threads && !failure) await Promise.race(inFlight);
+      if (failure) break;
+      parts.signal.throwIfAborted();
+    }
+  } finally {
+    await Promise.allSettled(inFlight);
+  }
+  if (failure) throw (failure as { error: unknown }).error;
+  return results;
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -14,6 +15,9 @@ import { checkSignature } from './sigv4.ts';
  *   streams in, so an interrupted PUT would leave a partial object where S3 leaves none);
  * - AbortMultipartUpload works (s3rver answers 405) and parts under 5 MiB but the last are
  *   refused with EntityTooSmall on completion (s3rver takes any size);
+ * - DeleteObjects deletes one key after the other (s3rver deletes them all at once, and two keys
+ *   of one directory then race to remove it: a 500) and requires Content-MD5, as AWS does;
+ * - ListObjectsV2 pages with continuation tokens (s3rver's need a cipher OpenSSL 3 lacks);
  * - faults can be injected per request (a 500, no answer at all, or a wrong ETag);
  * - the most UploadPart requests in progress at once is kept.
  */
@@ -169,6 +173,8 @@ export async function startS3(bucket = 'test-bucket', port = 0): Promise<S3TestS
       if (uploadId && req.method === 'POST' && tooSmallPart(path.join(uploadsDir(b), path.basename(uploadId)))) {
         return reply(res, 400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed size');
       }
+      if (req.method === 'POST' && query.has('delete') && body) return await deleteObjects(req, res, b, body);
+      if (req.method === 'GET' && query.get('list-type') === '2') return await listObjectsV2(res, b, query);
       await forward(req, res, body, fault === 'wrongEtag');
     } finally {
       if (body) fs.rmSync(body, { force: true });
@@ -189,6 +195,49 @@ export async function startS3(bucket = 'test-bucket', port = 0): Promise<S3TestS
       if (body) pipeline(fs.createReadStream(body), back).catch(reject);
       else back.end();
     });
+  }
+
+  /** DeleteObjects as S3 takes it (Content-MD5 required), one DeleteObject at a time behind it. */
+  async function deleteObjects(req: http.IncomingMessage, res: http.ServerResponse, b: string, body: string) {
+    const xml = fs.readFileSync(body);
+    const md5 = createHash('md5').update(xml).digest('base64');
+    if (req.headers['content-md5'] !== md5) {
+      return reply(res, 400, 'InvalidRequest', 'Missing or wrong Content-MD5 for DeleteObjects');
+    }
+    const keys = [...xml.toString().matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unescapeXml(m[1]!));
+    for (const key of keys) {
+      const answer = await fetch(`${server.directUrl}/${b}/${key.split('/').map(encodeURIComponent).join('/')}`, {
+        method: 'DELETE',
+      });
+      await answer.body?.cancel();
+    }
+    res.writeHead(200, { 'content-type': 'application/xml' });
+    res.end('<?xml version="1.0" encoding="UTF-8"?><DeleteResult></DeleteResult>');
+  }
+
+  /**
+   * ListObjectsV2 as a V1 listing behind it: s3rver's continuation tokens use a cipher OpenSSL 3
+   * no longer has (a 500 on every truncated page). The token here is the last key, in base64url.
+   */
+  async function listObjectsV2(res: http.ServerResponse, b: string, query: URLSearchParams) {
+    const v1 = new URLSearchParams();
+    for (const name of ['prefix', 'max-keys', 'delimiter']) if (query.has(name)) v1.set(name, query.get(name)!);
+    const token = query.get('continuation-token');
+    const after = token === null ? query.get('start-after') : Buffer.from(token, 'base64url').toString();
+    if (after) v1.set('marker', after);
+    const answer = await fetch(`${server.directUrl}/${b}?${v1}`);
+    const xml = await answer.text();
+    if (!answer.ok) {
+      res.writeHead(answer.status, { 'content-type': 'application/xml' });
+      return void res.end(xml);
+    }
+    const keys = [...xml.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unescapeXml(m[1]!));
+    const truncated = /<IsTruncated>true<\/IsTruncated>/.test(xml) && keys.length > 0;
+    const next = truncated
+      ? `<NextContinuationToken>${Buffer.from(keys.at(-1)!).toString('base64url')}</NextContinuationToken>`
+      : '';
+    res.writeHead(200, { 'content-type': 'application/xml' });
+    res.end(xml.replace(/<Marker>[^<]*<\/Marker>/, `<KeyCount>${keys.length}</KeyCount>${next}`));
   }
 
   const front = http.createServer((req, res) => {
@@ -220,3 +269,6 @@ function tooSmallPart(upload: string): boolean {
     .map((f) => fs.statSync(path.join(upload, f)).size);
   return sizes.slice(0, -1).some((size) => size < MIN_PART);
 }
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const unescapeXml = (text: string) => text.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e]!);
