@@ -4,6 +4,7 @@ import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { REGISTRATION_LIMITS, type RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { RetentionLimits } from '../../core/retention/purge.ts';
 import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
+import { parseStoreConfig, type StoreConfig } from '../store/config.ts';
 
 /** Everything the Node shell reads from its environment (functions/env.ts), parsed once at start. */
 export interface NodeConfig {
@@ -41,7 +42,7 @@ export interface NodeConfig {
    * Whether files are retrieved into the store before they are sent (ECPDS_RETRIEVAL), how many at
    * once per mover, and where the local store keeps them (`<data dir>/store` by default).
    */
-  retrieval: { enabled: boolean; concurrency: number; storeDir: string };
+  retrieval: { enabled: boolean; concurrency: number; store: StoreConfig };
   /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
   mail: MailConfig | null;
   portal: PortalConfig;
@@ -118,6 +119,14 @@ export interface MoverConfig {
 
 export { ConfigError } from '../env.ts';
 
+/** The store's configuration, the local one resolved to its directory (`<data dir>/store` by default). */
+function storeConfigIn(env: NodeJS.ProcessEnv, dataDir: string): StoreConfig {
+  const store = parseStoreConfig(env);
+  return store.kind === 'directory'
+    ? { kind: 'directory', path: path.resolve(store.path ?? path.join(dataDir, 'store')) }
+    : store;
+}
+
 export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?: string } = {}): NodeConfig {
   const e = parseEnv(nodeEnvSchema, env);
   if ((e.TLS_CERT_FILE === null) !== (e.TLS_KEY_FILE === null)) {
@@ -174,7 +183,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
     retrieval: {
       enabled: e.ECPDS_RETRIEVAL === 'store',
       concurrency: e.ECPDS_RETRIEVAL_CONCURRENCY,
-      storeDir: path.resolve(e.ECPDS_STORE_URL ?? path.join(e.ECPDS_DATA_DIR, 'store')),
+      store: storeConfigIn(env, e.ECPDS_DATA_DIR),
     },
     mover: {
       enabled: e.ECPDS_MOVER,

@@ -8,7 +8,7 @@ import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { readDatabaseClock } from '../../db/clock.ts';
 import { migrate } from '../../db/migrate.ts';
 import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
-import { directoryStore } from '../store/directory-store.ts';
+import { openStore } from '../store/open.ts';
 import type { NodeConfig } from './config.ts';
 import { eventSink } from './events.ts';
 import { acquire, assertNotHeld } from './lock.ts';
@@ -101,7 +101,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     notes: config.notesUrl ? { url: config.notesUrl, token: config.notesToken } : null,
     mailer: config.mail ? smtpMailer(config.mail) : null,
     clock: selfMeasuringClock(clock, remeasure),
-    store: config.retrieval.enabled ? directoryStore(config.retrieval.storeDir) : null,
+    store: config.retrieval.enabled ? openStore(config.retrieval.store) : null,
   });
   try {
     // Options written in clear before secret options were sealed, or straight into the table.
