@@ -13,7 +13,10 @@ const LONG = 120_000; // each command opens the embedded database
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
 async function withPorts<T>(work: (ports: Awaited<ReturnType<typeof openRuntime>>['ports']) => Promise<T>) {
-  const runtime = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir }), quiet, { hold: false });
+  // No mover runs here to retrieve files: transfers are put straight into WAIT, as without a store.
+  const runtime = await openRuntime(parseConfig({ ECPDS_DATA_DIR: dir, ECPDS_RETRIEVAL: 'none' }), quiet, {
+    hold: false,
+  });
   try {
     return await work(runtime.ports);
   } finally {
@@ -134,7 +137,7 @@ describe('ecpds-edge transfer', () => {
     async () => {
       const status = await cli('transfer', 'list', '--status', 'SENT');
       expect(status.status).toBe(1);
-      expect(status.stderr).toContain("--status: 'SENT' (one of INIT, WAIT");
+      expect(status.stderr).toContain("--status: 'SENT' (one of INIT, SCHE, FETC, WAIT");
       const id = await cli('transfer', 'show', 'x1');
       expect(id.stderr).toContain('transfer show needs the <id> of a transfer');
       const unknown = await cli('transfer', 'show', '999999');

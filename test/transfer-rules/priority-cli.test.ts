@@ -9,7 +9,8 @@ import { runCli } from '../support/processes.ts';
 
 /** `ecpds-edge transfer priority <id> <0-99>` as the compiled binary runs it, on the demo data of a temp dir. */
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-priority-cli-'));
-const env = { ECPDS_DATA_DIR: dir };
+// No mover runs here to retrieve files: transfers are put straight into WAIT, as without a store.
+const env = { ECPDS_DATA_DIR: dir, ECPDS_RETRIEVAL: 'none' };
 const LONG = 180_000; // each command opens the embedded database
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
