@@ -16,8 +16,9 @@ import { portalScene } from '../support.ts';
 /** The portal's scene with its SFTP server on a port of its own, in this process, and helpers for real clients. */
 export async function sftpScene(
   options: Pick<PortalSftpOptions, 'idleTimeoutMs' | 'loginTimeoutMs' | 'recheckMs' | 'maxStartups'> = {},
+  scene: Parameters<typeof portalScene>[0] = {},
 ) {
-  const s = await portalScene();
+  const s = await portalScene(scene);
   const sftp: PortalSftpServer = await startPortalSftp({
     ports: s.h.ports,
     host: '127.0.0.1',
