@@ -51,6 +51,8 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
     const opened = await openSource(deps, claim, signal);
     source = opened.host;
     if (opened.size !== null && opened.size !== claim.size) {
+      // Never read: closed here, or its file stays open until the garbage collector finds it.
+      await opened.stream[Symbol.asyncIterator]().return?.();
       throw new Error(`Incorrect size: ${opened.size} bytes at the source, ${claim.size} registered`);
     }
     const summed = summing(opened.stream);

@@ -83,7 +83,8 @@ async function* walk(directory: string, prefix: string): AsyncIterable<ListedObj
     const full = path.join(directory, entry.name);
     const key = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (entry.isDirectory()) yield* walk(full, key);
-    else if (entry.isFile()) {
+    // A partial file is a write under way, not an object: a sweep must not take it for one.
+    else if (entry.isFile() && !entry.name.startsWith(PARTIAL)) {
       const stat = await fs.stat(full).catch(() => null);
       if (stat) yield { key, size: stat.size, modifiedAt: stat.mtime };
     }

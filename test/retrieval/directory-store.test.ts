@@ -1,0 +1,118 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ObjectStore, StoredObjectMissing } from '../../core/store/ports.ts';
+import { directoryStore } from '../../functions/store/directory-store.ts';
+
+/** The directory store's promises: a key holds a whole object or nothing, and ranges read what they name. */
+let root: string;
+let store: ObjectStore;
+beforeAll(() => {
+  root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-dir-store-')));
+  store = directoryStore(root);
+});
+afterAll(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+const live = () => new AbortController().signal;
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+async function collect(stream: AsyncIterable<Uint8Array>) {
+  const parts: Buffer[] = [];
+  for await (const p of stream) parts.push(Buffer.from(p));
+  return Buffer.concat(parts);
+}
+async function* chunked(bytes: Buffer, size: number) {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+}
+const filesUnder = (dir: string): string[] =>
+  fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? filesUnder(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+const listed = async () => {
+  const keys: string[] = [];
+  for await (const o of store.list()) keys.push(o.key);
+  return keys.sort();
+};
+
+describe('the directory store', () => {
+  it('a write aborted midway leaves nothing under the key, nor a partial file', async () => {
+    const controller = new AbortController();
+    let sent = 0;
+    async function* halfThenAbort() {
+      for (let i = 0; i < 10; i++) {
+        sent++;
+        if (i === 5) controller.abort(new Error('stopped'));
+        yield randomBytes(64 * 1024);
+      }
+    }
+    await expect(store.write('1/1-0-1', halfThenAbort(), controller.signal, 640 * 1024)).rejects.toThrow();
+    expect(sent).toBeGreaterThan(1);
+    await expect(store.read('1/1-0-1', live())).rejects.toBeInstanceOf(StoredObjectMissing);
+    expect(filesUnder(root)).toEqual([]);
+    expect(await listed()).toEqual([]);
+  });
+
+  it('a write whose bytes fail midway leaves nothing either', async () => {
+    async function* failing() {
+      yield randomBytes(100_000);
+      throw new Error('source gone');
+    }
+    await expect(store.write('1/1-0-2', failing(), live())).rejects.toThrow('source gone');
+    await expect(store.read('1/1-0-2', live())).rejects.toBeInstanceOf(StoredObjectMissing);
+    expect(filesUnder(root)).toEqual([]);
+  });
+
+  it('an object in the making is not listed: a sweep never sees it', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started: () => void = () => undefined;
+    const begun = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    async function* slow() {
+      yield randomBytes(1000);
+      started();
+      await held;
+      yield randomBytes(1000);
+    }
+    const writing = store.write('2/2-0-1', slow(), live());
+    await begun;
+    while (filesUnder(root).length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await listed()).toEqual([]);
+    release();
+    await writing;
+    expect(await listed()).toEqual(['2/2-0-1']);
+    await store.remove(['2/2-0-1']);
+  });
+
+  it('reads an object whole or by range (both ends included), its size always the whole', async () => {
+    const bytes = randomBytes(300_000);
+    await store.write('3/3-0-1', chunked(bytes, 65_537), live(), bytes.length);
+    const whole = await store.read('3/3-0-1', live());
+    expect(whole.size).toBe(300_000);
+    expect(sha(await collect(whole.stream))).toBe(sha(bytes));
+    for (const [start, end] of [
+      [0, 0],
+      [10, 99],
+      [65_530, 200_000],
+      [299_999, 299_999],
+    ] as const) {
+      const part = await store.read('3/3-0-1', live(), { start, end });
+      expect(part.size).toBe(300_000);
+      expect(sha(await collect(part.stream))).toBe(sha(bytes.subarray(start, end + 1)));
+    }
+    expect(await listed()).toEqual(['3/3-0-1']);
+  });
+
+  it('removes objects, absent ones included, and refuses keys outside its directory', async () => {
+    await store.remove(['3/3-0-1', 'never/there']);
+    await expect(store.read('3/3-0-1', live())).rejects.toBeInstanceOf(StoredObjectMissing);
+    await expect(store.write('../escape', chunked(randomBytes(10), 10), live())).rejects.toThrow('Invalid object key');
+    expect(fs.existsSync(path.join(path.dirname(root), 'escape'))).toBe(false);
+  });
+});
