@@ -83,11 +83,23 @@ export interface ClaimedTransfer {
   source: string;
   /** The key of the file's stored copy; null for a file read from its source at each send. */
   objectKey: string | null;
+  /**
+   * The stored copy's sums, as its retrieval computed them: a mover sends this MD5 rather than
+   * hashing the bytes again, and holds the bytes it reads to this size. Null when not retrieved.
+   */
+  stored: StoredSums | null;
   size: number;
   priority: number;
   scheduledAt: Date;
   queueAt: Date;
   startedAt: Date;
+}
+
+/** What the retrieval of a data file measured while storing it. */
+export interface StoredSums {
+  /** Hex. */
+  md5: string;
+  size: number;
 }
 
 /** The compression filter a delivery applied: its name, and the size and MD5 of what it produced. */
