@@ -221,8 +221,8 @@ async function refetchLost(deps: SendDeps, attempt: Attempt, reason: string): Pr
       }
     }
     const message = failureMessage(sourceGone === null ? reason : `${reason}; ${sourceGone}`, []);
-    // The service lost the bytes, not the host: the host's ring is not moved on.
-    const owned = await endAttempt(ports, attempt, { kind: 'failed', message, sent: 0, counts: false });
+    deps.stats?.failed(attempt.host.hostId);
+    const owned = await endAttempt(ports, attempt, { kind: 'failed', message, sent: 0, counts: true });
     return owned ? 'failed' : 'lost';
   } catch (error) {
     ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(error) });

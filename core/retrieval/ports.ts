@@ -65,7 +65,7 @@ export interface RetrievalRepo {
   failed(claim: RetrievalClaim, mover: string, reason: string, retryInMs: number): Promise<RetrievedTransfer[] | null>;
   /**
    * Puts a file whose stored copy `lost.objectKey` is lost back to retrieval, in one transaction:
-   * its stored copy forgotten and its retrieval state reset, its transfers waiting to be sent (and
+   * its stored copy forgotten and its retrieval due at once, its transfers waiting to be sent (and
    * the mover's attempt) to SCHE with the reason in their history. False, changing nothing, when
    * the file has another copy by now, was deleted, or the attempt is no longer the mover's.
    */

@@ -175,9 +175,10 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         )
         select count(*)::int as n from moved`);
       if (Number(rowsOf<{ n: number }>(moved)[0]?.n ?? 0) === 0) return false;
+      // fetch_tries goes on counting: the next object's key must not be the lost one's.
       await tx.execute(sql`
         update data_files set object_key = null, retrieved_at = null, fetch_mover = null, fetch_lease_until = null,
-          fetch_tries = 0, fetch_at = null
+          fetch_at = null
         where id = ${lost.dataFileId}`);
       return true;
     });
