@@ -14,6 +14,10 @@ export interface TransferView {
   message: string | null;
   source: string;
   size: number;
+  /** The registered bytes' MD5 (hex) once known: from their retrieval, else from their first send. */
+  md5: string | null;
+  /** Their SHA-512 (base64), known once retrieved. */
+  sha512: string | null;
   updatedAt: Date;
 }
 

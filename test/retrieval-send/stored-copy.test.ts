@@ -4,9 +4,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import type { TransferMethod } from '../../core/dissemination/methods.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
+import { showTransfer } from '../../core/dissemination/transfers.ts';
 import { setOption } from '../../core/hosts/options.ts';
 import { type Retriever, startRetriever } from '../../core/retrieval/retriever.ts';
 import { dataFiles, dataTransfers, storedObjects, transferHistory } from '../../db/schema.ts';
@@ -102,6 +104,32 @@ const historyOf = async (id: number) =>
     .where(eq(transferHistory.transferId, id))
     .orderBy(asc(transferHistory.id));
 
+/** A console page as the signed-in administrator sees it. */
+async function consolePage(path: string) {
+  const password = (await bootstrapWebAdmin(h.ports))!;
+  const jar = new Map<string, string>();
+  const request = async (method: string, to: string, form?: Record<string, string>) => {
+    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const body = form && new URLSearchParams(form);
+    const res = await h.app.request(`https://localhost${to}`, {
+      method,
+      body,
+      headers: { ...(cookie && { cookie }), ...(body && { 'content-type': 'application/x-www-form-urlencoded' }) },
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [, name, value] = /^([^=]+)=([^;]*)/.exec(line)!;
+      jar.set(name!, value!);
+    }
+    return { status: res.status, text: await res.text() };
+  };
+  const csrf = /name="csrf" value="([^"]+)"/.exec((await request('GET', '/console/login')).text)![1]!;
+  const signedIn = await request('POST', '/console/login', { csrf, username: 'admin', password });
+  expect(signedIn.status).toBe(303);
+  const page = await request('GET', path);
+  expect(page.status).toBe(200);
+  return page.text;
+}
+
 /** A stopped destination to an sshd directory with the md5Ext sidecar; started once its file is retrieved. */
 async function destination(name: string) {
   const dir = sshd.scratch(`${name.toLowerCase()}-`);
@@ -137,6 +165,15 @@ describe.skipIf(noSshd !== null)(`a retrieved file sent to a real sshd ${noSshd 
     const file = await dataFile(sent.dataFileId);
     expect(file.checksum).toBe(object!.md5);
     expect(file.sha512).toBe(object!.sha512);
+    // What `transfer show` prints, and the console's row of the transfer.
+    expect(await showTransfer(h.ports, sent.id)).toMatchObject({ md5: object!.md5, sha512: object!.sha512 });
+    const page = await consolePage('/console/monitor/destinations/STORED_MD5');
+    const row = page.slice(page.indexOf(`id="transfer-${sent.id}"`));
+    expect(row.slice(0, row.indexOf('</tr>'))).toMatch(
+      new RegExp(
+        `MD5 <code>${object!.md5}</code>[\\s\\S]*SHA-512 <code>${object!.sha512.replace(/[+/]/g, '\\$&')}</code>`,
+      ),
+    );
   });
 
   it('retrieves a file again whose stored copy was removed before its send, then delivers it', async () => {
