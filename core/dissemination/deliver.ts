@@ -25,6 +25,8 @@ export interface Delivery {
   target: string;
   /** The size registered with the data file: the source must still have it. */
   registeredSize: number;
+  /** The MD5 hex of the source's bytes when known before the send (a stored copy's): not hashed again. */
+  knownMd5?: string | null;
   temporary: TemporaryName;
   makeDirectories: boolean;
   ignoreCheck: boolean;
@@ -88,7 +90,7 @@ export async function deliverFile(
   // What attempts cut off before their clean-up left behind (they never rename it into place).
   if (use && fence) await removeEach(remote, fence.previousTags.map(temporaryPath));
   await delivery.steps?.beforeWrite?.(finalPath);
-  const counted = countingMd5(source);
+  const counted = countingMd5(source, delivery.knownMd5);
   const filter = delivery.filter ?? null;
   const out = filter ? countingMd5(filter.transform(counted.stream)) : counted;
   try {
@@ -166,16 +168,19 @@ const REMOVALS_AT_ONCE = 32;
 
 const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((100 * part) / whole));
 
-/** Passes the source through, counting its bytes and hashing them as they go. */
-export function countingMd5(source: AsyncIterable<Uint8Array>) {
-  const hash = createHash('md5');
+/**
+ * Passes the source through, counting its bytes and hashing them as they go; with `knownMd5` (a
+ * stored copy's, computed when it was retrieved) only counting, and answering that MD5.
+ */
+export function countingMd5(source: AsyncIterable<Uint8Array>, knownMd5?: string | null) {
+  const hash = knownMd5 ? null : createHash('md5');
   let bytes = 0;
   async function* stream() {
     for await (const chunk of source) {
-      hash.update(chunk);
+      hash?.update(chunk);
       bytes += chunk.byteLength;
       yield chunk;
     }
   }
-  return { stream: stream(), bytes: () => bytes, md5: () => hash.digest('hex') };
+  return { stream: stream(), bytes: () => bytes, md5: () => (hash ? hash.digest('hex') : (knownMd5 as string)) };
 }

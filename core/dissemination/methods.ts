@@ -44,6 +44,11 @@ export interface OutgoingFile {
   attempt?: AttemptFence;
   /** The host's compression filter when it applies to this file: `target` then gets its extension. */
   filter?: DeliveryFilter | null;
+  /**
+   * The MD5 hex of the bytes to send when known before sending (the stored copy's): the method
+   * answers it rather than hashing the bytes again, and still counts them.
+   */
+  md5?: string | null;
 }
 
 /**
@@ -107,6 +112,7 @@ export function deliveryFor(host: HostConnection, file: OutgoingFile, steps?: De
     directory: host.directory,
     target: filter ? `${file.target}${filterExtension(filter.name)}` : file.target,
     registeredSize: file.size,
+    knownMd5: file.md5 ?? null,
     temporary: host.options.temporary,
     makeDirectories: host.options.makeDirectories,
     ignoreCheck: host.options.ignoreCheck,

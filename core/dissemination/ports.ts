@@ -14,6 +14,10 @@ export interface TransferView {
   message: string | null;
   source: string;
   size: number;
+  /** The registered bytes' MD5 (hex) once known: from their retrieval, else from their first send. */
+  md5: string | null;
+  /** Their SHA-512 (base64), known once retrieved. */
+  sha512: string | null;
   updatedAt: Date;
 }
 
@@ -83,11 +87,23 @@ export interface ClaimedTransfer {
   source: string;
   /** The key of the file's stored copy; null for a file read from its source at each send. */
   objectKey: string | null;
+  /**
+   * The stored copy's sums, as its retrieval computed them: a mover sends this MD5 rather than
+   * hashing the bytes again, and holds the bytes it reads to this size. Null when not retrieved.
+   */
+  stored: StoredSums | null;
   size: number;
   priority: number;
   scheduledAt: Date;
   queueAt: Date;
   startedAt: Date;
+}
+
+/** What the retrieval of a data file measured while storing it. */
+export interface StoredSums {
+  /** Hex. */
+  md5: string;
+  size: number;
 }
 
 /** The compression filter a delivery applied: its name, and the size and MD5 of what it produced. */

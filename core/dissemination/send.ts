@@ -3,10 +3,12 @@ import { scrubSecrets } from '../common/scrub.ts';
 import { revealSecretOptions, secretOptionValues } from '../hosts/secret-options.ts';
 import type { Ports } from '../ports.ts';
 import { openFileBytes } from '../store/file-bytes.ts';
+import { StoredObjectMissing } from '../store/ports.ts';
 import { MoverStopping, TakenAway } from './abort-reasons.ts';
 import { endAttempt } from './attempts.ts';
 import { claimTransfers, isLapsing, lapsed, type RunningSend, renewLeases } from './claims.ts';
 import type { Delivered } from './deliver.ts';
+import { refreshShownStatus } from './destination-status.ts';
 import { deliveryFilter, type FilterCodecs } from './filters.ts';
 import type { ConfirmAttempt, EndDelivered } from './grouped-ends.ts';
 import { type MethodName, methodOptions, splitHostPort } from './method-options.ts';
@@ -81,6 +83,8 @@ export async function sendClaimed(
   // Closes the source however the send ends: a method that failed before reading it, or one that
   // reads none (portal), must not leave its file or connection open.
   const release = new AbortController();
+  // Why the stored copy cannot be sent, when that is why the send failed (not the method or the host).
+  let lostCopy: string | null = null;
   try {
     const method = deps.methods[protocol as MethodName];
     if (!method) throw new Error(`Transfer method ${protocol} is not available on DataMover=${mover}`);
@@ -90,7 +94,15 @@ export async function sendClaimed(
     const watch = attemptWatch(signal, connection.options);
     const attemptSignal = watch.signal;
     attemptSignal.addEventListener('abort', () => release.abort(attemptSignal.reason), { once: true });
-    const source = await openFileBytes(ports.store, deps.sources, transfer, release.signal);
+    const source = await openFileBytes(ports.store, deps.sources, transfer, release.signal).catch((error) => {
+      if (error instanceof StoredObjectMissing) lostCopy = error.message;
+      throw error;
+    });
+    const { stored, objectKey } = transfer;
+    if (stored && objectKey !== null && source.size !== stored.size) {
+      lostCopy = `Stored object ${objectKey} has ${source.size} bytes, ${stored.size} stored`;
+      throw new Error(lostCopy);
+    }
     if (source.size !== transfer.size) {
       throw new Error(`Source changed size: ${source.size} bytes now, ${transfer.size} registered`);
     }
@@ -114,12 +126,20 @@ export async function sendClaimed(
     );
     const { spool } = deps;
     const filter = deliveryFilter(deps.filters, protocol, host, connection.options.filter, transfer, !!spool);
-    const file = { target: transfer.target, size: transfer.size, attempt: fence, filter };
+    // The stored copy's MD5 is sent as it was computed when retrieved; its bytes are still counted.
+    const md5 = stored && objectKey !== null ? stored.md5 : null;
+    const file = { target: transfer.target, size: transfer.size, attempt: fence, filter, md5 };
+    const bytes =
+      stored && objectKey !== null
+        ? heldToSize(source.stream, stored.size, objectKey, (reason) => {
+            lostCopy = reason;
+          })
+        : source.stream;
     const send = (outgoing: OutgoingFile, stream: AsyncIterable<Uint8Array>) =>
       method.send(connection, outgoing, watch.watched(stream), attemptSignal);
     const delivered = await (filter?.spooled && spool
-      ? sendSpooled(spool, { ...file, filter }, watch.watched(source.stream), attemptSignal, send)
-      : send(file, source.stream)
+      ? sendSpooled(spool, { ...file, filter }, watch.watched(bytes), attemptSignal, send)
+      : send(file, bytes)
     ).finally(watch.dispose);
     if (!(await recordDelivered(deps, attempt, delivered, signal))) return 'lost';
     deps.stats?.delivered(host.hostId, delivered.sent);
@@ -133,6 +153,7 @@ export async function sendClaimed(
       const owned = await endAttempt(ports, attempt, failure).catch(() => false);
       return owned ? 'failed' : 'lost';
     }
+    if (lostCopy !== null && !(cause instanceof MoverStopping)) return await refetchLost(deps, attempt, lostCopy);
     const message = cause instanceof MoverStopping ? cause.message : failureMessage(cause, secrets);
     const counts = !(cause instanceof MoverStopping);
     if (counts) deps.stats?.failed(host.hostId);
@@ -142,6 +163,70 @@ export async function sendClaimed(
     return 'failed';
   } finally {
     release.abort();
+  }
+}
+
+/**
+ * The stored copy's bytes as they are read, held to the size stored: a truncated or grown object
+ * fails the read, and `damaged` is told why, whatever the method makes of the error.
+ */
+async function* heldToSize(
+  stream: AsyncIterable<Uint8Array>,
+  size: number,
+  key: string,
+  damaged: (reason: string) => void,
+): AsyncIterable<Uint8Array> {
+  let read = 0;
+  const fail = (bytes: string) => {
+    const reason = `Stored object ${key} has ${bytes} bytes, ${size} stored`;
+    damaged(reason);
+    return new Error(reason);
+  };
+  for await (const chunk of stream) {
+    read += chunk.byteLength;
+    if (read > size) throw fail(`more than ${size}`);
+    yield chunk;
+  }
+  if (read !== size) throw fail(String(read));
+}
+
+/**
+ * A stored copy missing or damaged: the file is retrieved again while its source still has the
+ * registered size (its transfers wait for it in SCHE); otherwise this attempt fails with both
+ * reasons, as any failure does. Never throws.
+ */
+async function refetchLost(deps: SendDeps, attempt: Attempt, reason: string): Promise<'failed' | 'lost'> {
+  const { ports } = deps;
+  const { transfer, mover } = attempt;
+  const check = new AbortController();
+  let sourceGone: string | null = null;
+  try {
+    const source = await deps.sources.open(transfer.source, check.signal);
+    if (source.size !== transfer.size) {
+      sourceGone = `source ${transfer.source} has ${source.size} bytes now, ${transfer.size} registered`;
+    }
+  } catch (error) {
+    sourceGone = messageOf(error);
+  } finally {
+    check.abort();
+  }
+  try {
+    if (sourceGone === null && transfer.objectKey !== null) {
+      const comment = `${reason}: retrieving the file again`;
+      const lost = { dataFileId: transfer.dataFileId, objectKey: transfer.objectKey, reason: comment };
+      if (await ports.repos.retrieval.refetch({ ...lost, transferId: transfer.id, attempt: transfer.attempt, mover })) {
+        ports.logger.warn('stored copy lost; retrieving the file again', { transfer: transfer.id, reason });
+        await refreshShownStatus(ports.repos.dissemination, attempt.destination.name, ports.clock());
+        return 'failed';
+      }
+    }
+    const message = failureMessage(sourceGone === null ? reason : `${reason}; ${sourceGone}`, []);
+    deps.stats?.failed(attempt.host.hostId);
+    const owned = await endAttempt(ports, attempt, { kind: 'failed', message, sent: 0, counts: true });
+    return owned ? 'failed' : 'lost';
+  } catch (error) {
+    ports.logger.error('could not end a failed attempt', { transfer: transfer.id, reason: messageOf(error) });
+    return 'failed';
   }
 }
 

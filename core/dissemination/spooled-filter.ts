@@ -29,7 +29,7 @@ export async function sendSpooled(
   send: (file: OutgoingFile, source: AsyncIterable<Uint8Array>) => Promise<Delivered>,
 ): Promise<Delivered> {
   const { filter } = file;
-  const counted = countingMd5(source);
+  const counted = countingMd5(source, file.md5);
   const out = countingMd5(filter.transform(counted.stream));
   const spooled = await spool.write(out.stream, signal);
   try {
@@ -37,7 +37,8 @@ export async function sendSpooled(
       throw invalid(`Source changed size: ${counted.bytes()} bytes read, ${file.size} registered`);
     }
     const filtered = { ...file, target: `${file.target}${filterExtension(filter.name)}`, size: spooled.size };
-    const delivered = await send({ ...filtered, filter: null }, spooled.read());
+    // The spooled bytes are the filter's: the source's MD5 is not theirs.
+    const delivered = await send({ ...filtered, filter: null, md5: null }, spooled.read());
     return {
       sent: delivered.sent,
       md5: counted.md5(),

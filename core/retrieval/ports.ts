@@ -31,6 +31,16 @@ export interface RetrievedTransfer {
   status: string;
 }
 
+/** A stored copy a mover found missing or damaged, while sending attempt `attempt` of transfer `transferId`. */
+export interface LostCopy {
+  dataFileId: number;
+  objectKey: string;
+  transferId: number;
+  attempt: number;
+  mover: string;
+  reason: string;
+}
+
 export interface RetrievalRepo {
   /**
    * Takes up to `limit` files whose transfers wait for their bytes (SCHE, or FETC under a lapsed
@@ -53,4 +63,11 @@ export interface RetrievalRepo {
    * `retryInMs` (by the database's clock); null when the retriever no longer holds the file.
    */
   failed(claim: RetrievalClaim, mover: string, reason: string, retryInMs: number): Promise<RetrievedTransfer[] | null>;
+  /**
+   * Puts a file whose stored copy `lost.objectKey` is lost back to retrieval, in one transaction:
+   * its stored copy forgotten and its retrieval due at once, its transfers waiting to be sent (and
+   * the mover's attempt) to SCHE with the reason in their history. False, changing nothing, when
+   * the file has another copy by now, was deleted, or the attempt is no longer the mover's.
+   */
+  refetch(lost: LostCopy): Promise<boolean>;
 }

@@ -16,6 +16,8 @@ type ClaimedRow = {
   target: string;
   source: string;
   object_key: string | null;
+  stored_md5: string | null;
+  stored_size: string | number | null;
   size: string | number;
   priority: number;
   scheduled_at: string | Date;
@@ -133,8 +135,9 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
         select id, destination, ${hostId}::text, 'EXEC', ${at}::timestamptz, ${`Claimed by ${mover}`}::text from claimed
       )
       select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.object_key, f.size, c.priority,
-        c.scheduled_at, c.queue_at, c.started_at
+        c.scheduled_at, c.queue_at, c.started_at, o.md5 as stored_md5, o.size as stored_size
       from claimed c join data_files f on f.id = c.data_file_id
+        left join stored_objects o on o.key = f.object_key
       order by c.priority, c.queue_at, c.id`,
       'takeDue',
     );
@@ -146,6 +149,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       target: r.target,
       source: r.source,
       objectKey: r.object_key,
+      stored: r.stored_md5 === null ? null : { md5: r.stored_md5, size: Number(r.stored_size) },
       size: Number(r.size),
       priority: Number(r.priority),
       scheduledAt: new Date(r.scheduled_at),

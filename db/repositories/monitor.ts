@@ -41,6 +41,8 @@ type TransferRow = {
   message: string | null;
   source: string;
   size: number | string;
+  checksum: string | null;
+  sha512: string | null;
   updated_at: number;
 };
 
@@ -178,7 +180,7 @@ export const monitorRepo = (db: Database): MonitorRepo => ({
         )
         select t.id, t.data_file_id, t.destination, t.target, t.unique_name, t.status, t.priority,
           ${ms(sql`t.scheduled_at`)} as scheduled_at, ${ms(sql`t.expires_at`)} as expires_at, t.message,
-          f.source, f.size, ${ms(sql`t.updated_at`)} as updated_at
+          f.source, f.size, f.checksum, f.sha512, ${ms(sql`t.updated_at`)} as updated_at
         from ids join data_transfers t on t.id = ids.id join data_files f on f.id = t.data_file_id
         order by t.id desc`),
     );
@@ -223,6 +225,8 @@ export const monitorRepo = (db: Database): MonitorRepo => ({
       expiresAt: new Date(Number(r.expires_at)),
       message: r.message,
       source: r.source,
+      md5: r.checksum,
+      sha512: r.sha512,
       size: Number(r.size),
       updatedAt: new Date(Number(r.updated_at)),
       history: historyOf.get(Number(r.id)) ?? [],

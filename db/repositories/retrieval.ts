@@ -149,4 +149,38 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       return transfersOf(moved);
     });
   },
+  async refetch(lost) {
+    return db.transaction(async (tx) => {
+      const [file] = rowsOf<{ object_key: string | null }>(
+        await tx.execute(sql`
+          select object_key from data_files where id = ${lost.dataFileId} and deleted_at is null for update`),
+      );
+      // Another mover that found the same copy lost may have put the file back already.
+      if (!file || (file.object_key !== null && file.object_key !== lost.objectKey)) return false;
+      // Nothing moves unless the attempt is still the mover's: a stale one must not requeue the others.
+      const moved = await tx.execute(sql`
+        with mine as (
+          select id from data_transfers
+          where id = ${lost.transferId} and status = 'EXEC' and mover = ${lost.mover} and attempt = ${lost.attempt}
+        ), moved as (
+          update data_transfers t set status = 'SCHE',
+            ready_status = case when t.status = 'HOLD' then 'HOLD' else 'WAIT' end,
+            message = ${lost.reason}, mover = null, lease_until = null, updated_at = now()
+          where exists (select 1 from mine) and t.data_file_id = ${lost.dataFileId} and (
+            (t.status in ('WAIT', 'RETR', 'INTR', 'HOLD') and t.mover is null) or t.id in (select id from mine))
+          returning t.id, t.destination, t.host_id
+        ), history as (
+          insert into transfer_history (transfer_id, destination, host_id, status, at, comment, error)
+          select id, destination, host_id, 'SCHE', now(), ${lost.reason}, true from moved
+        )
+        select count(*)::int as n from moved`);
+      if (Number(rowsOf<{ n: number }>(moved)[0]?.n ?? 0) === 0) return false;
+      // fetch_tries goes on counting: the next object's key must not be the lost one's.
+      await tx.execute(sql`
+        update data_files set object_key = null, retrieved_at = null, fetch_mover = null, fetch_lease_until = null,
+          fetch_at = null
+        where id = ${lost.dataFileId}`);
+      return true;
+    });
+  },
 });

@@ -17,6 +17,8 @@ const columns = {
   message: dataTransfers.message,
   source: dataFiles.source,
   size: dataFiles.size,
+  md5: dataFiles.checksum,
+  sha512: dataFiles.sha512,
   updatedAt: dataTransfers.updatedAt,
 };
 

@@ -40,7 +40,7 @@ export function azureMethod(dependencies: { fetch?: typeof fetch } = {}): Transf
       const settings = azureSettings(host.options.raw, (v) => readFlag(v, false));
       const blob = azureBlob(host, file);
       const watch = uploadWatch(callerSignal, host.options);
-      const sized = sizedSource(source, file.size);
+      const sized = sizedSource(source, file.size, file.md5);
       try {
         const credentials = await credentialsOf(host, send, watch);
         const client = new AzureClient(blob, credentials, send, watch);

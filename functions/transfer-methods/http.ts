@@ -50,7 +50,7 @@ async function put(
   const url = httpUrl(host, file);
   const method = readFlag(host.options.raw.get('usePost'), false) ? 'POST' : 'PUT';
   const headers = httpHeaders(host, file);
-  const sized = sizedSource(source, file.size);
+  const sized = sizedSource(source, file.size, file.md5);
   const label = `HTTP ${method} ${url.origin}${url.pathname}`;
   let response: Response;
   const { signal, moved } = watch;

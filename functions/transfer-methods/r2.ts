@@ -27,7 +27,7 @@ export function r2Method(bucketNamed: (binding: string) => R2BucketLike | null):
       if (!bucket) throw invalid(`R2 binding ${binding} is not bound to this Worker`);
       const key = joinRemote(host.directory, file.target).replace(/^\/+/, '');
       const { signal, clear } = withPutTimeout(callerSignal, host.options.putTimeoutMs);
-      const sized = sizedSource(untilAborted(source, signal), file.size);
+      const sized = sizedSource(untilAborted(source, signal), file.size, file.md5);
       const label = `R2 put ${binding}/${key}`;
       try {
         let stored: { etag: string } | null;

@@ -33,7 +33,7 @@ export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
       const settings = s3Settings(host.options.raw);
       const watch = uploadWatch(callerSignal, host.options);
       const client = new S3Client(host, s3Object(host, file, settings), settings, send, watch.moved);
-      const sized = sizedSource(source, file.size);
+      const sized = sizedSource(source, file.size, file.md5);
       try {
         return file.size > 0 && file.size >= settings.multipartSize
           ? await client.multipart(file, sized, watch.signal)

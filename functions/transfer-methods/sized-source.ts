@@ -16,11 +16,12 @@ export interface SizedSource {
   failure(): Error | null;
 }
 
-export function sizedSource(source: AsyncIterable<Uint8Array>, size: number): SizedSource {
-  const hash = createHash('md5');
+export function sizedSource(source: AsyncIterable<Uint8Array>, size: number, knownMd5?: string | null): SizedSource {
+  // A stored copy's MD5 was computed when it was retrieved: the bytes are counted, not hashed again.
+  const hash = knownMd5 ? null : createHash('md5');
   let bytes = 0;
   let failure: Error | null = null;
-  let digest: string | null = null;
+  let digest: string | null = knownMd5 || null;
   const fail = (read: string) => {
     failure = invalid(`Source changed size: ${read} bytes read, ${size} registered`);
     return failure;
@@ -33,7 +34,7 @@ export function sizedSource(source: AsyncIterable<Uint8Array>, size: number): Si
       while (!next.done) {
         const chunk = next.value;
         if (bytes + chunk.byteLength > size) throw fail(`more than ${size}`);
-        hash.update(chunk);
+        hash?.update(chunk);
         bytes += chunk.byteLength;
         // At the registered size: look one step ahead before letting the last bytes go.
         const following = bytes === size ? await it.next() : null;
@@ -50,7 +51,7 @@ export function sizedSource(source: AsyncIterable<Uint8Array>, size: number): Si
   return {
     chunks: chunks(),
     bytes: () => bytes,
-    md5: () => (digest ??= hash.digest('hex')),
+    md5: () => (digest ??= (hash as NonNullable<typeof hash>).digest('hex')),
     failure: () => failure,
   };
 }

@@ -12,7 +12,7 @@ export function testMethod(): TransferMethod {
   return {
     async send(host, file, source, signal) {
       sends++;
-      const counted = countingMd5(source);
+      const counted = countingMd5(source, file.md5);
       for await (const _ of counted.stream) signal.throwIfAborted();
       const sent = counted.bytes();
       const delay = readDuration(host.options.raw.get('delay'), 0) ?? 0;

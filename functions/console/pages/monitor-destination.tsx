@@ -167,7 +167,24 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
                     <td>
                       <span class={`tstatus count-${t.status.toLowerCase()}`}>{t.status}</span>
                     </td>
-                    <td>{bytes(t.size)}</td>
+                    <td>
+                      {bytes(t.size)}
+                      {(t.md5 || t.sha512) && (
+                        <details class="sums">
+                          <summary>Checksums</summary>
+                          {t.md5 && (
+                            <div>
+                              MD5 <code>{t.md5}</code>
+                            </div>
+                          )}
+                          {t.sha512 && (
+                            <div>
+                              SHA-512 <code>{t.sha512}</code>
+                            </div>
+                          )}
+                        </details>
+                      )}
+                    </td>
                     <td>{when(t.scheduledAt)}</td>
                     <td>
                       <details>
