@@ -1,17 +1,42 @@
 /**
  * How the data portal answers a download (GET or HEAD of a file), as RFC 9110 has download tools
  * expect it: validators (`ETag`, `Last-Modified` as an HTTP-date never later than `Date`), the
- * preconditions in the RFC's order (§13.2.2), and byte ranges (§14) with `If-Range`. Pure: the
- * transport sends the bytes of `range` (or none for HEAD) with these headers.
+ * preconditions in the RFC's order (§13.2.2), byte ranges (§14) with `If-Range`, and the digest of
+ * the whole file (`Repr-Digest`, RFC 9530). Pure: the transport sends the bytes of `range` (or none
+ * for HEAD) with these headers.
  */
+import type { PortalFile } from './ports.ts';
 
 /** A file as the portal serves it. */
 export interface ServedFile {
   size: number;
   /** The MD5 of its bytes (hex) when known: the strong entity tag. */
   md5: string | null;
+  /** The SHA-512 of its bytes (base64) when known: its `Repr-Digest`. */
+  sha512: string | null;
   lastModified: Date;
 }
+
+const MD5 = /^[0-9a-f]{32}$/i;
+
+/**
+ * The sums a file is served with, by every protocol of the portal: those measured as its stored copy
+ * was written once it was retrieved (the bytes the portal serves); before that, the MD5 recorded of
+ * it (by a delivery, or an upload) if any, and no SHA-512.
+ */
+export function servedFile(file: Pick<PortalFile, 'size' | 'checksum' | 'stored' | 'modifiedAt'>): ServedFile {
+  const recorded = file.checksum !== null && MD5.test(file.checksum) ? file.checksum.toLowerCase() : null;
+  return {
+    size: file.size,
+    md5: file.stored ? file.stored.md5.toLowerCase() : recorded,
+    sha512: file.stored?.sha512 ?? null,
+    lastModified: file.modifiedAt,
+  };
+}
+
+/** A file's entity tag as HTTP and S3 send it (S3's of a single-part object): its MD5 quoted; null without one. */
+export const entityTagOf = (file: Pick<ServedFile, 'md5'>) =>
+  file.md5 === null ? null : `"${file.md5.toLowerCase()}"`;
 
 /** The request's headers that decide the answer, by lower-case name. */
 export interface DownloadRequest {
@@ -36,12 +61,13 @@ export type DownloadAnswer =
   | { status: 304 | 412 | 416; headers: Record<string, string>; range: null };
 
 export function answerDownload(file: ServedFile, request: DownloadRequest, now: Date): DownloadAnswer {
-  const etag = file.md5 === null ? null : `"${file.md5.toLowerCase()}"`;
+  const etag = entityTagOf(file);
+  const digest: Record<string, string> = file.sha512 === null ? {} : { 'repr-digest': `sha-512=:${file.sha512}:` };
   // An HTTP-date has whole seconds, and a time later than the answer's own Date is not believed.
   const modifiedSeconds = Math.floor(Math.min(file.lastModified.getTime(), now.getTime()) / 1000);
   const validators: Record<string, string> = { 'last-modified': new Date(modifiedSeconds * 1000).toUTCString() };
   if (etag !== null) validators.etag = etag;
-  const headers = { ...validators, 'accept-ranges': 'bytes' };
+  const headers = { ...validators, ...digest, 'accept-ranges': 'bytes' };
 
   const failed = preconditionFailed(request, etag, modifiedSeconds);
   if (failed === 412) return { status: 412, headers: {}, range: null };

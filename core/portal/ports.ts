@@ -41,6 +41,10 @@ export interface PortalFile {
   source: string;
   size: number;
   checksum: string | null;
+  /** The key of its stored copy once retrieved (core/store/file-bytes.ts); null: read from its source. */
+  objectKey: string | null;
+  /** The sums of the stored copy measured as it was retrieved (MD5 hex, SHA-512 base64); null before. */
+  stored: { md5: string; sha512: string } | null;
   /** When the file was registered: its modification time. */
   modifiedAt: Date;
   status: string;

@@ -12,6 +12,9 @@ type FileRow = {
   source: string;
   size: string | number;
   checksum: string | null;
+  object_key: string | null;
+  stored_md5: string | null;
+  stored_sha512: string | null;
   created_at: string | Date;
   scheduled_at: string | Date;
   expires_at: string | Date;
@@ -25,6 +28,8 @@ const toFile = (r: FileRow): PortalFile => ({
   source: r.source,
   size: Number(r.size),
   checksum: r.checksum,
+  objectKey: r.object_key,
+  stored: r.stored_md5 !== null && r.stored_sha512 !== null ? { md5: r.stored_md5, sha512: r.stored_sha512 } : null,
   modifiedAt: new Date(r.created_at),
   status: r.status,
   scheduledAt: new Date(r.scheduled_at),
@@ -33,7 +38,12 @@ const toFile = (r: FileRow): PortalFile => ({
 });
 
 const FILE_COLUMNS = sql.raw(
-  't.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at, t.expires_at',
+  't.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.object_key, ' +
+    's.md5 as stored_md5, s.sha512 as stored_sha512, f.created_at, t.scheduled_at, t.expires_at',
+);
+/** A transfer's data file, and the sums of its stored copy once retrieved (by its primary key). */
+const FILES = sql.raw(
+  'data_transfers t join data_files f on f.id = t.data_file_id left join stored_objects s on s.key = f.object_key',
 );
 const TARGET = sql`t.target collate "C"`;
 /** What the portal's tree shows: not INIT, SCHE or FETC, scheduled, not expired, not deleted. */
@@ -67,7 +77,7 @@ function availableFiles(destination: string, now: Date, range: PathRange & { exa
   const exact = range.exact === undefined ? sql`` : sql`and ${TARGET} = ${range.exact}`;
   return sql`
     select distinct on (${TARGET}) ${FILE_COLUMNS} ${typeLabel}
-    from data_transfers t join data_files f on f.id = t.data_file_id
+    from ${FILES}
     where t.destination = ${destination} ${lowerBound(range)} ${upperBound(range)} ${exact} and ${available(now)}
     ${NEWEST_FIRST}
     limit ${limit}`;
@@ -84,7 +94,7 @@ function directoryWalk(destination: string, prefix: string, now: Date, range: Pa
   const step = (from: SQL) => sql`
     select ${FILE_COLUMNS}, case when strpos(${rest}, '/') > 0
         then ${prefix}::text || split_part(${rest}, '/', 1) || '0' else t.target end as bound
-    from data_transfers t join data_files f on f.id = t.data_file_id
+    from ${FILES}
     where t.destination = ${destination} ${from} ${upperBound(range)} and ${available(now)}
     ${NEWEST_FIRST}
     limit 1`;
@@ -192,10 +202,9 @@ export const portalTree = (
   async registered(destination, dataFileId) {
     const rows = rowsOf<FileRow>(
       await db.execute(sql`
-        select t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at,
-          t.expires_at, (select dt.label from destinations d join destination_types dt on dt.id = d.type
+        select ${FILE_COLUMNS}, (select dt.label from destinations d join destination_types dt on dt.id = d.type
             where d.name = t.destination) as destination_type
-        from data_transfers t join data_files f on f.id = t.data_file_id
+        from ${FILES}
         where t.destination = ${destination} and t.data_file_id = ${dataFileId} and t.status not in ('STOP', 'FAIL')
         order by t.id desc
         limit 1`),

@@ -2,10 +2,12 @@ import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
 import type { PortalTransfer } from '../../core/portal/transfers.ts';
+import { openFileBytes } from '../../core/store/file-bytes.ts';
+import type { ObjectStore } from '../../core/store/ports.ts';
 
 /**
- * A file opened for reading over SFTP: its bytes from the data file's source through the movers'
- * reader, as the HTTPS download has them. Clients read in order (OpenSSH's sftp keeps many reads
+ * A file opened for reading over SFTP: its bytes as the movers and the HTTPS download read them
+ * (openFileBytes: its stored copy once retrieved, else its source through the movers' reader). Clients read in order (OpenSSH's sftp keeps many reads
  * in flight, each at the next offset), so one stream from the first offset serves them all; a read
  * elsewhere (a `reget`, a client reading out of order) opens the source again at that offset.
  */
@@ -28,6 +30,7 @@ export class DownloadHandle {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
+    private readonly store: ObjectStore | null,
     private readonly sources: SourceReader,
     readonly file: PortalFile & { destination: string },
     readonly transfer: PortalTransfer,
@@ -71,7 +74,8 @@ export class DownloadHandle {
     this.position = offset;
     if (offset >= this.file.size) return;
     this.abort = new AbortController();
-    const source = await this.sources.open(this.file.source, this.abort.signal, {
+    const ref = { source: this.file.source, objectKey: this.file.objectKey };
+    const source = await openFileBytes(this.store, this.sources, ref, this.abort.signal, {
       start: offset,
       end: this.file.size - 1,
     });

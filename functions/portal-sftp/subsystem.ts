@@ -257,7 +257,12 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
         address: deps.address,
         action: 'download',
       });
-      const download = new DownloadHandle(deps.sources, { ...file, destination: place.destination }, transfer);
+      const download = new DownloadHandle(
+        ports.store,
+        deps.sources,
+        { ...file, destination: place.destination },
+        transfer,
+      );
       try {
         await download.open();
       } catch (e) {

@@ -1,7 +1,7 @@
 import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
-import { answerDownload, type DownloadRequest } from '../../core/portal/download.ts';
+import { answerDownload, type DownloadRequest, servedFile } from '../../core/portal/download.ts';
 import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
@@ -9,6 +9,7 @@ import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
 import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import type { Ports } from '../../core/ports.ts';
+import { openFileBytes } from '../../core/store/file-bytes.ts';
 import { plain } from '../http/errors.ts';
 import { HTTPS, type Visitor } from './who.ts';
 
@@ -25,8 +26,6 @@ export interface DownloadDeps {
   /** How long a body goes on its last check of the user (ECPDS_PORTAL_RECHECK_MS; its default when left out). */
   recheckMs?: number;
 }
-
-const MD5 = /^[0-9a-f]{32}$/i;
 
 /** What a GET or HEAD of a file asks for in its headers: a range and the preconditions RFC 9110 defines. */
 export function downloadRequest(
@@ -49,8 +48,8 @@ export function downloadRequest(
 
 /**
  * A GET or HEAD of a file of the tree, as download tools expect it (core/portal/download.ts): the
- * bytes of the range asked for, from the data file's source through the movers' reader (its
- * containment, its size check). A GET of bytes is one transfer of the user: counted against its
+ * bytes of the range asked for, as the movers read them (openFileBytes): its stored copy once it was
+ * retrieved, else its source through the movers' reader (its containment, its size check). A GET of bytes is one transfer of the user: counted against its
  * connection limit while it runs, and ending with its traffic and INH line for the bytes sent, also
  * when the client goes away. A source that is gone or changed answers 502 before any byte. A HEAD
  * is answered from the registration alone: listing tools (rclone) send one per file, and no source
@@ -64,12 +63,7 @@ export async function downloadAnswer(
   file: PortalFile,
 ): Promise<Response> {
   const { ports } = deps;
-  const served = {
-    size: file.size,
-    md5: MD5.test(file.checksum ?? '') ? file.checksum : null,
-    lastModified: file.modifiedAt,
-  };
-  const answer = answerDownload(served, request, ports.clock());
+  const answer = answerDownload(servedFile(file), request, ports.clock());
   if (answer.status !== 200 && answer.status !== 206) {
     return new Response(null, { status: answer.status, headers: answer.headers });
   }
@@ -103,9 +97,10 @@ export async function downloadAnswer(
     });
     return plain(502, `${file.path} cannot be downloaded now: ${why}`);
   };
-  let source: Awaited<ReturnType<SourceReader['open']>>;
+  let source: Awaited<ReturnType<typeof openFileBytes>>;
   try {
-    source = await deps.sources.open(file.source, closeSource.signal, answer.range ?? undefined);
+    const ref = { source: file.source, objectKey: file.objectKey };
+    source = await openFileBytes(ports.store, deps.sources, ref, closeSource.signal, answer.range ?? undefined);
   } catch (e) {
     return unreadable('its data is not available', { reason: e instanceof Error ? e.message : String(e) });
   }

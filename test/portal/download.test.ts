@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { answerDownload, type DownloadRequest, parseRange } from '../../core/portal/download.ts';
+import { answerDownload, type DownloadRequest, parseRange, servedFile } from '../../core/portal/download.ts';
 
 const now = new Date('2026-11-27T10:00:00.000Z');
 const file = {
   size: 1000,
   md5: 'D41D8CD98F00B204E9800998ECF8427E',
+  sha512: null,
   lastModified: new Date('2026-11-26T08:30:15.750Z'),
 };
 const etag = '"d41d8cd98f00b204e9800998ecf8427e"';
@@ -100,5 +101,32 @@ describe('a download', () => {
     expect(get({ ifMatch: etag }).status).toBe(200);
     expect(get({ ifUnmodifiedSince: 'Wed, 25 Nov 2026 00:00:00 GMT' }).status).toBe(412);
     expect(get({ ifUnmodifiedSince: lastModified }).status).toBe(200);
+  });
+});
+
+describe('the sums a file is served with', () => {
+  const registered = {
+    size: 3,
+    checksum: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    stored: null,
+    modifiedAt: new Date('2026-11-26T08:30:15Z'),
+  };
+  const stored = { md5: 'BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB', sha512: 'c2hhNTEy' };
+
+  it('are those of the stored copy once retrieved, over any MD5 recorded before', () => {
+    const served = servedFile({ ...registered, stored });
+    expect(served).toMatchObject({ md5: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', sha512: 'c2hhNTEy' });
+    const answer = answerDownload(served, { method: 'GET', range: 'bytes=1-' }, now);
+    expect(answer.status).toBe(206);
+    // The digest is the whole file's (a representation's), whatever range goes.
+    expect(answer.headers).toMatchObject({ etag: `"${'b'.repeat(32)}"`, 'repr-digest': 'sha-512=:c2hhNTEy:' });
+    expect(answerDownload(served, { method: 'GET', ifNoneMatch: `"${'b'.repeat(32)}"` }, now).status).toBe(304);
+  });
+
+  it('are the recorded MD5 alone before, and nothing without one', () => {
+    const served = servedFile(registered);
+    expect(served).toMatchObject({ md5: 'a'.repeat(32), sha512: null });
+    expect(answerDownload(served, { method: 'GET' }, now).headers['repr-digest']).toBeUndefined();
+    expect(servedFile({ ...registered, checksum: 'not an md5' })).toMatchObject({ md5: null, sha512: null });
   });
 });

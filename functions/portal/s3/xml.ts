@@ -1,3 +1,4 @@
+import { entityTagOf, servedFile } from '../../../core/portal/download.ts';
 import type { PortalFile } from '../../../core/portal/ports.ts';
 import type { ObjectListing } from '../../../core/portal/s3-objects.ts';
 
@@ -31,9 +32,8 @@ export function s3Error(
   return xmlAnswer(body, status, { 'x-amz-request-id': extra.requestId, ...extra.headers });
 }
 
-/** ETag of a file: its MD5 when known (quoted, as S3 sends it). */
-export const etagOf = (file: Pick<PortalFile, 'checksum'>) =>
-  /^[0-9a-f]{32}$/i.test(file.checksum ?? '') ? `"${file.checksum!.toLowerCase()}"` : null;
+/** ETag of a file: its MD5 when known (quoted, as S3 sends it), the one its downloads carry. */
+export const etagOf = (file: PortalFile) => entityTagOf(servedFile(file));
 
 export function listBucketsXml(owner: string, buckets: readonly string[], created: Date) {
   const list = buckets
