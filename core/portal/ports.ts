@@ -169,6 +169,12 @@ export interface PortalRepo {
   /** The available file at this path, or null. */
   file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
   /**
+   * One stored version of the file at this path (a WIS2 link's): the stored object `objectKey` of a
+   * data file with a transfer at this path that is not expired, its file not deleted; its size and
+   * sums are the object's. Null once the object was removed, or for a key of another file.
+   */
+  version(destination: string, path: string, objectKey: string, now: Date): Promise<PortalFile | null>;
+  /**
    * Records the MD5 of a data file's bytes, measured as they were uploaded (its ETag over S3), unless
    * one is known already.
    */

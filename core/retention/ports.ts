@@ -25,4 +25,14 @@ export interface RetentionRepo {
    */
   purgeIdentities(keep: number, limit: number, settledBefore: Date): Promise<PurgedBatch & { read: number }>;
   totals(): Promise<PurgeTotals>;
+  /**
+   * Forgets up to `limit` stored objects no transfer needs (core/retention/objects.ts): those of data
+   * files purged, deleted or whose transfers all expired by `now`, and those superseded before
+   * `supersededBefore`; answers their keys and sizes, to be removed from the store.
+   */
+  forgetObjects(now: Date, supersededBefore: Date, limit: number): Promise<Array<{ key: string; size: number }>>;
+  /** Which of these keys a stored_objects row names. */
+  knownObjects(keys: readonly string[]): Promise<Set<string>>;
+  /** The objects the store holds by the database's count, and their bytes (superseded ones included). */
+  storeUsage(): Promise<{ objects: number; bytes: number }>;
 }

@@ -83,6 +83,17 @@ export function portalFileUrl(
   return `${base}${encodeSegment(file.destination)}/${encodePath(segments)}`;
 }
 
+/**
+ * The query parameter naming a version of a portal file: the key of its stored copy. The plain path
+ * serves the newest version; a link with this parameter serves the bytes of that version only, for
+ * as long as the store keeps it, so that a message's `integrity` and `length` stay true.
+ */
+export const VERSION_PARAMETER = 'v';
+
+/** The portal URL of one stored version of a file (`portalFileUrl` plus the version's key). */
+export const versionUrl = (href: string, objectKey: string) =>
+  `${href}?${VERSION_PARAMETER}=${encodeURIComponent(objectKey)}`;
+
 export interface MessageInput {
   id: string;
   kind: NotificationKind;

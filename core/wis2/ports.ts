@@ -11,7 +11,15 @@ export interface OutboxItem {
   target: string;
   notBefore: Date;
   attempts: number;
-  file: { source: string; size: number; registeredAt: Date; deletedAt: Date | null; sha512: string | null };
+  file: {
+    source: string;
+    size: number;
+    registeredAt: Date;
+    deletedAt: Date | null;
+    sha512: string | null;
+    /** The stored copy of its current instance once retrieved: the version a message links to. */
+    stored: { key: string; size: number; sha512: string } | null;
+  };
   /** The destination's options text; null when the destination is gone. */
   destinationData: string | null;
   /** The first active open-access user associated with the destination, whose public URL the link gives. */

@@ -1,6 +1,6 @@
 import { messageOf } from '../common/errors.ts';
 import type { Logger } from '../ports.ts';
-import { buildMessage, portalFileUrl } from './message.ts';
+import { buildMessage, portalFileUrl, versionUrl } from './message.ts';
 import { wis2Settings } from './options.ts';
 import type { OutboxItem, Sha512Reader, Wis2Broker, Wis2OutboxRepo } from './ports.ts';
 
@@ -167,10 +167,15 @@ async function prepare(deps: PublisherDeps, item: OutboxItem): Promise<Prepared>
   if (item.kind !== 'deletion' && item.file.deletedAt !== null) {
     return { item, drop: 'dropped: the file was deleted before it was notified' };
   }
-  const href = portalFileUrl(deps.portalOrigin, item, item.openAccessUser);
-  if (href === null) return { item, drop: 'dropped: the path has a segment the portal does not show' };
+  const plainHref = portalFileUrl(deps.portalOrigin, item, item.openAccessUser);
+  if (plainHref === null) return { item, drop: 'dropped: the path has a segment the portal does not show' };
+  // A retrieved file is announced as its stored copy: the link names that version, which keeps serving
+  // the bytes announced after an update. A deletion links to the path, whose file is gone.
+  const { stored } = item.file;
+  const version = item.kind === 'deletion' ? null : stored;
+  const href = version === null ? plainHref : versionUrl(plainHref, version.key);
 
-  let sha512 = item.file.sha512;
+  let sha512 = version?.sha512 ?? item.file.sha512;
   if (sha512 === null) {
     try {
       sha512 = await deps.sha512(item.file.source, item.file.size);
@@ -186,7 +191,7 @@ async function prepare(deps: PublisherDeps, item: OutboxItem): Promise<Prepared>
     file: {
       destination: item.destination,
       target: item.target,
-      size: item.file.size,
+      size: version?.size ?? item.file.size,
       modifiedAt: item.file.registeredAt,
       sha512,
     },

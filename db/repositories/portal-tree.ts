@@ -131,7 +131,7 @@ function pastAnyPrefix(prefix: string): string | null {
 
 export const portalTree = (
   db: Database,
-): Pick<PortalRepo, 'list' | 'file' | 'registered' | 'files' | 'recordChecksum'> => ({
+): Pick<PortalRepo, 'list' | 'file' | 'version' | 'registered' | 'files' | 'recordChecksum'> => ({
   async files(destination, prefix, now, page) {
     const lower =
       page.after !== null && byteOrder(page.after, prefix) >= 0
@@ -193,6 +193,25 @@ export const portalTree = (
         availableFiles(destination, now, { lower: null, inclusive: true, upper: null, exact: path }, 1),
         'portalFile',
       ),
+    );
+    return rows[0] ? toFile(rows[0]) : null;
+  },
+  async version(destination, path, objectKey, now) {
+    // Not only the newest transfer's: an update makes the path's transfer wait for its new copy, while
+    // the version announced before stays served. Its row goes with the object (core/retention/objects.ts).
+    const at = now.toISOString();
+    const rows = rowsOf<FileRow>(
+      await db.execute(sql`
+        select t.id, t.data_file_id, t.target, t.status, f.source, s.size, s.md5 as checksum,
+          s.key as object_key, s.md5 as stored_md5, s.sha512 as stored_sha512, f.created_at, t.scheduled_at,
+          t.expires_at
+        from stored_objects s join data_files f on f.id = s.data_file_id
+          join data_transfers t on t.data_file_id = f.id
+        where s.key = ${objectKey} and t.destination = ${destination} and ${TARGET} = ${path}
+          and t.status <> 'INIT' and t.scheduled_at <= ${at}::timestamptz and t.expires_at > ${at}::timestamptz
+          and f.deleted_at is null
+        order by t.id desc
+        limit 1`),
     );
     return rows[0] ? toFile(rows[0]) : null;
   },

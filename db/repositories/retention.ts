@@ -94,6 +94,36 @@ export const retentionRepo = (db: Database): RetentionRepo => ({
     return { ...batchOf(row), read: Number(row?.read ?? 0) };
   },
 
+  async forgetObjects(now, supersededBefore, limit) {
+    const rows = await db.execute(sql`
+      with doomed as (
+        select s.key from stored_objects s left join data_files f on f.id = s.data_file_id
+        where f.id is null or f.deleted_at is not null
+          or s.superseded_at < ${supersededBefore.toISOString()}::timestamptz
+          or not exists (select 1 from data_transfers t
+            where t.data_file_id = s.data_file_id and t.expires_at > ${now.toISOString()}::timestamptz)
+        limit ${limit}::int
+        for update of s skip locked
+      )
+      delete from stored_objects where key in (select key from doomed) returning key, size`);
+    return rowsOf<{ key: string; size: string | number }>(rows).map((r) => ({ key: r.key, size: Number(r.size) }));
+  },
+
+  async knownObjects(keys) {
+    if (keys.length === 0) return new Set();
+    const rows = await db.execute(sql`
+      select key from stored_objects
+      where key in (select jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))`);
+    return new Set(rowsOf<{ key: string }>(rows).map((r) => r.key));
+  },
+
+  async storeUsage() {
+    const [row] = rowsOf<{ objects: string | number; bytes: string | number | null }>(
+      await db.execute(sql`select count(*) as objects, sum(size) as bytes from stored_objects`),
+    );
+    return { objects: Number(row?.objects ?? 0), bytes: Number(row?.bytes ?? 0) };
+  },
+
   async totals() {
     const [row] = rowsOf<CountRow>(
       await db.execute(sql`

@@ -50,6 +50,9 @@ type ItemRow = {
   created_at: string | Date;
   deleted_at: string | Date | null;
   sha512: string | null;
+  object_key: string | null;
+  stored_size: string | number | null;
+  stored_sha512: string | null;
   data: string | null;
   open_access_user: string | null;
 };
@@ -69,6 +72,10 @@ const toItem = (r: ItemRow): OutboxItem => ({
     registeredAt: new Date(r.created_at),
     deletedAt: r.deleted_at === null ? null : new Date(r.deleted_at),
     sha512: r.sha512,
+    stored:
+      r.object_key === null || r.stored_sha512 === null
+        ? null
+        : { key: r.object_key, size: Number(r.stored_size), sha512: r.stored_sha512 },
   },
   destinationData: r.data,
   openAccessUser: r.open_access_user,
@@ -93,6 +100,9 @@ export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
           select o.id, o.message_id from wis2_outbox o
           where o.done_at is null and o.not_before <= ${at}::timestamptz
             and (o.claimed_until is null or o.claimed_until <= ${at}::timestamptz)
+            -- A file's notice waits for its retrieval: it announces the stored copy's sums and version.
+            and (o.kind = 'deletion' or not exists (
+              select 1 from data_transfers t where t.id = o.transfer_id and t.status in ('SCHE', 'FETC')))
             and not exists (
               select 1 from held h
               where h.destination = o.destination and (h.not_before, h.id) < (o.not_before, o.id))
@@ -111,11 +121,13 @@ export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
     const rows = rowsOf<ItemRow>(
       await db.execute(sql`
         select o.id, o.message_id, o.kind, o.data_file_id, o.destination, o.target, o.not_before, o.attempts,
-          f.source, f.size, f.created_at, f.deleted_at, f.sha512, d.data,
+          f.source, f.size, f.created_at, f.deleted_at, f.sha512, f.object_key, s.size as stored_size,
+          s.sha512 as stored_sha512, d.data,
           (select u.id from incoming_associations a join incoming_users u on u.id = a.user_id
             where a.destination = o.destination and u.active and u.portal_service = 'open-access'
             order by u.id collate "C" limit 1) as open_access_user
         from wis2_outbox o join data_files f on f.id = o.data_file_id
+          left join stored_objects s on s.key = f.object_key
           left join destinations d on d.name = o.destination
         where o.id in (select (jsonb_array_elements_text(${JSON.stringify(claimed)}::jsonb))::bigint)
         order by o.not_before, o.id`),

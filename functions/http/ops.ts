@@ -4,7 +4,7 @@ import { PRODUCT } from '../../core/system/version.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
 import { type Metrics, renderEngine } from './metrics.ts';
-import { renderRetention } from './retention-metrics.ts';
+import { renderRetention, renderStore } from './retention-metrics.ts';
 
 /** The permission /metrics asks for, matched like a service name (so `.*` grants it). */
 export const METRICS_PERMISSION = 'metrics';
@@ -45,7 +45,8 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
     const ports = await options.portsFor(c);
     const engine = renderEngine(await ports.repos.dissemination.queueDepth(), options.engineStats?.snapshot() ?? null);
     const retention = renderRetention(await ports.repos.retention.totals());
-    return new Response(metrics.render() + engine + retention, {
+    const store = renderStore(await ports.repos.retention.storeUsage());
+    return new Response(metrics.render() + engine + retention + store, {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     });
   });

@@ -21,3 +21,20 @@ export function renderRetention(totals: PurgeTotals): string {
     ),
   ].join('\n')}\n`;
 }
+
+/** The store's part of /metrics: the objects the database records (superseded ones until they go) and their bytes. */
+export function renderStore(usage: { objects: number; bytes: number }): string {
+  const gauge = (name: string, help: string, value: number) => [
+    `# HELP ${name} ${help}`,
+    `# TYPE ${name} gauge`,
+    `${name} ${value}`,
+  ];
+  return `${[
+    ...gauge(
+      'ecpds_store_objects',
+      'Objects in the store: retrieved copies of data files, superseded ones kept.',
+      usage.objects,
+    ),
+    ...gauge('ecpds_store_bytes', 'Bytes of the objects in the store.', usage.bytes),
+  ].join('\n')}\n`;
+}

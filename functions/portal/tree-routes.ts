@@ -16,6 +16,7 @@ import {
 } from '../../core/portal/tree.ts';
 import { deletePortalFile } from '../../core/portal/uploads.ts';
 import type { Ports } from '../../core/ports.ts';
+import { VERSION_PARAMETER } from '../../core/wis2/message.ts';
 import { plain } from '../http/errors.ts';
 import { downloadAnswer, downloadRequest } from './download.ts';
 import { notFoundAnswer, PortalAnswer, permissionDenied } from './errors.ts';
@@ -71,6 +72,22 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
         return Response.json(uploaded, { status: uploaded.replaced ? 200 : 201, headers: { location } });
       }
       if (method !== 'GET' && method !== 'HEAD' && method !== 'DELETE') return notAllowed('GET, HEAD, PUT, DELETE');
+      const version = c.req.query(VERSION_PARAMETER);
+      if (version !== undefined) {
+        if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, HEAD');
+        const stored = await ports.repos.portal.version(target.destination, target.path, version, ports.clock());
+        if (stored === null) return notFoundAnswer();
+        requirePermission(visitor, 'get', ruled);
+        const request = downloadRequest((name) => c.req.header(name), method, c.req.query('download') === '1');
+        const download = { ...deps, sources: options.sources, abandonAfterMs: options.abandonAfterMs ?? null };
+        return downloadAnswer(
+          { ...download, recheckMs: options.recheckMs },
+          visitor,
+          request,
+          target.destination,
+          stored,
+        );
+      }
       const file = await ports.repos.portal.file(target.destination, target.path, ports.clock());
       if (file === null) {
         const below = await ports.repos.portal.list(target.destination, `${target.path}/`, ports.clock(), {
