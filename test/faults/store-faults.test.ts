@@ -83,7 +83,9 @@ describe('the store probed at start', () => {
       ECPDS_STORE_S3_SECRET_ACCESS_KEY: S3_SECRET,
       PORT: String(await freePort()),
     };
-    for (const proc of [startServer(env), startMoverProcess(env)]) {
+    for (const start of [startServer, startMoverProcess]) {
+      // One after the other: both hold the same embedded database.
+      const proc = start(env);
       expect(await proc.exited).not.toBe(0);
       const output = proc.output();
       expect(output).toContain(
