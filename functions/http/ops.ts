@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import { authenticate, parseBasicAuthorization } from '../../core/api-clients/auth.ts';
+import { storeHealth } from '../../core/store/health.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
@@ -17,8 +18,17 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
     c.set('service', 'healthz');
     try {
       const ports = await options.portsFor(c);
-      await withTimeout(ports.repos.ping(), PING_TIMEOUT_MS);
-      return c.json({ status: 'ok' });
+      const [store] = await Promise.all([
+        ports.store ? storeHealth(ports.store) : null,
+        withTimeout(ports.repos.ping(), PING_TIMEOUT_MS),
+      ]);
+      if (!store) return c.json({ status: 'ok' });
+      if (store.status === 'failing') {
+        options.logger.warn('store check failed', { requestId: c.get('requestId'), reason: store.reason });
+      }
+      // Still 200 with the store failing: puts are accepted and kept until it is back, which a
+      // balancer taking every server out of service (they share the store) would stop too.
+      return c.json({ status: store.status === 'ok' ? 'ok' : 'degraded', store });
     } catch (e) {
       options.logger.warn('health check failed', {
         requestId: c.get('requestId'),
@@ -71,7 +81,10 @@ export const opsPaths = {
   '/healthz': {
     get: {
       operationId: 'healthz',
-      summary: 'Process up and database reachable',
+      summary: 'Process up, database reachable, and the store',
+      description:
+        'With a store (retrieval on), `store` says whether it writes, reads back and deletes a small object ' +
+        '(checked at most every 5 s); `degraded` when it does not, while puts are still accepted.',
       tags: ['none'],
       security: [],
       responses: {
@@ -79,7 +92,22 @@ export const opsPaths = {
           description: 'Healthy',
           content: {
             'application/json': {
-              schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] },
+              schema: {
+                type: 'object',
+                properties: {
+                  status: { enum: ['ok', 'degraded'] },
+                  store: {
+                    type: 'object',
+                    properties: {
+                      status: { enum: ['ok', 'failing'] },
+                      description: { type: 'string' },
+                      reason: { type: 'string' },
+                    },
+                    required: ['status', 'description'],
+                  },
+                },
+                required: ['status'],
+              },
             },
           },
         },

@@ -9,6 +9,7 @@ import { batchedStdout, jsonLogger } from './logger.ts';
 import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
 import { nodeSourceReader } from './sources.ts';
 import { fileSpool } from './spool.ts';
+import { probeRuntimeStore } from './store-probe.ts';
 
 /**
  * A data mover on this runtime's database, with the Node transfer methods and source reader.
@@ -75,6 +76,7 @@ export async function runMoverProcess(config: NodeConfig) {
   const stdout = batchedStdout();
   const logger = jsonLogger(stdout.write);
   const runtime = await openRuntime(config, logger, { hold: true });
+  await probeRuntimeStore(runtime);
   const mover = startNodeMover(runtime, config, { ...config.mover, enabled: true });
   logger.info('mover started', {
     mover: config.mover.name,

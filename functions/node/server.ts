@@ -28,6 +28,7 @@ import { openRuntime } from './runtime.ts';
 import { logServerErrors } from './server-errors.ts';
 import { isWithin, nodeSourceReader } from './sources.ts';
 import { limitStartups } from './startups.ts';
+import { probeRuntimeStore } from './store-probe.ts';
 import { loadTls } from './tls.ts';
 
 export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
@@ -132,6 +133,7 @@ export async function runServer(config: NodeConfig) {
   const stdout = batchedStdout();
   const logger = jsonLogger(stdout.write);
   const runtime = await openRuntime(config, logger, { hold: true });
+  await probeRuntimeStore(runtime);
   // The default directories for sources and `file` hosts, inside the data directory.
   for (const dir of [...config.sourceRoots, ...config.mover.fileRoots]) {
     if (isWithin(config.dataDir, dir)) fs.mkdirSync(dir, { recursive: true });

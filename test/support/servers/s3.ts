@@ -51,6 +51,10 @@ export interface S3TestServer {
   object(key: string, bucket?: string): Promise<Buffer | null>;
   /** Multipart uploads neither completed nor aborted. */
   pendingUploads(bucket?: string): string[];
+  /** Closes the port (connections refused, those open cut), keeping the objects, until `up`. */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -111,9 +115,16 @@ export async function startS3(bucket = 'test-bucket', port = 0): Promise<S3TestS
       return null;
     },
     pendingUploads: (b = bucket) => (fs.existsSync(uploadsDir(b)) ? fs.readdirSync(uploadsDir(b)) : []),
-    async stop() {
+    async down() {
       for (const s of sockets) s.destroy();
       await new Promise((r) => front.close(r));
+    },
+    async up() {
+      await new Promise<void>((r) => front.listen(server.port, '127.0.0.1', r));
+    },
+    async stop() {
+      for (const s of sockets) s.destroy();
+      if (front.listening) await new Promise((r) => front.close(r));
       s3rver.httpServer?.closeAllConnections();
       await s3rver.close();
       fs.rmSync(dir, { recursive: true, force: true });
