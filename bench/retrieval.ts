@@ -190,6 +190,8 @@ async function largeFile(scene: Scene) {
   const copy = path.join(work, 'cp-copy.bin');
   const ours: number[] = [];
   const tools: number[] = [];
+  // The store flushes each object before recording it: the same tools with the copy flushed too (`sync FILE`).
+  const synced: number[] = [];
   const ids: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const { id } = await register(ports, 'LARGE', file, `large-${round}.bin`);
@@ -217,6 +219,15 @@ async function largeFile(scene: Scene) {
       }),
     );
     fs.rmSync(copy);
+    synced.push(
+      await timed(async () => {
+        await tool('cp', [file, copy]);
+        await tool('sync', [copy]);
+        await tool('md5sum', [file]);
+        await tool('sha512sum', [file]);
+      }),
+    );
+    fs.rmSync(copy);
     log(
       `retrieval round ${round + 1}: retrieve() ${mbps(BYTES, ours.at(-1)!)}, cp+md5sum+sha512sum ${mbps(BYTES, tools.at(-1)!)}`,
     );
@@ -229,6 +240,7 @@ async function largeFile(scene: Scene) {
       mbps(BYTES, s),
     ],
     ['baseline: `cp`, then `md5sum`, then `sha512sum` of the same file', size(BYTES), mbps(BYTES, t)],
+    ['for comparison: the same with `sync` of the copy after `cp`', size(BYTES), mbps(BYTES, median(synced))],
   );
   scene.targets.push([
     `Retrieving ${size(BYTES)} into the local store ≥ 1.0 × cp + md5sum + sha512sum (baseline time / ours)`,
@@ -438,32 +450,62 @@ async function putLatency(base: string, file: string, label: string) {
   return result.latency.p50;
 }
 
-/** (3) With a store against ECPDS_RETRIEVAL=none: put p50, and put → DONE of 1 MiB over SFTP. */
+/** Median seconds between history steps of the store side's DONE transfers: where put → DONE spends its time. */
+async function phases(handle: DbHandle) {
+  const steps = await rowsOf<{ fetch: number; retrieve: number; send: number }>(
+    handle,
+    "select extract(epoch from min(h.at) filter (where h.status = 'FETC') - t.created_at)::float8 as fetch, " +
+      "extract(epoch from min(h.at) filter (where h.status = 'WAIT') - " +
+      "min(h.at) filter (where h.status = 'FETC'))::float8 as retrieve, " +
+      "extract(epoch from min(h.at) filter (where h.status = 'DONE') - " +
+      "min(h.at) filter (where h.status = 'WAIT'))::float8 as send " +
+      'from data_transfers t join transfer_history h on h.transfer_id = t.id ' +
+      "where t.destination = 'DONE' and t.status = 'DONE' group by t.id, t.created_at",
+  );
+  const ms = (pick: (r: (typeof steps)[number]) => number) => (median(steps.map(pick)) * 1000).toFixed(0);
+  return `put → FETC ${ms((r) => r.fetch)} ms, FETC → WAIT ${ms((r) => r.retrieve)} ms, WAIT → DONE ${ms((r) => r.send)} ms`;
+}
+
+/**
+ * (3) With a store against ECPDS_RETRIEVAL=none: the put's p50 with no mover in either server (the
+ * put's own work), then put → DONE of 1 MiB over SFTP with the mover (and its retriever) embedded.
+ */
 async function againstNone(scene: Scene, firstPort: number) {
   const { work, sources, sshd } = scene;
   const file = path.join(sources, 'mib.bin');
   fs.writeFileSync(file, randomFillSync(Buffer.alloc(MIB)));
-  const sides = [] as Array<{ label: string; handle: DbHandle; base: string; server: ReturnType<typeof startService> }>;
+  const settings = [
+    ['store', { ECPDS_STORE_URL: path.join(work, 'store-latency') }],
+    ['none', { ECPDS_RETRIEVAL: 'none' }],
+  ] as const;
+  const sides = [] as Array<{ label: string; url: string; handle: DbHandle; base: string }>;
+  let servers: Array<ReturnType<typeof startService>> = [];
+  const serve = async (mover: '0' | '1') => {
+    servers = settings.map(([, env], i) =>
+      startService(work, firstPort + i, { DATABASE_URL: sides[i]!.url, ECPDS_MOVER: mover, ...env }),
+    );
+    for (const side of sides) await waitFor(`${side.base}/v1/version`);
+  };
+  const halt = async () => {
+    for (const server of servers) await stop(server);
+    servers = [];
+  };
   try {
-    for (const [i, [label, env]] of (
-      [
-        ['store', { ECPDS_STORE_URL: path.join(work, 'store-latency') }],
-        ['none', { ECPDS_RETRIEVAL: 'none' }],
-      ] as const
-    ).entries()) {
+    for (const [i, [label]] of settings.entries()) {
       const { url, handle } = await freshPostgres(scene, label);
       const ports = benchPorts(handle);
       await sftpDestination(ports, sshd, 'LAT', false);
       await sftpDestination(ports, sshd, 'DONE', true);
-      const server = startService(work, firstPort + i, { DATABASE_URL: url, ECPDS_MOVER: '1', ...env });
-      sides.push({ label, handle, base: `https://127.0.0.1:${firstPort + i}`, server });
+      sides.push({ label, url, handle, base: `https://127.0.0.1:${firstPort + i}` });
     }
-    for (const side of sides) await waitFor(`${side.base}/v1/version`);
     const p50 = new Map<string, number[]>(sides.map((s) => [s.label, []]));
     const done = new Map<string, number[]>(sides.map((s) => [s.label, []]));
+    await serve('0');
     for (const side of sides) await putLatency(side.base, file, `warm-${side.label}`);
     for (let round = 0; round < ROUNDS; round++)
       for (const side of sides) p50.get(side.label)!.push(await putLatency(side.base, file, `${side.label}-${round}`));
+    await halt();
+    await serve('1');
     for (let i = 0; i < SAMPLES; i++) {
       for (const side of sides) {
         const query = `destination=DONE&source=${encodeURIComponent(file)}&target=mib-${i}.bin`;
@@ -482,25 +524,17 @@ async function againstNone(scene: Scene, firstPort: number) {
         );
       }
     }
+    await halt();
     const ms = (label: string) => median(done.get(label)!) * 1000;
     const put = (label: string) => median(p50.get(label)!);
+    const puts = `${ROUNDS} × ${SECONDS} s`;
+    const samples = `${SAMPLES} puts, one at a time`;
     scene.rows.push(
-      [
-        `datafile/put p50, 1 connection, with a store (retriever in the server)`,
-        `${ROUNDS} × ${SECONDS} s`,
-        `${put('store')} ms`,
-      ],
-      ['datafile/put p50, 1 connection, ECPDS_RETRIEVAL=none', `${ROUNDS} × ${SECONDS} s`, `${put('none')} ms`],
-      [
-        'put → DONE, 1 MiB over SFTP, embedded mover, with a store',
-        `${SAMPLES} puts, one at a time`,
-        `p50 ${ms('store').toFixed(0)} ms`,
-      ],
-      [
-        'put → DONE, 1 MiB over SFTP, embedded mover, ECPDS_RETRIEVAL=none',
-        `${SAMPLES} puts, one at a time`,
-        `p50 ${ms('none').toFixed(0)} ms`,
-      ],
+      ['datafile/put p50, 1 connection, with a store (no mover running)', puts, `${put('store')} ms`],
+      ['datafile/put p50, 1 connection, ECPDS_RETRIEVAL=none (no mover running)', puts, `${put('none')} ms`],
+      ['put → DONE, 1 MiB over SFTP, embedded mover, with a store', samples, `p50 ${ms('store').toFixed(0)} ms`],
+      ['the same, its steps (medians, from the history)', samples, await phases(sides[0]!.handle)],
+      ['put → DONE, 1 MiB over SFTP, embedded mover, ECPDS_RETRIEVAL=none', samples, `p50 ${ms('none').toFixed(0)} ms`],
     );
     scene.targets.push(
       [
@@ -515,10 +549,8 @@ async function againstNone(scene: Scene, firstPort: number) {
       ],
     );
   } finally {
-    for (const side of sides) {
-      await stop(side.server);
-      await side.handle.close();
-    }
+    await halt();
+    for (const side of sides) await side.handle.close();
   }
 }
 
