@@ -505,6 +505,9 @@ async function againstNone(scene: Scene, firstPort: number) {
     for (let round = 0; round < ROUNDS; round++)
       for (const side of sides) p50.get(side.label)!.push(await putLatency(side.base, file, `${side.label}-${round}`));
     await halt();
+    // The latency puts' files are not to be retrieved ahead of the ones timed next.
+    for (const side of sides)
+      await side.handle.db.execute(`update data_transfers set status = 'STOP' where destination = 'LAT'`);
     await serve('1');
     for (let i = 0; i < SAMPLES; i++) {
       for (const side of sides) {
