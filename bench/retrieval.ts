@@ -593,7 +593,12 @@ function report(scene: Scene) {
     `\`BENCH_SIZES=retrieval npm run bench\` (bench/retrieval.ts). ${machine()}`,
     '',
     'Postgres and a local OpenSSH sshd on this machine; each baseline measured in the same run, in turns ' +
-      `with what it is compared to (${ROUNDS} round(s) for the large file and the put latency; medians).`,
+      `with what it is compared to (${ROUNDS} round(s) for the large file and the put latency; medians). ` +
+      `Load average at the end of the run: ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(', ')} ` +
+      `on ${os.cpus().length} cores.`,
     '',
     '| Scenario | Load | Result |',
     '| --- | --- | --- |',
