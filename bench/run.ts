@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { openPostgres } from '../db/client.ts';
 import { openPglite } from '../db/pglite.ts';
 import { loadTls } from '../functions/node/tls.ts';
+import { retrievalBench } from './retrieval.ts';
 import { metadataBody, notificationsOf, type Scale } from './seed.ts';
 import { storeS3Bench } from './store-s3.ts';
 import {
@@ -35,10 +36,11 @@ const ONLY = process.env.BENCH_ONLY;
 /** BENCH_DATABASES=Postgres or PGlite: run only on that database. */
 const DATABASES = (process.env.BENCH_DATABASES ?? 'Postgres,PGlite').split(',');
 /**
- * BENCH_SIZES=large, small, put or store-s3: run only at that data size (put: the put at 1 and at
- * 10,000 destinations, neither analyzed; store-s3: the S3 store's write of 1 GiB against rclone's).
+ * BENCH_SIZES=large, small, put, store-s3 or retrieval: run only at that data size (put: the put at 1
+ * and at 10,000 destinations, neither analyzed; store-s3: the S3 store's write of 1 GiB against
+ * rclone's; retrieval: retrieval into the store against cp and the sums, scp and ECPDS_RETRIEVAL=none).
  */
-const SIZES = (process.env.BENCH_SIZES ?? 'large,small,put,store-s3').split(',');
+const SIZES = (process.env.BENCH_SIZES ?? 'large,small,put,store-s3,retrieval').split(',');
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-bench-'));
 const LARGE: Scale = { destinations: 10_000, cycles: 250, metadataFields: 100 };
@@ -368,6 +370,7 @@ async function main() {
     }
     if (SIZES.includes('put')) await putUnanalyzed(admin, databases);
     if (SIZES.includes('store-s3')) await storeS3Bench();
+    if (SIZES.includes('retrieval')) await retrievalBench();
   } finally {
     for (const name of databases)
       await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => undefined);

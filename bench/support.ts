@@ -6,6 +6,7 @@ import { sql } from 'drizzle-orm';
 import { generateSecret, hashGeneratedSecret, SecretBox } from '../core/common/crypto.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import type { Ports } from '../core/ports.ts';
+import type { ObjectStore } from '../core/store/ports.ts';
 import type { DbHandle } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { apiClients } from '../db/schema.ts';
@@ -72,7 +73,7 @@ export function startService(tmp: string, port: number, env: Record<string, stri
     ECPDS_PORTAL_SFTP_PORT: env.ECPDS_PORTAL_SFTP_PORT ?? '0',
     ECPDS_SWEEP_SECONDS: '0',
     // The API alone: the bench's destinations are never started, so a mover would only poll.
-    ECPDS_MOVER: '0',
+    ECPDS_MOVER: env.ECPDS_MOVER ?? '0',
     ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
     TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'),
     TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
@@ -185,7 +186,10 @@ export function writeBenchFile(text: string) {
 }
 
 /** Core's ports on a bench database, in process, with the bench's key: only errors are logged. */
-export function benchPorts(handle: DbHandle, options: { sources?: SourceProber; wakeMovers?: () => void } = {}): Ports {
+export function benchPorts(
+  handle: DbHandle,
+  options: { sources?: SourceProber; wakeMovers?: () => void; store?: ObjectStore } = {},
+): Ports {
   const logger = { info() {}, warn() {}, error: (m: string, f?: unknown) => log(`${m} ${JSON.stringify(f)}`) };
   return createPorts({
     db: handle.db,
@@ -196,6 +200,7 @@ export function benchPorts(handle: DbHandle, options: { sources?: SourceProber; 
     sources: options.sources ?? { probe: async () => ({ size: 0 }) },
     waitUntil: backgroundWork(logger).waitUntil,
     wakeMovers: options.wakeMovers,
+    store: options.store ?? null,
   });
 }
 
@@ -207,7 +212,7 @@ export function benchPorts(handle: DbHandle, options: { sources?: SourceProber; 
 export function spawnMover(
   url: string,
   name: string,
-  options: { concurrency: number; sourceRoots: string; work: string },
+  options: { concurrency: number; sourceRoots: string; work: string; env?: Record<string, string> },
 ) {
   const nodeArgs = (process.env.BENCH_MOVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
   const args = [...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'mover', '--name', name];
@@ -220,6 +225,7 @@ export function spawnMover(
       ECPDS_SOURCE_ROOTS: options.sourceRoots,
       ECPDS_EVENT_LOG: path.join(options.work, 'events.log'),
       ECPDS_SWEEP_SECONDS: '0',
+      ...options.env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
