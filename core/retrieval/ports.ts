@@ -1,3 +1,5 @@
+import type { DisseminationHost } from '../dissemination/ports.ts';
+
 /** A data file a retriever holds: its current instance's source, to be stored under `key`. */
 export interface RetrievalClaim {
   dataFileId: number;
@@ -31,7 +33,17 @@ export interface RetrievedTransfer {
   status: string;
 }
 
+/** A destination's Source host (`hostForSourceName`), where the paths put to it are read. */
+export interface SourceHost extends DisseminationHost {
+  active: boolean;
+}
+
 export interface RetrievalRepo {
+  /**
+   * The host the destination names as its Source host: null when it names none; `host` null
+   * when the host it names does not exist.
+   */
+  sourceHostOf(destination: string): Promise<{ name: string; host: SourceHost | null } | null>;
   /**
    * Takes up to `limit` files whose transfers wait for their bytes (SCHE, or FETC under a lapsed
    * lease), due and not expired, most urgent first; their transfers go to FETC with history.

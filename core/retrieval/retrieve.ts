@@ -47,8 +47,9 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
   const key = objectKeyOf(claim);
   let written = false;
   let source: RetrievalSource['host'] = null;
+  let opened: RetrievalSource | null = null;
   try {
-    const opened = await openSource(deps, claim, signal);
+    opened = await openSource(deps, claim, signal);
     source = opened.host;
     if (opened.size !== null && opened.size !== claim.size) {
       throw new Error(`Incorrect size: ${opened.size} bytes at the source, ${claim.size} registered`);
@@ -72,6 +73,7 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
     ports.wakeMovers();
     return 'stored' as const;
   } catch (error) {
+    if (opened) closeUnread(opened.stream);
     if (written) await store.remove([key]).catch(() => undefined);
     const reason = `Retrieval failed on DataMover=${mover} - ${reasonOf(error, signal)}`;
     const back = await repo.failed(claim, mover, reason, retryDelayMs(claim.tries)).catch((e: unknown) => {
@@ -88,6 +90,16 @@ async function openSource(deps: RetrievalDeps, claim: RetrievalClaim, signal: Ab
   if (onHost) return onHost;
   const { size, stream } = await deps.sources.open(claim.source, signal);
   return { size, stream, host: null };
+}
+
+/**
+ * A source refused before it was read to its end (a size that differs) still holds its file or
+ * its session to a Source host: a Node stream is destroyed, an iterator told to return.
+ */
+function closeUnread(stream: AsyncIterable<Uint8Array>) {
+  const closable = stream as { destroy?: () => void; return?: () => Promise<unknown> };
+  if (typeof closable.destroy === 'function') closable.destroy();
+  else closable.return?.().catch(() => undefined);
 }
 
 /** What the operator reads: the reason of the abort when there was one (a lost lease, a stop), else the error's. */
