@@ -66,3 +66,16 @@ export interface RetrievalRepo {
    */
   failed(claim: RetrievalClaim, mover: string, reason: string, retryInMs: number): Promise<RetrievedTransfer[] | null>;
 }
+
+/** Where a file's bytes come from: its source, or a path on its destination's Source host. */
+export interface RetrievalSource {
+  size: number | null;
+  stream: AsyncIterable<Uint8Array>;
+  /** The Source host read, for the RET line; null for a local path, a URL or an R2 object. */
+  host: { hostId: string; login: string; address: string; protocol: string } | null;
+}
+
+/** Opens a path on a destination's Source host; null when the destination has none. */
+export interface SourceHostOpener {
+  open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
+}

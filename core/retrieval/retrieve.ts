@@ -5,20 +5,9 @@ import type { SourceReader } from '../dissemination/send.ts';
 import type { Ports } from '../ports.ts';
 import type { ObjectStore } from '../store/ports.ts';
 import { summing } from './digests.ts';
-import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from './ports.ts';
+import type { RetrievalClaim, RetrievalRepo, RetrievalSource, RetrievedTransfer, SourceHostOpener } from './ports.ts';
 
-/** Where a file's bytes come from: its source, or a path on its destination's Source host. */
-export interface RetrievalSource {
-  size: number | null;
-  stream: AsyncIterable<Uint8Array>;
-  /** The Source host read, for the RET line; null for a local path, a URL or an R2 object. */
-  host: { hostId: string; login: string; address: string; protocol: string } | null;
-}
-
-/** Opens a path on a destination's Source host; null when the destination has none. */
-export interface SourceHostOpener {
-  open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
-}
+export type { RetrievalSource, SourceHostOpener } from './ports.ts';
 
 export interface RetrievalDeps {
   ports: Ports;

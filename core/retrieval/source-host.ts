@@ -2,8 +2,7 @@ import type { MethodName } from '../dissemination/method-options.ts';
 import type { TransferMethods } from '../dissemination/methods.ts';
 import { connectionTo, failureMessage } from '../dissemination/send.ts';
 import type { Ports } from '../ports.ts';
-import type { RetrievalRepo } from './ports.ts';
-import type { RetrievalSource, SourceHostOpener } from './retrieve.ts';
+import type { RetrievalRepo, RetrievalSource, SourceHostOpener } from './ports.ts';
 
 /**
  * The reference's Source host: a destination that names one (`hostForSourceName`) has the sources
