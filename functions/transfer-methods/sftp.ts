@@ -116,13 +116,9 @@ function sizeOf(session: SftpSession, path: string, signal: AbortSignal): Promis
     session.sftp.stat(path, (error, stats) => {
       off();
       signal.removeEventListener('abort', stop);
-      if (error)
-        reject(
-          new Error(
-            `${path} could not be read (${(error as { code?: number }).code === 2 ? 'no such file' : error.message})`,
-          ),
-        );
-      else if (!stats.isFile()) reject(new Error(`${path} is not a regular file`));
+      const code = (error as { code?: number } | undefined)?.code;
+      if (error) reject(new Error(code === 2 ? 'No such file' : `Cannot be read (${error.message})`));
+      else if (!stats.isFile()) reject(new Error('Not a regular file'));
       else resolve(stats.size);
     });
   });
