@@ -13,7 +13,7 @@ import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { QuotaLedger } from './portal/quota-ledger.ts';
 import type { RetentionRepo } from './retention/ports.ts';
-import type { RetrievalRepo } from './retrieval/ports.ts';
+import type { RetrievalRepo, SourceHostOpener } from './retrieval/ports.ts';
 import type { ObjectStore } from './store/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
@@ -48,6 +48,11 @@ export interface Ports {
   events: EventSink;
   /** Checks a data file's source is allowed and reachable, and measures it, before anything is stored. */
   sources: SourceProber;
+  /**
+   * Reads paths on a destination's Source host: a put to a destination that has one measures its
+   * source there. Null where no transfer method can read (a Worker).
+   */
+  sourceHosts: SourceHostOpener | null;
   /** Tells the movers there may be work now (a put, a requeue, a start); they also look on their own. */
   wakeMovers: () => void;
   /** Sends the portal's e-mails; null when no SMTP server is configured. */

@@ -10,6 +10,7 @@ import { httpNotePublisher } from '../core/metadata/notes.ts';
 import { PortalLoginMemory } from '../core/portal/login-memory.ts';
 import { QuotaLedger } from '../core/portal/quota-ledger.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
+import type { SourceHostOpener } from '../core/retrieval/ports.ts';
 import type { ObjectStore } from '../core/store/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
@@ -69,12 +70,14 @@ export interface PortsOptions {
   mailer?: Mailer | null;
   /** Where files are retrieved to (core/store/ports.ts); without it, sources are read at each send. */
   store?: ObjectStore | null;
+  /** Reads paths on destinations' Source hosts, given the ports it may use; none when left out. */
+  sourceHosts?: ((ports: Ports) => SourceHostOpener) | null;
 }
 
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
-  const { db, state, notes, clock, wakeMovers, mailer, store, ...given } = options;
-  return {
+  const { db, state, notes, clock, wakeMovers, mailer, store, sourceHosts, ...given } = options;
+  const ports: Ports = {
     ...state,
     ...given,
     repos: createRepositories(db),
@@ -83,7 +86,10 @@ export function createPorts(options: PortsOptions): Ports {
     mailer: mailer ?? null,
     store: store ?? null,
     notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
+    sourceHosts: null,
   };
+  if (sourceHosts) ports.sourceHosts = sourceHosts(ports);
+  return ports;
 }
 
 /**

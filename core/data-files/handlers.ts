@@ -1,8 +1,9 @@
-import { badRequest, invalid, notFound } from '../common/errors.ts';
+import { badRequest, invalid, messageOf, notFound } from '../common/errors.ts';
 import { errEvent } from '../common/events.ts';
 import type { Args, Handlers } from '../common/operation.ts';
 import { requireDestination } from '../destinations/lookups.ts';
 import type { Ctx, Ports } from '../ports.ts';
+import type { RetrievalSource } from '../retrieval/ports.ts';
 import type { dataFileOperations } from './operations.ts';
 import type { NewTransfer, RegisteredFile } from './ports.ts';
 import { planPut } from './put-plan.ts';
@@ -10,6 +11,7 @@ import { isWorkerSource } from './r2-sources.ts';
 import { duplicateHolds, registerClosure, registerOne } from './register.ts';
 import { DURATION_EXPECTED, parseDuration, parseStart, START_EXPECTED, storable } from './schedule.ts';
 import { forcesDuplicates } from './scheduler-options.ts';
+import { shownSource } from './sources.ts';
 
 const DEFAULT_LIFETIME_MS = 2 * 86_400_000;
 const DEFAULT_PRIORITY = 99;
@@ -73,7 +75,7 @@ export async function registerDataFile(
   try {
     transfer = newTransfer(ctx.ports.clock(), input);
     // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
-    const { size } = await ctx.ports.sources.probe(input.source);
+    const { size } = await measureSource(ctx, input);
     const registeredBy = ctx.caller?.username ?? 'unknown';
     file = {
       source: input.source,
@@ -100,6 +102,31 @@ export async function registerDataFile(
   ctx.ports.wakeMovers();
   return outcome;
 }
+
+/**
+ * The source's size: measured on the destination's Source host when it has one (the source is a
+ * path there, as the reference reads it), else by the sources' rules (a local path, a URL, R2).
+ */
+async function measureSource(ctx: Ctx, input: PutInput): Promise<{ size: number }> {
+  const hosts = ctx.ports.sourceHosts;
+  if (!hosts) return ctx.ports.sources.probe(input.source);
+  const shown = shownSource(input.source);
+  let opened: RetrievalSource | null;
+  try {
+    opened = await hosts.open(input.destination, input.source, AbortSignal.timeout(SOURCE_HOST_PROBE_MS));
+  } catch (e) {
+    throw invalid(`Source ${shown} not reachable: ${messageOf(e)}`);
+  }
+  if (!opened) return ctx.ports.sources.probe(input.source);
+  // Only the size is wanted now: the bytes are read at retrieval (or at each send).
+  const stream = opened.stream as { destroy?: () => void; return?: () => Promise<unknown> };
+  if (typeof stream.destroy === 'function') stream.destroy();
+  else await stream.return?.().catch(() => undefined);
+  if (opened.size === null) throw invalid(`Source ${shown} not reachable: its Source host does not tell its size`);
+  return { size: opened.size };
+}
+
+const SOURCE_HOST_PROBE_MS = 30_000;
 
 function newTransfer(now: Date, input: PutInput): NewTransfer {
   // The catalogue checked the forms; a relative start or an expiry can still fall outside the range of dates.

@@ -100,7 +100,19 @@ export interface TransferMethod {
     source: AsyncIterable<Uint8Array>,
     signal: AbortSignal,
   ): Promise<Delivered>;
+  /**
+   * Reads a file from the host (a destination's Source host, at retrieval): `path` is absolute, or
+   * relative to the login's home. The size is what the server says before the first byte, null when
+   * it says none; `signal` aborts the read and must close the stream. Methods that cannot read have none.
+   */
+  fetch?(host: HostConnection, path: string, signal: AbortSignal): Promise<FetchedFile>;
   close(): Promise<void>;
+}
+
+/** A file a method reads from a host. */
+export interface FetchedFile {
+  size: number | null;
+  stream: AsyncIterable<Uint8Array>;
 }
 
 export type TransferMethods = Partial<Record<MethodName, TransferMethod>>;

@@ -340,7 +340,12 @@ export function failureMessage(error: unknown, secrets: readonly string[]): stri
  * logged), and those credentials as failureMessage must scrub them: the password, the Basic
  * pair `login:password`, and the values of the secret options.
  */
-async function connectionTo(ports: Ports, host: DisseminationHost, method: MethodName, sessions?: SessionLedger) {
+export async function connectionTo(
+  ports: Ports,
+  host: DisseminationHost,
+  method: MethodName,
+  sessions?: SessionLedger,
+) {
   const password = host.passwdSealed === null ? null : await ports.secrets.decrypt(host.passwdSealed);
   const data = await revealSecretOptions(host.data, ports.secrets);
   const connection: HostConnection = {

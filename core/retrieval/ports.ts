@@ -1,3 +1,5 @@
+import type { DisseminationHost } from '../dissemination/ports.ts';
+
 /** A data file a retriever holds: its current instance's source, to be stored under `key`. */
 export interface RetrievalClaim {
   dataFileId: number;
@@ -41,7 +43,17 @@ export interface LostCopy {
   reason: string;
 }
 
+/** A destination's Source host (`hostForSourceName`), where the paths put to it are read. */
+export interface SourceHost extends DisseminationHost {
+  active: boolean;
+}
+
 export interface RetrievalRepo {
+  /**
+   * The host the destination names as its Source host: null when it names none; `host` null
+   * when the host it names does not exist.
+   */
+  sourceHostOf(destination: string): Promise<{ name: string; host: SourceHost | null } | null>;
   /**
    * Takes up to `limit` files whose transfers wait for their bytes (SCHE, or FETC under a lapsed
    * lease), due and not expired, most urgent first; their transfers go to FETC with history.
@@ -70,4 +82,17 @@ export interface RetrievalRepo {
    * the file has another copy by now, was deleted, or the attempt is no longer the mover's.
    */
   refetch(lost: LostCopy): Promise<boolean>;
+}
+
+/** Where a file's bytes come from: its source, or a path on its destination's Source host. */
+export interface RetrievalSource {
+  size: number | null;
+  stream: AsyncIterable<Uint8Array>;
+  /** The Source host read, for the RET line; null for a local path, a URL or an R2 object. */
+  host: { hostId: string; login: string; address: string; protocol: string } | null;
+}
+
+/** Opens a path on a destination's Source host; null when the destination has none. */
+export interface SourceHostOpener {
+  open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
 }

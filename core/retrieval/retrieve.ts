@@ -5,20 +5,9 @@ import type { SourceReader } from '../dissemination/send.ts';
 import type { Ports } from '../ports.ts';
 import type { ObjectStore } from '../store/ports.ts';
 import { summing } from './digests.ts';
-import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from './ports.ts';
+import type { RetrievalClaim, RetrievalRepo, RetrievalSource, RetrievedTransfer, SourceHostOpener } from './ports.ts';
 
-/** Where a file's bytes come from: its source, or a path on its destination's Source host. */
-export interface RetrievalSource {
-  size: number | null;
-  stream: AsyncIterable<Uint8Array>;
-  /** The Source host read, for the RET line; null for a local path, a URL or an R2 object. */
-  host: { hostId: string; login: string; address: string; protocol: string } | null;
-}
-
-/** Opens a path on a destination's Source host; null when the destination has none. */
-export interface SourceHostOpener {
-  open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
-}
+export type { RetrievalSource, SourceHostOpener } from './ports.ts';
 
 export interface RetrievalDeps {
   ports: Ports;
@@ -47,8 +36,9 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
   const key = objectKeyOf(claim);
   let written = false;
   let source: RetrievalSource['host'] = null;
+  let opened: RetrievalSource | null = null;
   try {
-    const opened = await openSource(deps, claim, signal);
+    opened = await openSource(deps, claim, signal);
     source = opened.host;
     if (opened.size !== null && opened.size !== claim.size) {
       // Never read: closed here, or its file stays open until the garbage collector finds it.
@@ -74,6 +64,7 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
     ports.wakeMovers();
     return 'stored' as const;
   } catch (error) {
+    if (opened) closeUnread(opened.stream);
     if (written) await store.remove([key]).catch(() => undefined);
     const reason = `Retrieval failed on DataMover=${mover} - ${reasonOf(error, signal)}`;
     const back = await repo.failed(claim, mover, reason, retryDelayMs(claim.tries)).catch((e: unknown) => {
@@ -90,6 +81,16 @@ async function openSource(deps: RetrievalDeps, claim: RetrievalClaim, signal: Ab
   if (onHost) return onHost;
   const { size, stream } = await deps.sources.open(claim.source, signal);
   return { size, stream, host: null };
+}
+
+/**
+ * A source refused before it was read to its end (a size that differs) still holds its file or
+ * its session to a Source host: a Node stream is destroyed, an iterator told to return.
+ */
+function closeUnread(stream: AsyncIterable<Uint8Array>) {
+  const closable = stream as { destroy?: () => void; return?: () => Promise<unknown> };
+  if (typeof closable.destroy === 'function') closable.destroy();
+  else closable.return?.().catch(() => undefined);
 }
 
 /** What the operator reads: the reason of the abort when there was one (a lost lease, a stop), else the error's. */

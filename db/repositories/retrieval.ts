@@ -50,7 +50,53 @@ const transfersOf = (rows: unknown): RetrievedTransfer[] =>
     status: r.status,
   }));
 
+type SourceHostRow = {
+  name: string;
+  hostid: string | number | null;
+  module: string | null;
+  host: string | null;
+  login: string | null;
+  passwd_sealed: string | null;
+  dir: string | null;
+  data: string;
+  active: boolean | null;
+  filter_name: string | null;
+};
+
 export const retrievalRepo = (db: Database): RetrievalRepo => ({
+  async sourceHostOf(destination) {
+    const rows = rowsOf<SourceHostRow>(
+      await db.execute(sql`
+        select d.host_for_source_name as name, h.hostid, m.ectrans_module_name as module, h.host, h.login,
+          h.passwd_sealed, h.dir, h.data, h.active, h.filter_name
+        from destinations d
+        left join hosts h on h.hostid =
+          case when d.host_for_source_name ~ '^[0-9]{1,18}$' then d.host_for_source_name::bigint end
+        left join transfer_methods m on m.name = h.transfer_method_name
+        where d.name = ${destination} and coalesce(d.host_for_source_name, '') <> ''`),
+    );
+    const r = rows[0];
+    if (!r) return null;
+    if (r.hostid === null) return { name: r.name, host: null };
+    return {
+      name: r.name,
+      host: {
+        hostId: String(r.hostid),
+        module: r.module,
+        host: r.host ?? '',
+        login: r.login ?? '',
+        passwdSealed: r.passwd_sealed,
+        dir: r.dir ?? '',
+        data: r.data,
+        maxConnections: null,
+        retryCount: null,
+        retryFrequency: null,
+        network: null,
+        filterName: r.filter_name,
+        active: r.active !== false,
+      },
+    };
+  },
   async claim(mover, leaseMs, limit) {
     // The scan walks the retrieval index in urgency order and skips, by their file, those held by a
     // live lease or waiting after a failure: a backlog of failing files does not hide the others.

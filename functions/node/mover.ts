@@ -2,6 +2,7 @@ import v8 from 'node:v8';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { sweep } from '../../core/retention/sweep.ts';
 import { startRetriever } from '../../core/retrieval/retriever.ts';
+import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
@@ -55,12 +56,15 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
 function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverConfig) {
   const { store } = runtime.ports;
   if (!store) return null;
-  return startRetriever(
+  // Its own methods: a Source host's sessions are kept apart from the sends' and closed with the retriever.
+  const methods = nodeTransferMethods({ fileRoots: mover.fileRoots });
+  const retriever = startRetriever(
     {
       ports: runtime.ports,
       repo: runtime.ports.repos.retrieval,
       store,
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
+      sourceHosts: sourceHostOpener(runtime.ports, runtime.ports.repos.retrieval, methods),
     },
     {
       name: mover.name,
@@ -69,6 +73,13 @@ function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverCo
       pollMs: mover.pollMs,
     },
   );
+  return {
+    ...retriever,
+    async stop() {
+      await retriever.stop();
+      await Promise.all(Object.values(methods).map((m) => m.close()));
+    },
+  };
 }
 
 /** `ecpds-edge mover`: claims and sends until SIGTERM or SIGINT, then lets what is in flight finish. */

@@ -4,11 +4,13 @@ import { messageOf } from '../../core/common/errors.ts';
 import { createEngineStats, type EngineStats } from '../../core/dissemination/stats.ts';
 import { sealStoredSecretOptions } from '../../core/hosts/seal-at-rest.ts';
 import type { Logger, Ports } from '../../core/ports.ts';
+import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { readDatabaseClock } from '../../db/clock.ts';
 import { migrate } from '../../db/migrate.ts';
 import { backgroundWork, createPorts, createProcessState } from '../ports.ts';
 import { openStore } from '../store/open.ts';
+import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { NodeConfig } from './config.ts';
 import { eventSink } from './events.ts';
 import { acquire, assertNotHeld } from './lock.ts';
@@ -82,6 +84,9 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
         .measure(readClock)
         .catch((e: unknown) => logger.warn('could not measure the database clock', { reason: messageOf(e) })),
     );
+  // A put to a destination with a Source host measures its source there, with the host's method.
+  const sourceHostMethods = nodeTransferMethods({ fileRoots: [] });
+  const closeSourceHostMethods = () => Promise.all(Object.values(sourceHostMethods).map((m) => m.close()));
   const ports = createPorts({
     db: handle.db,
     state: createProcessState(),
@@ -102,12 +107,14 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     mailer: config.mail ? smtpMailer(config.mail) : null,
     clock: selfMeasuringClock(clock, remeasure),
     store: config.retrieval.enabled ? openStore(config.retrieval.store) : null,
+    sourceHosts: (ports) => sourceHostOpener(ports, ports.repos.retrieval, sourceHostMethods),
   });
   try {
     // Options written in clear before secret options were sealed, or straight into the table.
     const sealed = await sealStoredSecretOptions(ports);
     if (sealed > 0) logger.info('host secret options sealed', { hosts: sealed });
   } catch (e) {
+    await closeSourceHostMethods();
     await handle.close();
     await events.close();
     release();
@@ -121,6 +128,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     engineStats: createEngineStats(),
     async close() {
       await background.settled();
+      await closeSourceHostMethods();
       await handle.close();
       await events.close();
       release();

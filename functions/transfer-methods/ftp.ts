@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import type { Client } from 'basic-ftp';
 import { type DeliverySteps, deliverFile } from '../../core/dissemination/deliver.ts';
 import type { DeliveryExtras } from '../../core/dissemination/delivery-options.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
-import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient } from './ftp-connect.ts';
+import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient, reason } from './ftp-connect.ts';
 import { ftpRemote } from './ftp-remote.ts';
 import { idleSessions } from './idle-sessions.ts';
 
@@ -87,6 +88,41 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
           signal.removeEventListener('abort', onAbort);
         }
       }
+    },
+    async fetch(host, path, signal) {
+      if (closed) throw new Error(`The ${kind} method is closed`);
+      // A session of its own, ended once the file is read: a read is not a send, and shares none of its sessions.
+      const target = ftpTarget(kind, host);
+      const client = await openClient(target, signal);
+      options.onConnect?.(target);
+      const onAbort = () => client.close();
+      signal.addEventListener('abort', onAbort, { once: true });
+      let size: number;
+      try {
+        size = await client.size(path);
+      } catch (error) {
+        signal.removeEventListener('abort', onAbort);
+        client.close();
+        if (signal.aborted) throw signal.reason;
+        throw new Error(`Cannot be read (${reason(error, target.password)})`);
+      }
+      // basic-ftp pipes the data connection into the stream and ends it; a reader that stops early
+      // (destroys the stream) has the connection closed.
+      const stream = new PassThrough({ highWaterMark: 256 * 1024 });
+      stream.once('close', () => {
+        if (!client.closed && !stream.writableFinished) client.close();
+      });
+      client
+        .downloadTo(stream, path)
+        .then(
+          () => endClient(client),
+          (error: unknown) => {
+            stream.destroy(new Error(`Read failed (${reason(error, target.password)})`));
+            client.close();
+          },
+        )
+        .finally(() => signal.removeEventListener('abort', onAbort));
+      return { size, stream };
     },
     async close() {
       closed = true;

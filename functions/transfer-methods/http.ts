@@ -36,6 +36,30 @@ export function httpMethod(dependencies: { fetch?: typeof fetch } = {}): Transfe
         watch.clear();
       }
     },
+    async fetch(host, path, signal) {
+      // The same URL and credentials a send to `path` would use, asked for as is (`identity`).
+      const url = httpUrl({ ...host, directory: '' }, { target: path, size: 0 });
+      const { 'content-length': _, 'content-type': __, ...headers } = httpHeaders(host, { target: path, size: 0 });
+      const label = `HTTP GET ${url.origin}${url.pathname}`;
+      let response: Response;
+      try {
+        response = await send(url, {
+          headers: { ...headers, 'accept-encoding': 'identity' },
+          signal,
+          redirect: 'manual',
+        });
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        throw new Error(`${label} failed: ${fetchFailure(error)}`);
+      }
+      if (response.status !== 200 || !response.body) {
+        await response.body?.cancel();
+        throw new Error(`${label} failed: ${response.status} ${response.statusText}`.trim());
+      }
+      const length = response.headers.get('content-length');
+      const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
+      return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+    },
     async close() {},
   };
 }

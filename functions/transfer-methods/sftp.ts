@@ -1,3 +1,4 @@
+import { finished } from 'node:stream';
 import { messageOf } from '../../core/common/errors.ts';
 import { type Delivered, deliverFile } from '../../core/dissemination/deliver.ts';
 import {
@@ -80,11 +81,69 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         await idle.release(session, delivered !== null && !put.signal.aborted);
       }
     },
+    async fetch(host: HostConnection, path: string, signal: AbortSignal) {
+      signal.throwIfAborted();
+      const credentials = credentialsOf(host);
+      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
+        connect(host, credentials, signal).catch((error) => {
+          throw redacted(error, host.password);
+        }),
+      );
+      const session = acquired.session;
+      if (acquired.reused) reused++;
+      else connections++;
+      try {
+        const size = await sizeOf(session, path, signal);
+        return { size, stream: readStream(session, path, signal, (clean) => void idle.release(session, clean)) };
+      } catch (error) {
+        await idle.release(session, !signal.aborted && session.lost() === null);
+        throw redacted(error, host.password);
+      }
+    },
     async close() {
       await idle.close();
     },
     stats: () => ({ connections, reused, idle: idle.size() }),
   };
+}
+
+/** The size of a regular file on the server; fails with the reason when there is none at `path`. */
+function sizeOf(session: SftpSession, path: string, signal: AbortSignal): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    const off = session.onClose(reject);
+    session.sftp.stat(path, (error, stats) => {
+      off();
+      signal.removeEventListener('abort', stop);
+      const code = (error as { code?: number } | undefined)?.code;
+      if (error) reject(new Error(code === 2 ? 'No such file' : `Cannot be read (${error.message})`));
+      else if (!stats.isFile()) reject(new Error('Not a regular file'));
+      else resolve(stats.size);
+    });
+  });
+}
+
+/**
+ * The file's bytes as a stream that ends its session's use however it ends (read to the end, failed,
+ * destroyed by the reader, aborted): `done(true)` only after a clean end, so that a session whose
+ * reads were cut short is never reused.
+ */
+function readStream(session: SftpSession, path: string, signal: AbortSignal, done: (clean: boolean) => void) {
+  const stream = session.sftp.createReadStream(path, { highWaterMark: 256 * 1024 });
+  const stop = () => stream.destroy(signal.reason instanceof Error ? signal.reason : new Error('Read aborted'));
+  signal.addEventListener('abort', stop, { once: true });
+  const off = session.onClose((error) => stream.destroy(error));
+  let ended = false;
+  stream.once('end', () => {
+    ended = true;
+  });
+  finished(stream, (error) => {
+    off();
+    signal.removeEventListener('abort', stop);
+    done(ended && !error && !signal.aborted && session.lost() === null);
+  });
+  return stream as AsyncIterable<Uint8Array>;
 }
 
 /**

@@ -12,6 +12,9 @@ export interface TestHost {
   networkName?: string;
   networkCode?: string;
   filterName?: string;
+  nickname?: string;
+  /** `Dissemination` when left out; `Source` for a destination's Source host. */
+  type?: string;
 }
 
 let hostids = 5000;

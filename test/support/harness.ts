@@ -2,9 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { SecretBox } from '../../core/common/crypto.ts';
+import type { TransferMethods } from '../../core/dissemination/methods.ts';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import type { RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { Logger, Mailer } from '../../core/ports.ts';
+import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import type { ObjectStore } from '../../core/store/ports.ts';
 import type { DbHandle } from '../../db/client.ts';
 import { destinations } from '../../db/schema.ts';
@@ -67,6 +69,8 @@ export interface HarnessOptions {
   secretKey?: Uint8Array;
   /** Where puts are retrieved to before they are sent; left out, sources are read at each send. */
   store?: ObjectStore;
+  /** The methods that read paths on destinations' Source hosts at put; left out, puts ignore Source hosts. */
+  sourceHostMethods?: TransferMethods;
 }
 
 export async function createHarness(options: HarnessOptions = {}) {
@@ -91,6 +95,9 @@ export async function createHarness(options: HarnessOptions = {}) {
     mailer: options.mailer ?? null,
     wakeMovers: options.wakeMovers,
     store: options.store ?? null,
+    sourceHosts: options.sourceHostMethods
+      ? (ports) => sourceHostOpener(ports, ports.repos.retrieval, options.sourceHostMethods!)
+      : null,
   });
   const clientAddress = (c: Context) => c.req.header('x-test-address') ?? 'test';
   const pages = typeof options.portalPages === 'object' ? options.portalPages : {};
