@@ -39,6 +39,8 @@ export interface PortalFile {
   /** The transfer's target: the path below the destination's directory. */
   path: string;
   source: string;
+  /** The key of its stored copy once retrieved (core/store/file-bytes.ts); null: its bytes are read at the source. */
+  objectKey: string | null;
   size: number;
   checksum: string | null;
   /** When the file was registered: its modification time. */

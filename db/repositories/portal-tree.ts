@@ -10,6 +10,7 @@ type FileRow = {
   target: string;
   status: string;
   source: string;
+  object_key: string | null;
   size: string | number;
   checksum: string | null;
   created_at: string | Date;
@@ -23,6 +24,7 @@ const toFile = (r: FileRow): PortalFile => ({
   dataFileId: Number(r.data_file_id),
   path: r.target,
   source: r.source,
+  objectKey: r.object_key,
   size: Number(r.size),
   checksum: r.checksum,
   modifiedAt: new Date(r.created_at),
@@ -33,7 +35,8 @@ const toFile = (r: FileRow): PortalFile => ({
 });
 
 const FILE_COLUMNS = sql.raw(
-  't.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at, t.expires_at',
+  't.id, t.data_file_id, t.target, t.status, f.source, f.object_key, f.size, f.checksum, f.created_at, t.scheduled_at, ' +
+    't.expires_at',
 );
 const TARGET = sql`t.target collate "C"`;
 /** What the portal's tree shows: not INIT, SCHE or FETC, scheduled, not expired, not deleted. */
@@ -192,8 +195,8 @@ export const portalTree = (
   async registered(destination, dataFileId) {
     const rows = rowsOf<FileRow>(
       await db.execute(sql`
-        select t.id, t.data_file_id, t.target, t.status, f.source, f.size, f.checksum, f.created_at, t.scheduled_at,
-          t.expires_at, (select dt.label from destinations d join destination_types dt on dt.id = d.type
+        select t.id, t.data_file_id, t.target, t.status, f.source, f.object_key, f.size, f.checksum, f.created_at,
+          t.scheduled_at, t.expires_at, (select dt.label from destinations d join destination_types dt on dt.id = d.type
             where d.name = t.destination) as destination_type
         from data_transfers t join data_files f on f.id = t.data_file_id
         where t.destination = ${destination} and t.data_file_id = ${dataFileId} and t.status not in ('STOP', 'FAIL')

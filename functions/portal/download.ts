@@ -9,6 +9,7 @@ import { DEFAULT_PORTAL_RECHECK_MS } from '../../core/portal/revocation.ts';
 import { stillAllowed } from '../../core/portal/still-admitted.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
 import type { Ports } from '../../core/ports.ts';
+import { openFileBytes } from '../../core/store/file-bytes.ts';
 import { plain } from '../http/errors.ts';
 import { HTTPS, type Visitor } from './who.ts';
 
@@ -49,8 +50,8 @@ export function downloadRequest(
 
 /**
  * A GET or HEAD of a file of the tree, as download tools expect it (core/portal/download.ts): the
- * bytes of the range asked for, from the data file's source through the movers' reader (its
- * containment, its size check). A GET of bytes is one transfer of the user: counted against its
+ * bytes of the range asked for, as movers read them (openFileBytes): the stored copy once the file
+ * was retrieved, else its source through the movers' reader (its containment, its size check). A GET of bytes is one transfer of the user: counted against its
  * connection limit while it runs, and ending with its traffic and INH line for the bytes sent, also
  * when the client goes away. A source that is gone or changed answers 502 before any byte. A HEAD
  * is answered from the registration alone: listing tools (rclone) send one per file, and no source
@@ -105,7 +106,7 @@ export async function downloadAnswer(
   };
   let source: Awaited<ReturnType<SourceReader['open']>>;
   try {
-    source = await deps.sources.open(file.source, closeSource.signal, answer.range ?? undefined);
+    source = await openFileBytes(ports.store, deps.sources, file, closeSource.signal, answer.range ?? undefined);
   } catch (e) {
     return unreadable('its data is not available', { reason: e instanceof Error ? e.message : String(e) });
   }

@@ -13,7 +13,7 @@ import {
   type DeliveryQueue,
   type WorkerEnv,
 } from '../../functions/workers/runtime.ts';
-import { destinationBackup } from '../support/backups.ts';
+import { destinationBackup, type TestHost } from '../support/backups.ts';
 import { readReply } from '../support/reply.ts';
 import { client, sourceBucket, sourcePort, withPorts, workerEnv } from './support.ts';
 
@@ -60,12 +60,12 @@ async function call(method: string, path: string, body?: unknown) {
   return reply;
 }
 
-/** A destination delivering to the bound R2 bucket ECPDS_R2, started. */
-async function destination(suffix: string) {
+const R2_HOST: TestHost = { method: 'r2', data: 'r2.binding = "ECPDS_R2"' };
+
+/** A destination delivering to the bound R2 bucket ECPDS_R2 (or to `host`), started. */
+async function destination(suffix: string, host: TestHost = R2_HOST) {
   const name = `T${stamp}${suffix}`;
-  const body = destinationBackup(name, [{ method: 'r2', data: 'r2.binding = "ECPDS_R2"', dir: name.toLowerCase() }], {
-    nextHostId: () => ++hostids,
-  });
+  const body = destinationBackup(name, [{ ...host, dir: name.toLowerCase() }], { nextHostId: () => ++hostids });
   const r = await call('PUT', '/v1/destination/backup', body);
   expect(r.status, r.text).toBe(200);
   await withPorts((ports) => setDestinationStatus(ports, 'test', name, 'start'));
@@ -209,5 +209,50 @@ describe('a Worker with a store', () => {
     );
     expect((await history(gone.transferId)).slice(0, 3)).toEqual(['SCHE', 'FETC', 'SCHE']);
     expect((await storedCopy(gone.dataFileId)).objects).toEqual([]);
+  });
+
+  it('serves the registered bytes at the portal, whole and by range, the source since overwritten', async () => {
+    const name = await destination('PORTAL', { method: 'portal' });
+    const user = `wretr_user_${stamp.toLowerCase()}`;
+    const password = `${user}-Pass-1`;
+    const add = await call(
+      'POST',
+      `/v1/incoming/user/add?${new URLSearchParams({
+        id: user,
+        email: `${user}@example.org`,
+        iso: 'gb',
+        pass: password,
+        active: 'true',
+      })}`,
+    );
+    expect(add.status, add.text).toBe(200);
+    const associated = await call('POST', `/v1/incoming/association/add?id=${user}&destination=${name}`);
+    expect(associated.status, associated.text).toBe(200);
+    const f = await putR2(name, 200_000, 'fc/run.bin');
+    await cron();
+    expect((await transfer(f.transferId)).status).toBe('WAIT');
+    await sourceBucket().put(f.key, pattern(200_000, 77));
+
+    const download = async (range?: string) => {
+      const headers: Record<string, string> = {
+        authorization: `Basic ${btoa(`${user}:${password}`)}`,
+        'cf-connecting-ip': '10.9.1.1',
+        ...(range && { range }),
+      };
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(
+        new Request(`https://edge.test/portal/data/${name}/${f.target}`, { headers }),
+        storeEnv,
+        ctx,
+      );
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, md5: md5(bytes) };
+    };
+    expect(await download()).toEqual({ status: 200, md5: md5(f.bytes) });
+    expect(await download('bytes=150000-159999')).toEqual({
+      status: 206,
+      md5: md5(f.bytes.subarray(150_000, 160_000)),
+    });
   });
 });
