@@ -81,6 +81,8 @@ export interface Isolate {
   secrets: SecretBox;
   /** The database's time, as the isolate last measured it (see RequestScope.measureClock). */
   clock: DatabaseClock;
+  /** The service's store (ECPDS_STORE_BINDING): puts wait for retrieval into it; null: sources read at each send. */
+  store: ObjectStore | null;
 }
 
 /** The Worker's settings: the variables both shells share and its own, with the secret key required. */
@@ -131,6 +133,7 @@ export function storeOf(config: WorkerConfig, env: WorkerEnv): ObjectStore | nul
 
 export function createIsolate(env: WorkerEnv): Isolate {
   const config = workerConfig(env);
+  const store = storeOf(config, env);
   const secrets = SecretBox.fromBase64(config.ECPDS_SECRET_KEY);
   const app = createApp({
     logger: consoleLogger,
@@ -152,7 +155,7 @@ export function createIsolate(env: WorkerEnv): Isolate {
       cookieSecret: secrets.derive('portal-cookie'),
     },
   });
-  return { config, app, state: createProcessState(), secrets, clock: createDatabaseClock() };
+  return { config, app, state: createProcessState(), secrets, clock: createDatabaseClock(), store };
 }
 
 export interface RequestScope {
@@ -187,6 +190,7 @@ export function requestScope(env: WorkerEnv, ctx: WorkerContext, isolate: Isolat
       logger: consoleLogger,
       events: { write: (entry) => console.log(entry) },
       sources: workerSourceProber(config, env),
+      store: isolate.store,
       waitUntil: background.waitUntil,
       notes: config.ECPDS_NOTES_URL ? { url: config.ECPDS_NOTES_URL, token: config.ECPDS_NOTES_TOKEN } : null,
       clock: selfMeasuringClock(clock, () => {
