@@ -44,6 +44,12 @@ export async function destinationPage(ports: Ports, page: Omit<DestinationPage, 
   return { destinations: shown, next: more ? shown.at(-1)!.name : null };
 }
 
+/** The store's objects and bytes, superseded versions included, as `/metrics` counts them; null without a store. */
+export async function storeSummary(ports: Ports) {
+  if (!ports.store) return null;
+  return { description: ports.store.description, ...(await ports.repos.retention.storeUsage()) };
+}
+
 /** One destination with its hosts, a page of its transfers and its last 24 hours of sending. */
 export async function destinationDetail(ports: Ports, name: string, page: Omit<TransferPage, 'limit'>) {
   const [destination] = await ports.repos.monitor.destinations({ name, limit: 1 });

@@ -6,7 +6,7 @@ import {
   type DestinationAction,
   setDestinationStatus,
 } from '../../../core/dissemination/operator.ts';
-import { currentHost, destinationPage, destinationStatus } from '../../../core/monitor/monitor.ts';
+import { currentHost, destinationPage, destinationStatus, storeSummary } from '../../../core/monitor/monitor.ts';
 import type { DestinationOverview } from '../../../core/monitor/ports.ts';
 import { Csrf, ErrorNote } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
@@ -35,6 +35,14 @@ export function DestinationActions({ d, csrf, back }: { d: DestinationOverview; 
     </div>
   );
 }
+
+/** What the service keeps of the registered files, so that an operator sees the store grow or shrink. */
+const StoreLine = ({ description, objects, bytes }: { description: string; objects: number; bytes: number }) => (
+  <p class="muted" data-store>
+    Store ({description}): <strong>{objects}</strong> {objects === 1 ? 'object' : 'objects'},{' '}
+    <strong>{bytes.toLocaleString('en')}</strong> bytes
+  </p>
+);
 
 export const Counts = ({ counts }: { counts: Record<string, number> }) => {
   const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
@@ -89,11 +97,13 @@ export function monitorDestinationPages(app: Hono<ConsoleEnv>) {
       return `/console/monitor/destinations${q.size ? `?${q}` : ''}`;
     };
     const here = keep(after ? { after } : {});
+    const store = await storeSummary(c.get('ports'));
     return monitorPage(
       c,
       'Destinations',
       <>
         <ErrorNote message={c.req.query('error')} />
+        {store && <StoreLine {...store} />}
         <form class="filters" method="get" action="/console/monitor/destinations">
           <div>
             <label for="prefix">Name starts with</label>
