@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
-import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
+import type { FetchedFile, HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
 import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
 import { completeXml, plainEtag, s3Reason, sha256, signedS3Request, xmlValue } from './s3-wire.ts';
 import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource } from './sized-source.ts';
@@ -46,6 +46,12 @@ export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
         watch.clear();
       }
     },
+    async fetch(host, path, signal) {
+      // The object a send of `path` from the bucket's root would write: s3.bucketName, or the first directory.
+      const settings = s3Settings(host.options.raw);
+      const object = s3Object({ ...host, directory: '' }, { target: path, size: 0 }, settings);
+      return new S3Client(host, object, settings, send, () => undefined).get(signal);
+    },
     async close() {},
   };
 }
@@ -81,6 +87,14 @@ class S3Client {
       throw this.failed('PUT', `ETag ${etag} is not the MD5 ${md5} of the bytes sent`);
     }
     return { sent: sized.bytes(), md5 };
+  }
+
+  async get(signal: AbortSignal): Promise<FetchedFile> {
+    const response = await this.call('GET', 'GET', '', {}, null, signal);
+    if (!response.body) throw this.failed('GET', 'no body in the reply');
+    const length = response.headers.get('content-length');
+    const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
+    return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
   }
 
   async multipart(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
