@@ -3,6 +3,7 @@ import type { Delivered } from '../../core/dissemination/deliver.ts';
 import { joinRemote } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
+import { getFile } from './get-file.ts';
 import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
 
@@ -40,25 +41,7 @@ export function httpMethod(dependencies: { fetch?: typeof fetch } = {}): Transfe
       // The same URL and credentials a send to `path` would use, asked for as is (`identity`).
       const url = httpUrl({ ...host, directory: '' }, { target: path, size: 0 });
       const { 'content-length': _, 'content-type': __, ...headers } = httpHeaders(host, { target: path, size: 0 });
-      const label = `HTTP GET ${url.origin}${url.pathname}`;
-      let response: Response;
-      try {
-        response = await send(url, {
-          headers: { ...headers, 'accept-encoding': 'identity' },
-          signal,
-          redirect: 'manual',
-        });
-      } catch (error) {
-        if (signal.aborted) throw signal.reason;
-        throw new Error(`${label} failed: ${fetchFailure(error)}`);
-      }
-      if (response.status !== 200 || !response.body) {
-        await response.body?.cancel();
-        throw new Error(`${label} failed: ${response.status} ${response.statusText}`.trim());
-      }
-      const length = response.headers.get('content-length');
-      const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
-      return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+      return getFile(send, url, headers, signal, `HTTP GET ${url.origin}${url.pathname}`);
     },
     async close() {},
   };

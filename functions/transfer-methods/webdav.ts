@@ -1,6 +1,7 @@
 import { invalid } from '../../core/common/errors.ts';
 import { deliverFile, type RemoteFiles } from '../../core/dissemination/deliver.ts';
 import { deliveryFor, type HostConnection, type TransferMethod } from '../../core/dissemination/methods.ts';
+import { getFile } from './get-file.ts';
 import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
 
@@ -35,9 +36,22 @@ export function webdavMethod(dependencies: { fetch?: typeof fetch } = {}): Trans
         watch.clear();
       }
     },
+    fetch(host, path, signal) {
+      const url = new URL(
+        `${webdavBase(host)}/${path
+          .split('/')
+          .filter((s) => s !== '')
+          .map(encodeURIComponent)
+          .join('/')}`,
+      );
+      return getFile(send, url, basicAuthorization(host), signal, `WebDAV GET ${url.origin}${url.pathname}`);
+    },
     async close() {},
   };
 }
+
+const basicAuthorization = (host: HostConnection): Record<string, string> =>
+  host.login === '' ? {} : { authorization: `Basic ${base64(`${host.login}:${host.password ?? ''}`)}` };
 
 /** The WebDAV server as files under the host's base URL. */
 export function webdavRemote(host: HostConnection, size: number, send: typeof fetch, watch: UploadWatch): RemoteFiles {
@@ -46,8 +60,7 @@ export function webdavRemote(host: HostConnection, size: number, send: typeof fe
     const segments = path.split('/').filter((s) => s !== '');
     return new URL(`${base}/${segments.map(encodeURIComponent).join('/')}${collection ? '/' : ''}`);
   };
-  const authorization =
-    host.login === '' ? {} : { authorization: `Basic ${base64(`${host.login}:${host.password ?? ''}`)}` };
+  const authorization = basicAuthorization(host);
 
   async function request(method: string, url: URL, headers: Record<string, string> = {}, body?: RequestInit['body']) {
     const init = {
