@@ -55,6 +55,29 @@ export function azureMethod(dependencies: { fetch?: typeof fetch } = {}): Transf
         watch.clear();
       }
     },
+    async fetch(host, path, signal) {
+      // The blob a send of `path` from the account's root would write: azure.containerName, or the first directory.
+      const blob = azureBlob({ ...host, directory: '' }, { target: path, size: 0 });
+      // Watches the credentials and the answer's headers only: the body is read at the retriever's pace.
+      const watch = uploadWatch(signal, host.options);
+      try {
+        const credentials = await credentialsOf(host, send, watch);
+        const response = await new AzureClient(blob, credentials, send, watch).call(
+          'Get Blob',
+          'GET',
+          '',
+          {},
+          null,
+          signal,
+        );
+        const length = response.headers.get('content-length');
+        const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
+        if (!response.body) throw new Error(`Azure Get Blob ${blob.label} failed: no body in the reply`);
+        return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+      } finally {
+        watch.clear();
+      }
+    },
     async close() {},
   };
 }
@@ -201,7 +224,7 @@ class AzureClient {
   }
 
   /** A request that must succeed; network failures and error replies both say what failed. */
-  private async call(
+  async call(
     what: string,
     method: string,
     query: string,
