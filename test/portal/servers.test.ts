@@ -125,6 +125,8 @@ describe.skipIf(!postgres)('two servers on one Postgres database', () => {
         ECPDS_EVENT_LOG: events,
         ECPDS_MOVER_NAME: name,
         ECPDS_MOVER: '0',
+        // No mover, so no retriever: files are read from the shared sources, as before the store.
+        ECPDS_RETRIEVAL: 'none',
         ECPDS_SWEEP_SECONDS: '0',
       });
       servers.push({ server, url, events });
