@@ -4,16 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMover } from '../../core/dissemination/mover.ts';
-import { startRetriever } from '../../core/retrieval/retriever.ts';
-import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
-import { dataTransfers, destinations, hosts } from '../../db/schema.ts';
-import { nodeSourceReader } from '../../functions/node/sources.ts';
+import { dataTransfers } from '../../db/schema.ts';
 import { directoryStore } from '../../functions/store/directory-store.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
-import { eventually, restoreDestination } from '../support/engine.ts';
+import { eventually } from '../support/engine.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from '../support/servers/proftpd.ts';
+import { withEngine, withSourceHost } from './support.ts';
 
 /** A destination's Source host reached over FTP: the put measures the path there, the retriever reads it. */
 const ftpd = proftpdAvailability();
@@ -33,13 +30,13 @@ beforeAll(async () => {
   h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
   admin = await h.client('operator', ['.*']);
   const reach = { host: `127.0.0.1:${server.port}`, login: server.user, passwd: server.password };
-  await restoreDestination(h, admin, DESTINATION, [
+  sourceHostId = await withSourceHost(
+    h,
+    admin,
+    DESTINATION,
     { method: 'ftp', ...reach, dir: '', nickname: 'ftp-source-target' },
-    { method: 'ftp', ...reach, dir: '/products', nickname: 'ftp-source-source', type: 'Source' },
-  ]);
-  const [source] = await h.db.select().from(hosts).where(eq(hosts.nickname, 'ftp-source-source'));
-  sourceHostId = String(source!.hostid);
-  await h.db.update(destinations).set({ hostForSourceName: sourceHostId }).where(eq(destinations.name, DESTINATION));
+    { method: 'ftp', ...reach, dir: '/products', nickname: 'ftp-source-source' },
+  );
 });
 afterAll(async () => {
   await Promise.all(Object.values(putMethods).map((m) => m.close()));
@@ -62,31 +59,12 @@ describe.skipIf(!ftpd.run)(`a destination's Source host over FTP ${ftpd.reason}`
     expect(refused.status).toBe(500);
     expect(refused.json.message).toContain(`/products/none.grib on Source host ${sourceHostId}: Cannot be read (550`);
 
-    const retrievalMethods = nodeTransferMethods({ fileRoots: [] });
-    const sources = nodeSourceReader({ roots: [], hosts: [] });
-    const retriever = startRetriever(
-      {
-        ports: h.ports,
-        repo: h.ports.repos.retrieval,
-        store: h.ports.store!,
-        sources,
-        sourceHosts: sourceHostOpener(h.ports, h.ports.repos.retrieval, retrievalMethods),
-      },
-      { name: 'ftp-source-retriever', concurrency: 2, leaseMs: 3000, pollMs: 30 },
-    );
-    const mover = startMover(
-      { ports: h.ports, methods: nodeTransferMethods({ fileRoots: [] }), sources },
-      { name: 'ftp-source-mover', concurrency: 2, leaseMs: 3000, heartbeatMs: 200, pollMs: 30 },
-    );
-    try {
-      await eventually(async () => {
+    await withEngine(h, () =>
+      eventually(async () => {
         const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
         return t?.status === 'DONE' ? t : undefined;
-      }, 30_000);
-    } finally {
-      await Promise.all([retriever.stop(), mover.stop(5000)]);
-      await Promise.all(Object.values(retrievalMethods).map((m) => m.close()));
-    }
+      }, 30_000),
+    );
     expect(md5(fs.readFileSync(path.join(server.root, 'run12.grib')))).toBe(md5(content));
     const ret = h.events.find((e) => e.startsWith('RET;'));
     expect(ret).toContain(`HostId=${sourceHostId};`);

@@ -4,18 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startMover } from '../../core/dissemination/mover.ts';
-import { startRetriever } from '../../core/retrieval/retriever.ts';
-import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
-import { dataTransfers, destinations, hosts } from '../../db/schema.ts';
-import { nodeSourceReader } from '../../functions/node/sources.ts';
+import { dataTransfers } from '../../db/schema.ts';
 import { directoryStore } from '../../functions/store/directory-store.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { s3Method } from '../../functions/transfer-methods/s3.ts';
-import { eventually, restoreDestination } from '../support/engine.ts';
+import { eventually } from '../support/engine.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { type S3TestServer, s3TestHost, startS3 } from '../support/servers/s3.ts';
 import { chunks, hostFor } from '../support/transfer.ts';
+import { withEngine, withSourceHost } from './support.ts';
 
 /** A destination's Source host in an S3 bucket: the put measures the object there, the retriever reads it. */
 let h: Harness;
@@ -45,13 +42,13 @@ beforeAll(async () => {
   storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-s3-source-store-'));
   h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
   admin = await h.client('operator', ['.*']);
-  await restoreDestination(h, admin, DESTINATION, [
+  sourceHostId = await withSourceHost(
+    h,
+    admin,
+    DESTINATION,
     { ...s3TestHost(s3, 'delivered'), nickname: 's3-source-target' },
-    { ...s3TestHost(s3, 'products'), nickname: 's3-source-source', type: 'Source' },
-  ]);
-  const [source] = await h.db.select().from(hosts).where(eq(hosts.nickname, 's3-source-source'));
-  sourceHostId = String(source!.hostid);
-  await h.db.update(destinations).set({ hostForSourceName: sourceHostId }).where(eq(destinations.name, DESTINATION));
+    { ...s3TestHost(s3, 'products'), nickname: 's3-source-source' },
+  );
 });
 afterAll(async () => {
   await Promise.all(Object.values(putMethods).map((m) => m.close()));
@@ -72,41 +69,14 @@ it('retrieves an object of the Source host bucket and delivers its bytes, even o
   expect(refused.json.message).toContain(`on Source host ${sourceHostId}`);
   expect(refused.json.message).toContain('404');
 
-  const retrievalMethods = nodeTransferMethods({ fileRoots: [] });
-  const sources = nodeSourceReader({ roots: [], hosts: [] });
-  const retriever = startRetriever(
-    {
-      ports: h.ports,
-      repo: h.ports.repos.retrieval,
-      store: h.ports.store!,
-      sources,
-      sourceHosts: sourceHostOpener(h.ports, h.ports.repos.retrieval, retrievalMethods),
-    },
-    { name: 's3-source-retriever', concurrency: 2, leaseMs: 3000, pollMs: 30 },
-  );
-  try {
-    await eventually(async () => {
-      const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
-      return t?.status === 'WAIT' ? t : undefined;
-    }, 30_000);
-  } finally {
-    await retriever.stop();
-    await Promise.all(Object.values(retrievalMethods).map((m) => m.close()));
-  }
+  const statusIs = (status: string) => async () => {
+    const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
+    return t?.status === status ? t : undefined;
+  };
+  await withEngine(h, () => eventually(statusIs('WAIT'), 30_000), { mover: false });
   // The producer's next run overwrites the object before the send: the registered bytes still leave.
   await plant('products/run12.grib', randomBytes(content.byteLength));
-  const mover = startMover(
-    { ports: h.ports, methods: nodeTransferMethods({ fileRoots: [] }), sources },
-    { name: 's3-source-mover', concurrency: 2, leaseMs: 3000, heartbeatMs: 200, pollMs: 30 },
-  );
-  try {
-    await eventually(async () => {
-      const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
-      return t?.status === 'DONE' ? t : undefined;
-    }, 30_000);
-  } finally {
-    await mover.stop(5000);
-  }
+  await withEngine(h, () => eventually(statusIs('DONE'), 30_000));
   expect(md5((await s3.object('delivered/run12.grib'))!)).toBe(md5(content));
   const ret = h.events.find((e) => e.startsWith('RET;'));
   expect(ret).toContain(`HostId=${sourceHostId};`);

@@ -4,16 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMover } from '../../core/dissemination/mover.ts';
-import { startRetriever } from '../../core/retrieval/retriever.ts';
-import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
-import { dataTransfers, destinations, hosts } from '../../db/schema.ts';
-import { nodeSourceReader } from '../../functions/node/sources.ts';
+import { dataTransfers } from '../../db/schema.ts';
 import { directoryStore } from '../../functions/store/directory-store.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
-import { eventually, restoreDestination } from '../support/engine.ts';
+import { eventually } from '../support/engine.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
 import { type Sshd, sshdMissing, startSshd } from '../support/servers/sshd.ts';
+import { withEngine, withSourceHost } from './support.ts';
 
 /**
  * The reference's Source host: a destination names one (`hostForSourceName`), and the sources put
@@ -42,13 +39,13 @@ beforeAll(async () => {
   sourceDir = sshd.scratch('source-host-');
   targetDir = sshd.scratch('target-');
   const reach = { host: `127.0.0.1:${sshd.port}`, login: sshd.user, passwd: sshd.password };
-  await restoreDestination(h, admin, DESTINATION, [
+  sourceHostId = await withSourceHost(
+    h,
+    admin,
+    DESTINATION,
     { method: 'sftp', ...reach, dir: targetDir, nickname: 'source-host-target' },
-    { method: 'sftp', ...reach, dir: sourceDir, nickname: 'source-host-source', type: 'Source' },
-  ]);
-  const [source] = await h.db.select().from(hosts).where(eq(hosts.nickname, 'source-host-source'));
-  sourceHostId = String(source!.hostid);
-  await h.db.update(destinations).set({ hostForSourceName: sourceHostId }).where(eq(destinations.name, DESTINATION));
+    { method: 'sftp', ...reach, dir: sourceDir, nickname: 'source-host-source' },
+  );
 });
 afterAll(async () => {
   await Promise.all(Object.values(putMethods).map((m) => m.close()));
@@ -58,32 +55,6 @@ afterAll(async () => {
 });
 
 const md5 = (bytes: Buffer) => createHash('md5').update(bytes).digest('hex');
-
-/** The retriever as the Node mover starts it, and a mover, until `run` is done. */
-async function withEngine<T>(run: () => Promise<T>): Promise<T> {
-  const retrievalMethods = nodeTransferMethods({ fileRoots: [] });
-  const sources = nodeSourceReader({ roots: [], hosts: [] });
-  const retriever = startRetriever(
-    {
-      ports: h.ports,
-      repo: h.ports.repos.retrieval,
-      store: h.ports.store!,
-      sources,
-      sourceHosts: sourceHostOpener(h.ports, h.ports.repos.retrieval, retrievalMethods),
-    },
-    { name: 'source-host-retriever', concurrency: 2, leaseMs: 3000, pollMs: 30 },
-  );
-  const mover = startMover(
-    { ports: h.ports, methods: nodeTransferMethods({ fileRoots: [] }), sources },
-    { name: 'source-host-mover', concurrency: 2, leaseMs: 3000, heartbeatMs: 200, pollMs: 30 },
-  );
-  try {
-    return await run();
-  } finally {
-    await Promise.all([retriever.stop(), mover.stop(5000)]);
-    await Promise.all(Object.values(retrievalMethods).map((m) => m.close()));
-  }
-}
 
 async function put(source: string, target: string) {
   const q = new URLSearchParams({ destination: DESTINATION, source, target });
@@ -105,7 +76,7 @@ describe.skipIf(noSshd !== null)(`a destination's Source host over SFTP ${noSshd
     expect(absolute.status, absolute.text).toBe(200);
     expect((await transferOf(relative.json.id)).status).toBe('SCHE');
 
-    await withEngine(async () => {
+    await withEngine(h, async () => {
       for (const r of [relative, absolute]) {
         await eventually(async () => ((await transferOf(r.json.id)).status === 'DONE' ? true : undefined), 30_000);
       }
@@ -143,7 +114,7 @@ describe.skipIf(noSshd !== null)(`a destination's Source host over SFTP ${noSshd
     expect(r.status, r.text).toBe(200);
     fs.rmSync(file);
     const before = h.events.length;
-    await withEngine(async () => {
+    await withEngine(h, async () => {
       await eventually(
         async () => h.events.slice(before).find((e) => e.startsWith('ERR;') && e.includes('removed.grib')),
         30_000,
