@@ -4,6 +4,7 @@ import { inject } from 'vitest';
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { openPglite, pgliteHandle } from '../../db/pglite.ts';
+import { serverOf } from './template-database.ts';
 
 /**
  * A fresh, migrated database for one test file: in-memory PGlite by default, or a new
@@ -31,7 +32,9 @@ async function freshPglite(): Promise<DbHandle> {
  */
 export async function freshPostgres(url: string): Promise<DbHandle & { url: string }> {
   const { default: postgres } = await import('postgres');
-  const template = inject('postgresTemplate');
+  // A test with its own cluster (test/faults) cannot copy the run's template from another server.
+  const provided = inject('postgresTemplate');
+  const template = provided && provided.server === serverOf(url) ? provided.name : undefined;
   const name = `ecpds_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = postgres(url, { max: 1, onnotice: () => undefined });
   await admin.unsafe(template ? `create database "${name}" template "${template}"` : `create database "${name}"`);

@@ -16,8 +16,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Path of a tarball of a migrated PGlite data directory. */
     pgliteTemplate?: string;
-    /** Name of a migrated database on the server of TEST_DATABASE_URL. */
-    postgresTemplate?: string;
+    /** A migrated database on the server of TEST_DATABASE_URL: its name and that server's address. */
+    postgresTemplate?: { name: string; server: string };
   }
 }
 
@@ -50,9 +50,15 @@ async function postgresTemplate(project: TestProject, url: string) {
   const handle = openPostgres(target.toString(), { max: 1 });
   await migrate(handle);
   await handle.close();
-  project.provide('postgresTemplate', name);
+  project.provide('postgresTemplate', { name, server: serverOf(url) });
   return async () => {
     await admin.unsafe(`drop database if exists "${name}" with (force)`);
     await admin.end();
   };
 }
+
+/** host:port of a Postgres URL: a template serves only databases created on the same server. */
+export const serverOf = (url: string) => {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || '5432'}`;
+};
