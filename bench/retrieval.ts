@@ -30,6 +30,7 @@ import type { Ports } from '../core/ports.ts';
 import { retrieve } from '../core/retrieval/retrieve.ts';
 import { type DbHandle, openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
+import { parallelSumming } from '../functions/node/parallel-sums.ts';
 import { nodeSourceProber, nodeSourceReader } from '../functions/node/sources.ts';
 import { loadTls } from '../functions/node/tls.ts';
 import { directoryStore } from '../functions/store/directory-store.ts';
@@ -203,7 +204,7 @@ async function largeFile(scene: Scene) {
     ours.push(
       await timed(async () => {
         outcome = await retrieve(
-          { ports, repo: ports.repos.retrieval, store, sources: reader },
+          { ports, repo: ports.repos.retrieval, store, sources: reader, summing: parallelSumming() },
           'bench',
           claim,
           signal,

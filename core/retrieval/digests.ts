@@ -7,11 +7,23 @@ export interface Sums {
   sha512: string;
 }
 
+/** A stream passed through unchanged, with its sums once it has been read to the end. */
+export interface Summed {
+  stream: AsyncIterable<Uint8Array>;
+  sums(): Promise<Sums>;
+}
+
+/**
+ * How a retrieval sums the bytes it stores. A runtime with threads to spare hashes large files off
+ * the thread that moves the bytes (functions/node/parallel-sums.ts); `summing` is the default.
+ */
+export type Summing = (stream: AsyncIterable<Uint8Array>, size: number) => Summed;
+
 /**
  * Passes a stream through while counting and hashing it; `sums()` is complete once the stream is.
  * One pass for the copy and both sums: the file is read once, whatever is asked of it later.
  */
-export function summing(stream: AsyncIterable<Uint8Array>) {
+export function summing(stream: AsyncIterable<Uint8Array>): Summed {
   const md5 = createHash('md5');
   const sha512 = createHash('sha512');
   let size = 0;
@@ -25,6 +37,6 @@ export function summing(stream: AsyncIterable<Uint8Array>) {
   }
   return {
     stream: passed(),
-    sums: (): Sums => ({ size, md5: md5.digest('hex'), sha512: sha512.digest('base64') }),
+    sums: async () => ({ size, md5: md5.digest('hex'), sha512: sha512.digest('base64') }),
   };
 }

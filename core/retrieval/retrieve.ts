@@ -4,7 +4,7 @@ import { shownSource } from '../data-files/sources.ts';
 import type { SourceReader } from '../dissemination/send.ts';
 import type { Ports } from '../ports.ts';
 import type { ObjectStore } from '../store/ports.ts';
-import { summing } from './digests.ts';
+import { type Summing, summing } from './digests.ts';
 import type { RetrievalClaim, RetrievalRepo, RetrievalSource, RetrievedTransfer, SourceHostOpener } from './ports.ts';
 
 export type { RetrievalSource, SourceHostOpener } from './ports.ts';
@@ -15,6 +15,8 @@ export interface RetrievalDeps {
   store: ObjectStore;
   sources: SourceReader;
   sourceHosts?: SourceHostOpener;
+  /** In-thread `summing` unless the runtime offers better. */
+  summing?: Summing;
 }
 
 /** Failed retrievals are tried again at once a few times, then at most every 30 s, as the reference does. */
@@ -45,10 +47,10 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
       await opened.stream[Symbol.asyncIterator]().return?.();
       throw new Error(`Incorrect size: ${opened.size} bytes at the source, ${claim.size} registered`);
     }
-    const summed = summing(opened.stream);
+    const summed = (deps.summing ?? summing)(opened.stream, claim.size);
     await store.write(key, summed.stream, signal, claim.size);
     written = true;
-    const sums = summed.sums();
+    const sums = await summed.sums();
     if (sums.size !== claim.size) {
       throw new Error(`Incorrect size: ${sums.size} bytes read, ${claim.size} registered`);
     }

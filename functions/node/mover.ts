@@ -7,6 +7,7 @@ import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
+import { parallelSumming } from './parallel-sums.ts';
 import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
 import { nodeSourceReader } from './sources.ts';
 import { fileSpool } from './spool.ts';
@@ -65,6 +66,7 @@ function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverCo
       store,
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
       sourceHosts: sourceHostOpener(runtime.ports, runtime.ports.repos.retrieval, methods),
+      summing: parallelSumming(),
     },
     {
       name: mover.name,

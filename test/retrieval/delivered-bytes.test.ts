@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,9 +27,9 @@ afterAll(async () => {
 });
 
 /** Puts to a stopped destination, waits for the retrieval, changes the source, then starts the destination. */
-async function sendAfter(name: string, change: (put: { source: string; content: Buffer }) => void) {
+async function sendAfter(name: string, change: (put: { source: string; content: Buffer }) => void, size = 700_000) {
   const dir = await s.sftpDestination(sshd, name);
-  const put = await s.put(name, { size: 700_000 });
+  const put = await s.put(name, { size });
   const [t] = await s.transfersOf(put.fileId);
   await s.eventually(s.statusIs(t!.id, 'WAIT'), 15_000, 'retrieved');
   change(put);
@@ -48,6 +48,17 @@ describe.skipIf(noSshd !== null)(`delivered from the store to a real sshd ${noSs
     expect(delivered.length).toBe(put.content.length);
     expect(md5(delivered)).toBe(md5(put.content));
     expect((await s.fileRow(put.fileId)).checksum).toBe(md5(put.content));
+  });
+
+  it('a file of several MiB, summed on worker threads: its bytes arrive, with the sums of the registered bytes', async () => {
+    const size = 9 * 1024 * 1024 + 12_345;
+    const { delivered, put } = await sendAfter('LARGER', (registered) => fs.writeFileSync(registered.source, ''), size);
+    expect(delivered.length).toBe(size);
+    expect(md5(delivered)).toBe(md5(put.content));
+    expect((await s.fileRow(put.fileId)).checksum).toBe(md5(put.content));
+    const [stored] = await s.objectsOf(put.fileId);
+    expect(stored).toMatchObject({ size, md5: md5(put.content) });
+    expect(stored!.sha512).toBe(createHash('sha512').update(put.content).digest('base64'));
   });
 
   it('a source deleted after the retrieval: the file is delivered all the same', async () => {

@@ -11,6 +11,7 @@ import { type Retriever, startRetriever } from '../../core/retrieval/retriever.t
 import type { ObjectStore } from '../../core/store/ports.ts';
 import { rowsOf } from '../../db/client.ts';
 import { dataFiles, dataTransfers, storedObjects, transferHistory } from '../../db/schema.ts';
+import { parallelSumming } from '../../functions/node/parallel-sums.ts';
 import { nodeSourceReader } from '../../functions/node/sources.ts';
 import { directoryStore } from '../../functions/store/directory-store.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
@@ -32,7 +33,14 @@ export async function retrievalScene(prefix: string) {
   const h: Harness = await createHarness({ sourceRoots: [sources], store });
   const admin = await h.client('operator', ['.*']);
   const reader = nodeSourceReader({ roots: [sources], hosts: [] });
-  const deps: RetrievalDeps = { ports: h.ports, repo: h.ports.repos.retrieval, store, sources: reader };
+  // As the Node mover does: files of a few MiB and more are summed on worker threads.
+  const deps: RetrievalDeps = {
+    ports: h.ports,
+    repo: h.ports.repos.retrieval,
+    store,
+    sources: reader,
+    summing: parallelSumming(),
+  };
   const stoppers: Array<() => Promise<void>> = [];
   let files = 0;
 

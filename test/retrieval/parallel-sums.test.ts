@@ -1,0 +1,88 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { summing } from '../../core/retrieval/digests.ts';
+import { parallelSumming } from '../../functions/node/parallel-sums.ts';
+
+/** The sums computed on worker threads are the sums of the bytes, whatever the chunks they come in. */
+const MiB = 1024 * 1024;
+const onThreads = parallelSumming({ minBytes: 0 });
+
+async function* chunked(bytes: Buffer, sizes: number[]) {
+  let at = 0;
+  for (let i = 0; at < bytes.length; i++) {
+    const size = sizes[i % sizes.length]!;
+    yield bytes.subarray(at, at + size);
+    at += size;
+  }
+}
+
+async function drain(stream: AsyncIterable<Uint8Array>) {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of stream) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
+const expected = (bytes: Buffer) => ({
+  size: bytes.length,
+  md5: createHash('md5').update(bytes).digest('hex'),
+  sha512: createHash('sha512').update(bytes).digest('base64'),
+});
+
+describe('sums on worker threads', () => {
+  it.each([
+    ['empty', 0, [MiB]],
+    ['one byte', 1, [MiB]],
+    ['exactly the slots', 4 * MiB, [MiB]],
+    ['odd chunks across slot boundaries', 5 * MiB + 7, [65_536 + 3, 999_999, 17]],
+    ['chunks larger than a slot', 11 * MiB + 1, [3 * MiB + 5]],
+  ])('%s: the bytes pass through unchanged, with their size, MD5 and SHA-512', async (_, size, sizes) => {
+    const bytes = randomBytes(size);
+    const summed = onThreads(chunked(bytes, sizes), size);
+    expect((await drain(summed.stream)).equals(bytes)).toBe(true);
+    expect(await summed.sums()).toEqual(expected(bytes));
+  });
+
+  it('agrees with the in-thread sums, for files summed at once on the same threads', async () => {
+    const files = Array.from({ length: 6 }, (_, i) => randomBytes(2 * MiB + i * 1000));
+    const all = await Promise.all(
+      files.map(async (bytes) => {
+        const summed = onThreads(chunked(bytes, [300_000]), bytes.length);
+        await drain(summed.stream);
+        return summed.sums();
+      }),
+    );
+    for (const [i, bytes] of files.entries()) {
+      const inThread = summing(chunked(bytes, [MiB]));
+      await drain(inThread.stream);
+      expect(all[i]).toEqual(await inThread.sums());
+    }
+  });
+
+  it('passes a failing source on, and the threads go on summing the next files', async () => {
+    async function* failing() {
+      yield randomBytes(3 * MiB);
+      throw new Error('the source went away');
+    }
+    await expect(drain(onThreads(failing(), 10 * MiB).stream)).rejects.toThrow('the source went away');
+    const bytes = randomBytes(6 * MiB);
+    const summed = onThreads(chunked(bytes, [MiB]), bytes.length);
+    await drain(summed.stream);
+    expect(await summed.sums()).toEqual(expected(bytes));
+  });
+
+  it('a reader that stops early leaves nothing waiting, and the next file is summed right', async () => {
+    const first = onThreads(chunked(randomBytes(8 * MiB), [MiB]), 8 * MiB);
+    for await (const _ of first.stream) break;
+    const bytes = randomBytes(5 * MiB);
+    const summed = onThreads(chunked(bytes, [MiB]), bytes.length);
+    await drain(summed.stream);
+    expect(await summed.sums()).toEqual(expected(bytes));
+  });
+
+  it('sums small files in place, with the same results', async () => {
+    const bytes = randomBytes(100_000);
+    const summed = parallelSumming()(chunked(bytes, [4096]), bytes.length);
+    await drain(summed.stream);
+    expect(await summed.sums()).toEqual(expected(bytes));
+  });
+});
