@@ -5,6 +5,7 @@ import {
   constantTimeEqualText,
   generateSecret,
   hashGeneratedSecret,
+  hashPassword,
   sha256Base64,
   tokenMatches,
   verifySecretHash,
@@ -31,6 +32,28 @@ describe('SHA-256 of generated secrets', () => {
     expect(await verifySecretHash(`${stored}$extra`, secret)).toBe(false);
     expect(await verifySecretHash(`sha256$`, secret)).toBe(false);
     expect(await verifySecretHash(`plain$${secret}`, secret)).toBe(false);
+  });
+});
+
+describe('scrypt hashes of passwords', () => {
+  it('verify the right password only, the stored parameters applied', async () => {
+    const stored = await hashPassword('Correct horse 1');
+    expect(stored).toMatch(/^scrypt\$16384\$8\$1\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*$/);
+    expect(await verifySecretHash(stored, 'Correct horse 1')).toBe(true);
+    expect(await verifySecretHash(stored, 'Correct horse 2')).toBe(false);
+    expect(await hashPassword('Correct horse 1')).not.toBe(stored);
+  });
+
+  it('verify a hash with other parameters: RFC 7914, its third test vector', async () => {
+    const salt = Buffer.from('SodiumChloride').toString('base64');
+    const hash = Buffer.from(
+      '7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2' +
+        'd5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887',
+      'hex',
+    ).toString('base64');
+    const stored = `scrypt$16384$8$1$${salt}$${hash}`;
+    expect(await verifySecretHash(stored, 'pleaseletmein')).toBe(true);
+    expect(await verifySecretHash(stored, 'pleaseletmeout')).toBe(false);
   });
 });
 

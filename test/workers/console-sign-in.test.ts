@@ -5,8 +5,8 @@ import { type Answer, failedAuthScenarios } from '../support/failed-auth-scenari
 import { call, client, withPorts } from './support.ts';
 
 // Console sign-in under the same rules on the Worker's own ports (its failures in the database
-// through Hyperdrive, its wrong answers really slowed). Each sign-in runs the password's scrypt on
-// the isolate's one thread, so the scenarios get more time than the suite's default.
+// through Hyperdrive, its wrong answers really slowed). Each sign-in runs the password's scrypt,
+// so the scenarios get more time than the suite's default.
 const stamp = Date.now().toString(36);
 let addresses = 0;
 let admin: string | undefined;
