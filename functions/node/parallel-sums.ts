@@ -41,12 +41,12 @@ interface Job {
 }
 
 class HashingThread {
-  private readonly worker = new Worker(HASHING_THREAD, { eval: true });
-  readonly jobs = new Map<number, Job>();
+  // No execArgv of the process (such as --input-type=module): the thread's code is plain CommonJS.
+  private readonly worker = new Worker(HASHING_THREAD, { eval: true, execArgv: [] });
+  private readonly jobs = new Map<number, Job>();
   broken: Error | null = null;
 
   constructor() {
-    this.worker.unref();
     this.worker.on('message', (m: { job: number; slot?: number; digest?: string }) => {
       const job = this.jobs.get(m.job);
       if (m.slot !== undefined) job?.released(m.slot);
@@ -54,6 +54,17 @@ class HashingThread {
     });
     this.worker.on('error', (error) => this.fail(error));
     this.worker.on('exit', (code) => this.fail(new Error(`hashing thread exited with code ${code}`)));
+    this.worker.unref();
+  }
+
+  /** A thread with files to sum keeps the process running, and an idle one never does. */
+  add(job: number, handlers: Job) {
+    this.jobs.set(job, handlers);
+    if (this.jobs.size === 1) this.worker.ref();
+  }
+
+  remove(job: number) {
+    if (this.jobs.delete(job) && this.jobs.size === 0) this.worker.unref();
   }
 
   post(message: object) {
@@ -64,6 +75,7 @@ class HashingThread {
     this.broken ??= error;
     for (const job of this.jobs.values()) job.failed(error);
     this.jobs.clear();
+    this.worker.unref();
   }
 }
 
@@ -102,14 +114,14 @@ function summedOnThreads(stream: AsyncIterable<Uint8Array>): Summed {
     waiting = null;
   };
   for (const [i, thread] of hashers.entries()) {
-    thread.jobs.set(job, {
+    thread.add(job, {
       released: (slot) => {
         readers[slot]! -= 1;
         settle();
       },
       digested: (digest) => {
         digests[i] = digest;
-        thread.jobs.delete(job);
+        thread.remove(job);
         settle();
       },
       failed: (error) => {
@@ -165,7 +177,7 @@ function summedOnThreads(stream: AsyncIterable<Uint8Array>): Summed {
         // Read no further: the threads forget the file, and nothing waits for its digests.
         for (const thread of hashers) {
           thread.post({ job, drop: true });
-          thread.jobs.delete(job);
+          thread.remove(job);
         }
       }
     }

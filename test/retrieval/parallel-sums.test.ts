@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { summing } from '../../core/retrieval/digests.ts';
@@ -77,6 +78,30 @@ describe('sums on worker threads', () => {
     const summed = onThreads(chunked(bytes, [MiB]), bytes.length);
     await drain(summed.stream);
     expect(await summed.sums()).toEqual(expected(bytes));
+  });
+
+  it('a process that summed files exits by itself once done, whatever its own flags', () => {
+    const module = new URL('../../functions/node/parallel-sums.ts', import.meta.url).pathname;
+    const script = `
+      import { parallelSumming } from '${module}';
+      const sum = parallelSumming({ minBytes: 0 });
+      for (let i = 0; i < 3; i++) {
+        const summed = sum((async function* () { yield new Uint8Array(5 << 20).fill(i); })(), 5 << 20);
+        for await (const _ of summed.stream);
+        console.log((await summed.sums()).md5);
+      }`;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const expectedSums = [0, 1, 2].map((i) =>
+      createHash('md5')
+        .update(new Uint8Array(5 << 20).fill(i))
+        .digest('hex'),
+    );
+    expect(run.stdout.trim().split('\n')).toEqual(expectedSums);
   });
 
   it('sums small files in place, with the same results', async () => {
