@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { type ListedObject, type ObjectStore, StoredObjectMissing } from '../../core/store/ports.ts';
 
 const PARTIAL = '.partial-';
@@ -25,14 +24,7 @@ export function directoryStore(root: string): ObjectStore {
       await fs.mkdir(path.dirname(file), { recursive: true });
       const partial = `${path.dirname(file)}/${PARTIAL}${path.basename(file)}-${randomUUID()}`;
       try {
-        const out = createWriteStream(partial, { flags: 'wx' });
-        await pipeline(bytes, out, { signal });
-        const handle = await fs.open(partial, 'r');
-        try {
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
+        await writeFlushed(partial, bytes, signal);
         await fs.rename(partial, file);
       } catch (error) {
         await fs.rm(partial, { force: true });
@@ -69,6 +61,53 @@ export function directoryStore(root: string): ObjectStore {
       yield* walk(path.resolve(root), '');
     },
   };
+}
+
+// Flushed as it is written: the disk writes the start of a large object while the rest is still read and
+// summed, instead of all of it after the last byte.
+const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
+
+/** Writes the bytes to a new file and returns once they are all on disk. */
+async function writeFlushed(file: string, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal) {
+  const handle = await fs.open(file, 'wx');
+  const source = bytes[Symbol.asyncIterator]();
+  // Ends the write at once on abort, even while a stalled source is awaited.
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+  });
+  aborted.catch(() => undefined);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let flushing: Promise<void> | null = null;
+  let done = false;
+  try {
+    signal.throwIfAborted();
+    let unflushed = 0;
+    for (;;) {
+      const next = await Promise.race([source.next(), aborted]);
+      if (next.done) break;
+      const chunk = next.value;
+      for (let at = 0; at < chunk.byteLength; ) {
+        at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
+      }
+      unflushed += chunk.byteLength;
+      if (unflushed >= FLUSH_EVERY_BYTES && !flushing) {
+        unflushed = 0;
+        flushing = handle.datasync().finally(() => {
+          flushing = null;
+        });
+      }
+    }
+    done = true;
+    await flushing;
+    await handle.sync();
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    // Asked to close, not awaited: a source stalled in the middle of a read closes when it can.
+    if (!done) source.return?.().catch(() => undefined);
+    await flushing?.catch(() => undefined);
+    await handle.close();
+  }
 }
 
 async function* walk(directory: string, prefix: string): AsyncIterable<ListedObject> {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ObjectStore, StoredObjectMissing } from '../../core/store/ports.ts';
 import { directoryStore } from '../../functions/store/directory-store.ts';
@@ -53,6 +54,29 @@ describe('the directory store', () => {
     await expect(store.read('1/1-0-1', live())).rejects.toBeInstanceOf(StoredObjectMissing);
     expect(filesUnder(root)).toEqual([]);
     expect(await listed()).toEqual([]);
+  });
+
+  it('a write waiting on a stalled source ends when aborted, leaving nothing', async () => {
+    const controller = new AbortController();
+    // A network stream that sends a little, then nothing.
+    const stalls = new Readable({ read() {} });
+    stalls.push(randomBytes(64 * 1024));
+    const writing = store.write('1/1-0-9', stalls, controller.signal, 640 * 1024);
+    setTimeout(() => controller.abort(new Error('stopped')), 100);
+    await expect(writing).rejects.toThrow();
+    expect(filesUnder(root)).toEqual([]);
+    // Closing the source is its opener's part (retrieve() destroys it).
+    stalls.destroy();
+  });
+
+  it('writes an object larger than its flushes whole, byte for byte', async () => {
+    const bytes = randomBytes(70 * 1024 * 1024 + 3);
+    async function* chunks() {
+      for (let at = 0; at < bytes.length; at += 1 << 20) yield bytes.subarray(at, at + (1 << 20));
+    }
+    await store.write('1/1-0-10', chunks(), live(), bytes.length);
+    expect(fs.readFileSync(path.join(root, '1/1-0-10')).equals(bytes)).toBe(true);
+    await store.remove(['1/1-0-10']);
   });
 
   it('a write whose bytes fail midway leaves nothing either', async () => {
