@@ -172,6 +172,15 @@ async function statusOf(handle: DbHandle, dataFileId: number) {
   return row?.status;
 }
 
+/**
+ * Each measurement starts on a quiet disk: what the one before left to write (the baseline's copy is
+ * never flushed) or to discard (a removed copy) is not billed to the next.
+ */
+async function settled() {
+  await tool('sync', []);
+  await sleep(1000);
+}
+
 /** (1) then (4): the large file retrieved by core's retrieve(), then sent from its stored copy by a mover. */
 async function largeFile(scene: Scene) {
   const { work, sources, sshd } = scene;
@@ -201,6 +210,7 @@ async function largeFile(scene: Scene) {
     if (!claim) throw new Error('nothing to retrieve');
     let outcome = '';
     const signal = new AbortController().signal;
+    await settled();
     ours.push(
       await timed(async () => {
         outcome = await retrieve(
@@ -212,6 +222,7 @@ async function largeFile(scene: Scene) {
       }),
     );
     if (outcome !== 'stored') throw new Error(`retrieval ${outcome}`);
+    await settled();
     tools.push(
       await timed(async () => {
         await tool('cp', [file, copy]);
@@ -220,6 +231,7 @@ async function largeFile(scene: Scene) {
       }),
     );
     fs.rmSync(copy);
+    await settled();
     synced.push(
       await timed(async () => {
         await tool('cp', [file, copy]);
