@@ -100,13 +100,16 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
   async claim(mover, leaseMs, limit) {
     // The scan walks the retrieval index in urgency order and skips, by their file, those held by a
     // live lease or waiting after a failure: a backlog of failing files does not hide the others.
+    // The file is checked in a subquery, never joined: a join let the planner, on statistics older
+    // than a burst of puts, probe the index once per data file, a cost growing with the table.
     const rows = await db.execute(sql`
       with candidates as (
         select distinct c.data_file_id from (
-          select t.data_file_id from data_transfers t join data_files f on f.id = t.data_file_id
-          where t.status in ('SCHE', 'FETC') and t.expires_at > now() and f.deleted_at is null
-            and (f.fetch_at is null or f.fetch_at <= now())
-            and (f.fetch_mover is null or f.fetch_lease_until < now())
+          select t.data_file_id from data_transfers t
+          where t.status in ('SCHE', 'FETC') and t.expires_at > now()
+            and (select f.deleted_at is null and (f.fetch_at is null or f.fetch_at <= now())
+                   and (f.fetch_mover is null or f.fetch_lease_until < now())
+                 from data_files f where f.id = t.data_file_id)
           order by t.priority, t.queue_at
           limit ${limit * 4}
         ) c

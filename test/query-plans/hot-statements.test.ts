@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DbHandle } from '../../db/client.ts';
 import { disseminationRepo } from '../../db/repositories/dissemination.ts';
 import { monitorRepo } from '../../db/repositories/monitor.ts';
+import { retrievalRepo } from '../../db/repositories/retrieval.ts';
 import { freshDatabase } from '../support/database.ts';
 import { plansOf, scannedTables, statementsOf } from '../support/plans.ts';
 
@@ -95,5 +96,22 @@ describe('hot statements, on tables never analyzed', () => {
     await expectLookupsOnly(() => monitorRepo(handle.db).destinations({ limit: 50 }));
     expect(await monitorRepo(handle.db).hostsOf('HS_000002')).toHaveLength(1);
     await expectLookupsOnly(() => monitorRepo(handle.db).hostsOf('HS_000002'));
+  });
+
+  it('the claim of files to retrieve, past a burst of puts', async () => {
+    // Files registered after the last statistics: their transfers wait for their retrieval.
+    await handle.db.execute(
+      sql.raw(`insert into data_files (id, source, size, registered_by)
+        select g, '/data/' || g, 1, 'test' from generate_series(${TRANSFERS + 1}, ${TRANSFERS + 5}) g`),
+    );
+    await handle.db.execute(
+      sql.raw(`insert into data_transfers (data_file_id, destination, target, priority, status, scheduled_at,
+          expires_at, queue_at)
+        select g, 'HS_000001', 'r' || g, 99, 'SCHE', now(), now() + interval '1 day', now()
+        from generate_series(${TRANSFERS + 1}, ${TRANSFERS + 5}) g`),
+    );
+    const claims = await retrievalRepo(handle.db).claim('plans', 60_000, 2);
+    expect(claims.map((c) => c.dataFileId)).toHaveLength(2);
+    await expectLookupsOnly(() => retrievalRepo(handle.db).claim('plans', 60_000, 2));
   });
 });
