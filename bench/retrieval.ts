@@ -459,7 +459,10 @@ async function putLatency(base: string, file: string, label: string) {
       } as autocannon.Request,
     ],
   });
-  if (result.errors + result.non2xx > 0) throw new Error(`put latency ${label}: ${result.non2xx} failed answers`);
+  if (result.errors + result.non2xx > 0) {
+    const statuses = JSON.stringify(result.statusCodeStats);
+    throw new Error(`put latency ${label}: ${result.errors} errors, ${result.non2xx} failed answers (${statuses})`);
+  }
   return result.latency.p50;
 }
 
