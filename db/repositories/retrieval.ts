@@ -25,8 +25,8 @@ const held = (claim: RetrievalClaim, mover: string) =>
   sql`id = ${claim.dataFileId} and fetch_mover = ${mover} and fetch_tries = ${claim.tries}
     and instance = ${claim.instance}`;
 
-/** Moves the transfers of the `owned` file out of `from`, with a history row each, and answers them. */
-const release = (set: SQL, from: SQL, comment: string, error: boolean) => sql`
+/** Moves the transfers of the `owned` file out of `from`, with a history row each. */
+const moving = (set: SQL, from: SQL, comment: string, error: boolean) => sql`
   moved as (
     update data_transfers t set ${set}, updated_at = now()
     where t.data_file_id in (select id from owned) and t.status in ${from}
@@ -34,11 +34,17 @@ const release = (set: SQL, from: SQL, comment: string, error: boolean) => sql`
   ), history as (
     insert into transfer_history (transfer_id, destination, status, at, comment, error)
     select id, destination, status, now(), ${comment}, ${error} from moved
-  )
+  )`;
+
+/** The transfers `moving` moved, as the event lines need them. */
+const movedTransfers = sql`
   select m.id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target, m.scheduled_at,
     m.status
-  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
-  order by m.id`;
+  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type`;
+
+/** Moves the transfers of the `owned` file out of `from`, with a history row each, and answers them. */
+const release = (set: SQL, from: SQL, comment: string, error: boolean) =>
+  sql`${moving(set, from, comment, error)} ${movedTransfers} order by m.id`;
 
 const transfersOf = (rows: unknown): RetrievedTransfer[] =>
   rowsOf<TransferRow>(rows).map((r) => ({
@@ -156,29 +162,33 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
     return rowsOf<{ id: string | number }>(rows).map((r) => Number(r.id));
   },
   async stored(claim, mover, copy, comment) {
-    return db.transaction(async (tx) => {
-      const owned = await tx.execute(sql`
+    // One statement: recorded whole or not at all, in one round trip (the retrieval of small files is
+    // bound by them). Its parts share one snapshot, so the copy inserted is not among those superseded.
+    const rows = await db.execute(sql`
+      with owned as (
         update data_files set object_key = ${copy.key}, checksum = ${copy.md5}, sha512 = ${copy.sha512},
           retrieved_at = now(), fetch_mover = null, fetch_lease_until = null, fetch_at = null
         where ${held(claim, mover)} and deleted_at is null
-        returning id`);
-      if (rowsOf(owned).length === 0) return null;
-      // The earlier instances' copies stay for the links that announced them, until their time is up.
-      await tx.execute(sql`
+        returning id
+      ), superseded as (
+        -- The earlier instances' copies stay for the links that announced them, until their time is up.
         update stored_objects set superseded_at = now()
-        where data_file_id = ${claim.dataFileId} and superseded_at is null`);
-      await tx.execute(sql`
+        where data_file_id in (select id from owned) and superseded_at is null
+      ), copied as (
         insert into stored_objects (key, data_file_id, instance, size, md5, sha512)
-        values (${copy.key}, ${claim.dataFileId}, ${claim.instance}, ${copy.size}, ${copy.md5}, ${copy.sha512})`);
-      const moved = await tx.execute(sql`
-        with owned as (select ${claim.dataFileId}::bigint as id), ${release(
-          sql`status = coalesce(t.ready_status, 'WAIT'), ready_status = null, message = null`,
-          sql`('SCHE', 'FETC')`,
-          comment,
-          false,
-        )}`);
-      return transfersOf(moved);
-    });
+        select ${copy.key}, id, ${claim.instance}, ${copy.size}, ${copy.md5}, ${copy.sha512} from owned
+      ), ${moving(
+        sql`status = coalesce(t.ready_status, 'WAIT'), ready_status = null, message = null`,
+        sql`('SCHE', 'FETC')`,
+        comment,
+        false,
+      )}
+      select (select count(*) from owned)::int as owned, r.*
+      from (select 1) as one left join (${movedTransfers}) r on true
+      order by r.id`);
+    const answered = rowsOf<TransferRow & { owned: number }>(rows);
+    if (Number(answered[0]?.owned ?? 0) === 0) return null;
+    return transfersOf(answered.filter((r) => r.id !== null));
   },
   async failed(claim, mover, reason, retryInMs) {
     return db.transaction(async (tx) => {
