@@ -10,6 +10,8 @@ export interface RetrievalClaim {
   size: number;
   /** The destination the file was put to (its first transfer's): whose Source host applies. */
   destination: string;
+  /** Whether that destination names a Source host, as the claim found it; looked up when unknown. */
+  sourceHostNamed?: boolean;
 }
 
 /** What a retrieval stored: the object and the sums computed while it was written. */

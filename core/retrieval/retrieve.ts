@@ -79,7 +79,9 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
 }
 
 async function openSource(deps: RetrievalDeps, claim: RetrievalClaim, signal: AbortSignal): Promise<RetrievalSource> {
-  const onHost = await deps.sourceHosts?.open(claim.destination, claim.source, signal);
+  // Most destinations name none: their files are read without a lookup of their Source host.
+  const onHost =
+    claim.sourceHostNamed === false ? null : await deps.sourceHosts?.open(claim.destination, claim.source, signal);
   if (onHost) return onHost;
   const { size, stream } = await deps.sources.open(claim.source, signal);
   return { size, stream, host: null };

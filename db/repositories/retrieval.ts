@@ -9,6 +9,7 @@ type ClaimRow = {
   source: string;
   size: string | number;
   destination: string;
+  source_host: boolean;
 };
 
 type TransferRow = {
@@ -137,9 +138,13 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         insert into transfer_history (transfer_id, destination, status, at, comment)
         select id, destination, 'FETC', now(), ${`Starting retrieval using DataMover=${mover}`} from moved
       )
-      select c.id, c.instance, c.fetch_tries, c.source, c.size,
-        (select t.destination from data_transfers t where t.data_file_id = c.id order by t.id limit 1) as destination
-      from claimed c`);
+      select c.id, c.instance, c.fetch_tries, c.source, c.size, first.destination,
+        coalesce(d.host_for_source_name, '') <> '' as source_host
+      from claimed c
+      left join lateral (
+        select t.destination from data_transfers t where t.data_file_id = c.id order by t.id limit 1
+      ) first on true
+      left join destinations d on d.name = first.destination`);
     return rowsOf<ClaimRow>(rows).map((r) => ({
       dataFileId: Number(r.id),
       instance: Number(r.instance),
@@ -147,6 +152,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       source: r.source,
       size: Number(r.size),
       destination: r.destination,
+      sourceHostNamed: Boolean(r.source_host),
     }));
   },
   async renew(mover, leaseMs, files) {
