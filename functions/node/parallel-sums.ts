@@ -144,9 +144,9 @@ function summedOnThreads(stream: AsyncIterable<Uint8Array>): Summed {
   let size = 0;
   let slot = 0;
   let filled = 0;
-  const hand = (length: number) => {
+  const hand = () => {
     readers[slot] = 2;
-    for (const thread of hashers) thread.post({ job, slot, buffer: slots[slot], length });
+    for (const thread of hashers) thread.post({ job, slot, buffer: slots[slot], length: filled });
     slot = (slot + 1) % SLOTS;
     filled = 0;
   };
@@ -161,15 +161,13 @@ function summedOnThreads(stream: AsyncIterable<Uint8Array>): Summed {
           new Uint8Array(slots[slot]!).set(part, filled);
           filled += part.byteLength;
           at += part.byteLength;
-          if (filled === SLOT_BYTES) hand(filled);
+          if (filled === SLOT_BYTES) hand();
         }
         size += chunk.byteLength;
         yield chunk;
       }
-      if (filled > 0) {
-        await until(() => readers[slot] === 0);
-        hand(filled);
-      }
+      // The slot in the making was free when its filling began.
+      if (filled > 0) hand();
       for (const [i, thread] of hashers.entries()) thread.post({ job, end: algorithms[i]![1] });
       ended = true;
     } finally {

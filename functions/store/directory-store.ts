@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { type ListedObject, type ObjectStore, StoredObjectMissing } from '../../core/store/ports.ts';
+import { untilAborted } from '../transfer-methods/s3.ts';
 
 const PARTIAL = '.partial-';
 
@@ -70,23 +71,11 @@ const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
 /** Writes the bytes to a new file and returns once they are all on disk. */
 async function writeFlushed(file: string, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal) {
   const handle = await fs.open(file, 'wx');
-  const source = bytes[Symbol.asyncIterator]();
-  // Ends the write at once on abort, even while a stalled source is awaited.
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-  });
-  aborted.catch(() => undefined);
-  signal.addEventListener('abort', onAbort, { once: true });
   let flushing: Promise<void> | null = null;
-  let done = false;
   try {
-    signal.throwIfAborted();
     let unflushed = 0;
-    for (;;) {
-      const next = await Promise.race([source.next(), aborted]);
-      if (next.done) break;
-      const chunk = next.value;
+    // Ends at once on abort, even while a stalled source is awaited.
+    for await (const chunk of untilAborted(bytes, signal)) {
       for (let at = 0; at < chunk.byteLength; ) {
         at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
       }
@@ -98,13 +87,9 @@ async function writeFlushed(file: string, bytes: AsyncIterable<Uint8Array>, sign
         });
       }
     }
-    done = true;
     await flushing;
     await handle.sync();
   } finally {
-    signal.removeEventListener('abort', onAbort);
-    // Asked to close, not awaited: a source stalled in the middle of a read closes when it can.
-    if (!done) source.return?.().catch(() => undefined);
     await flushing?.catch(() => undefined);
     await handle.close();
   }
