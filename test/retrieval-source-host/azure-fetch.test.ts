@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { azureMethod } from '../../functions/transfer-methods/azure.ts';
 import { ACCOUNT, ACCOUNT_KEY, type Azurite, azuriteAvailability, startAzurite } from '../support/servers/azurite.ts';
-import { chunks, hostFor, md5, payload } from '../support/transfer.ts';
+import { bytesOf, chunks, hostFor, md5, payload } from '../support/transfer.ts';
 
 /** The Azure method's read of a Source host's blob, against Azurite with the account's Shared Key. */
 const azurite = azuriteAvailability();
@@ -23,9 +23,7 @@ describe.skipIf(!azurite.run)(`azure: reading from Azurite ${azurite.reason}`, (
     await azureMethod().send(host(), { target: 'run12.grib', size: bytes.byteLength }, chunks(bytes), never());
     const read = await azureMethod().fetch!(host(), 'box/products/run12.grib', never());
     expect(read.size).toBe(bytes.byteLength);
-    const got: Uint8Array[] = [];
-    for await (const chunk of read.stream) got.push(chunk);
-    expect(md5(Buffer.concat(got))).toBe(md5(bytes));
+    expect(md5(await bytesOf(read.stream))).toBe(md5(bytes));
   });
 
   it('refuses a missing blob and a wrong key with the service reason, never the key', async () => {

@@ -1,34 +1,29 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataTransfers } from '../../db/schema.ts';
-import { directoryStore } from '../../functions/store/directory-store.ts';
-import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { eventually } from '../support/engine.ts';
-import { createHarness, type Harness } from '../support/harness.ts';
+import type { Harness } from '../support/harness.ts';
 import { type Proftpd, proftpdAvailability, startProftpd } from '../support/servers/proftpd.ts';
-import { withEngine, withSourceHost } from './support.ts';
+import { sourceHostHarness, withEngine, withSourceHost } from './support.ts';
 
 /** A destination's Source host reached over FTP: the put measures the path there, the retriever reads it. */
 const ftpd = proftpdAvailability();
 
+let scene: Awaited<ReturnType<typeof sourceHostHarness>>;
 let h: Harness;
 let admin: string;
 let server: Proftpd;
-let storeDir: string;
 let sourceHostId: string;
-const putMethods = nodeTransferMethods({ fileRoots: [] });
 const DESTINATION = 'FROM_FTP_SOURCE';
 
 beforeAll(async () => {
   if (!ftpd.run) return;
   server = await startProftpd();
-  storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-ftp-source-store-'));
-  h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
-  admin = await h.client('operator', ['.*']);
+  scene = await sourceHostHarness('ftp-source');
+  ({ h, admin } = scene);
   const reach = { host: `127.0.0.1:${server.port}`, login: server.user, passwd: server.password };
   sourceHostId = await withSourceHost(
     h,
@@ -39,10 +34,8 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await Promise.all(Object.values(putMethods).map((m) => m.close()));
+  await scene?.close();
   await server?.stop();
-  await h?.close();
-  if (storeDir) fs.rmSync(storeDir, { recursive: true, force: true });
 });
 
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');

@@ -1,26 +1,20 @@
 import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { dataTransfers } from '../../db/schema.ts';
-import { directoryStore } from '../../functions/store/directory-store.ts';
-import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { s3Method } from '../../functions/transfer-methods/s3.ts';
 import { eventually } from '../support/engine.ts';
-import { createHarness, type Harness } from '../support/harness.ts';
+import type { Harness } from '../support/harness.ts';
 import { type S3TestServer, s3TestHost, startS3 } from '../support/servers/s3.ts';
 import { chunks, hostFor } from '../support/transfer.ts';
-import { withEngine, withSourceHost } from './support.ts';
+import { sourceHostHarness, withEngine, withSourceHost } from './support.ts';
 
 /** A destination's Source host in an S3 bucket: the put measures the object there, the retriever reads it. */
+let scene: Awaited<ReturnType<typeof sourceHostHarness>>;
 let h: Harness;
 let admin: string;
 let s3: S3TestServer;
-let storeDir: string;
 let sourceHostId: string;
-const putMethods = nodeTransferMethods({ fileRoots: [] });
 const DESTINATION = 'FROM_S3_SOURCE';
 const md5 = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
@@ -39,9 +33,8 @@ const plant = (key: string, bytes: Uint8Array) =>
 
 beforeAll(async () => {
   s3 = await startS3();
-  storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-s3-source-store-'));
-  h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
-  admin = await h.client('operator', ['.*']);
+  scene = await sourceHostHarness('s3-source');
+  ({ h, admin } = scene);
   sourceHostId = await withSourceHost(
     h,
     admin,
@@ -51,10 +44,8 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await Promise.all(Object.values(putMethods).map((m) => m.close()));
+  await scene?.close();
   await s3?.stop();
-  await h?.close();
-  if (storeDir) fs.rmSync(storeDir, { recursive: true, force: true });
 });
 
 it('retrieves an object of the Source host bucket and delivers its bytes, even once it is overwritten', async () => {

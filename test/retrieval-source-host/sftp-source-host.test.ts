@@ -1,16 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataTransfers } from '../../db/schema.ts';
-import { directoryStore } from '../../functions/store/directory-store.ts';
-import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { eventually } from '../support/engine.ts';
-import { createHarness, type Harness } from '../support/harness.ts';
+import type { Harness } from '../support/harness.ts';
 import { type Sshd, sshdMissing, startSshd } from '../support/servers/sshd.ts';
-import { withEngine, withSourceHost } from './support.ts';
+import { sourceHostHarness, withEngine, withSourceHost } from './support.ts';
 
 /**
  * The reference's Source host: a destination names one (`hostForSourceName`), and the sources put
@@ -20,22 +17,20 @@ import { withEngine, withSourceHost } from './support.ts';
  */
 const noSshd = sshdMissing();
 
+let scene: Awaited<ReturnType<typeof sourceHostHarness>>;
 let h: Harness;
 let admin: string;
 let sshd: Sshd;
-let storeDir: string;
 let sourceDir: string;
 let targetDir: string;
 let sourceHostId: string;
-const putMethods = nodeTransferMethods({ fileRoots: [] });
 const DESTINATION = 'FROM_SOURCE_HOST';
 
 beforeAll(async () => {
   if (noSshd) return;
   sshd = await startSshd();
-  storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-source-host-store-'));
-  h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
-  admin = await h.client('operator', ['.*']);
+  scene = await sourceHostHarness('source-host');
+  ({ h, admin } = scene);
   sourceDir = sshd.scratch('source-host-');
   targetDir = sshd.scratch('target-');
   const reach = { host: `127.0.0.1:${sshd.port}`, login: sshd.user, passwd: sshd.password };
@@ -48,10 +43,8 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await Promise.all(Object.values(putMethods).map((m) => m.close()));
+  await scene?.close();
   await sshd?.stop();
-  await h?.close();
-  if (storeDir) fs.rmSync(storeDir, { recursive: true, force: true });
 });
 
 const md5 = (bytes: Buffer) => createHash('md5').update(bytes).digest('hex');

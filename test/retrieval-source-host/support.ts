@@ -1,13 +1,37 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { startMover } from '../../core/dissemination/mover.ts';
 import { startRetriever } from '../../core/retrieval/retriever.ts';
 import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import { destinations, hosts } from '../../db/schema.ts';
 import { nodeSourceReader } from '../../functions/node/sources.ts';
+import { directoryStore } from '../../functions/store/directory-store.ts';
 import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import type { TestHost } from '../support/backups.ts';
 import { restoreDestination } from '../support/engine.ts';
-import type { Harness } from '../support/harness.ts';
+import { createHarness, type Harness } from '../support/harness.ts';
+
+/**
+ * A harness whose puts measure sources on Source hosts and whose store is a directory of its own, with
+ * an operator client; `close` ends them all.
+ */
+export async function sourceHostHarness(label: string) {
+  const putMethods = nodeTransferMethods({ fileRoots: [] });
+  const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), `ecpds-${label}-store-`));
+  const h = await createHarness({ store: directoryStore(storeDir), sourceHostMethods: putMethods });
+  const admin = await h.client('operator', ['.*']);
+  return {
+    h,
+    admin,
+    async close() {
+      await Promise.all(Object.values(putMethods).map((m) => m.close()));
+      await h.close();
+      fs.rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
 
 /**
  * Restores `destination` with a host to deliver to and a Source host, and names the latter as its

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webdavMethod } from '../../functions/transfer-methods/webdav.ts';
 import { type NginxDav, nginxAvailability, startNginxDav } from '../support/servers/nginx-dav.ts';
-import { chunks, hostFor, md5, payload } from '../support/transfer.ts';
+import { bytesOf, chunks, hostFor, md5, payload } from '../support/transfer.ts';
 
 /** The WebDAV method's read of a Source host's file, against nginx's dav module behind Basic authentication. */
 const nginx = nginxAvailability();
@@ -26,9 +26,7 @@ describe.skipIf(!nginx.run)(`webdav: reading from nginx's dav module ${nginx.rea
     await webdavMethod().send(host(), { target: 'run 12.grib', size: bytes.byteLength }, chunks(bytes), never());
     const read = await webdavMethod().fetch!(host(), '/products/run 12.grib', never());
     expect(read.size).toBe(bytes.byteLength);
-    const got: Uint8Array[] = [];
-    for await (const chunk of read.stream) got.push(chunk);
-    expect(md5(Buffer.concat(got))).toBe(md5(bytes));
+    expect(md5(await bytesOf(read.stream))).toBe(md5(bytes));
   });
 
   it('refuses a missing path and wrong credentials with the status, never the password', async () => {

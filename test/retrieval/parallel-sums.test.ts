@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { summing } from '../../core/retrieval/digests.ts';
 import { parallelSumming } from '../../functions/node/parallel-sums.ts';
+import { bytesOf } from '../support/transfer.ts';
 
 /** The sums computed on worker threads are the sums of the bytes, whatever the chunks they come in. */
 const MiB = 1024 * 1024;
@@ -15,12 +16,6 @@ async function* chunked(bytes: Buffer, sizes: number[]) {
     yield bytes.subarray(at, at + size);
     at += size;
   }
-}
-
-async function drain(stream: AsyncIterable<Uint8Array>) {
-  const parts: Uint8Array[] = [];
-  for await (const chunk of stream) parts.push(chunk);
-  return Buffer.concat(parts);
 }
 
 const expected = (bytes: Buffer) => ({
@@ -39,7 +34,7 @@ describe('sums on worker threads', () => {
   ])('%s: the bytes pass through unchanged, with their size, MD5 and SHA-512', async (_, size, sizes) => {
     const bytes = randomBytes(size);
     const summed = onThreads(chunked(bytes, sizes), size);
-    expect((await drain(summed.stream)).equals(bytes)).toBe(true);
+    expect((await bytesOf(summed.stream)).equals(bytes)).toBe(true);
     expect(await summed.sums()).toEqual(expected(bytes));
   });
 
@@ -48,13 +43,13 @@ describe('sums on worker threads', () => {
     const all = await Promise.all(
       files.map(async (bytes) => {
         const summed = onThreads(chunked(bytes, [300_000]), bytes.length);
-        await drain(summed.stream);
+        await bytesOf(summed.stream);
         return summed.sums();
       }),
     );
     for (const [i, bytes] of files.entries()) {
       const inThread = summing(chunked(bytes, [MiB]));
-      await drain(inThread.stream);
+      await bytesOf(inThread.stream);
       expect(all[i]).toEqual(await inThread.sums());
     }
   });
@@ -64,10 +59,10 @@ describe('sums on worker threads', () => {
       yield randomBytes(3 * MiB);
       throw new Error('the source went away');
     }
-    await expect(drain(onThreads(failing(), 10 * MiB).stream)).rejects.toThrow('the source went away');
+    await expect(bytesOf(onThreads(failing(), 10 * MiB).stream)).rejects.toThrow('the source went away');
     const bytes = randomBytes(6 * MiB);
     const summed = onThreads(chunked(bytes, [MiB]), bytes.length);
-    await drain(summed.stream);
+    await bytesOf(summed.stream);
     expect(await summed.sums()).toEqual(expected(bytes));
   });
 
@@ -76,7 +71,7 @@ describe('sums on worker threads', () => {
     for await (const _ of first.stream) break;
     const bytes = randomBytes(5 * MiB);
     const summed = onThreads(chunked(bytes, [MiB]), bytes.length);
-    await drain(summed.stream);
+    await bytesOf(summed.stream);
     expect(await summed.sums()).toEqual(expected(bytes));
   });
 
@@ -107,7 +102,7 @@ describe('sums on worker threads', () => {
   it('sums small files in place, with the same results', async () => {
     const bytes = randomBytes(100_000);
     const summed = parallelSumming()(chunked(bytes, [4096]), bytes.length);
-    await drain(summed.stream);
+    await bytesOf(summed.stream);
     expect(await summed.sums()).toEqual(expected(bytes));
   });
 });

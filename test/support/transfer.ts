@@ -12,6 +12,13 @@ export async function* chunks(bytes: Uint8Array, size = 64 * 1024, pause?: (at: 
   }
 }
 
+/** All the bytes of a stream, read to its end. */
+export async function bytesOf(stream: AsyncIterable<Uint8Array>) {
+  const parts: Uint8Array[] = [];
+  for await (const chunk of stream) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
 export const payload = (n: number, seed = 7) => {
   const bytes = new Uint8Array(n);
   for (let i = 0; i < n; i++) bytes[i] = (i * 31 + seed + (i >> 12)) % 251;
