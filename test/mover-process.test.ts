@@ -14,6 +14,7 @@ import { dataTransfers } from '../db/schema.ts';
 import { MOVERS_CHANNEL } from '../functions/node/runtime.ts';
 import { nodeSourceProber } from '../functions/node/sources.ts';
 import { backgroundWork, createPorts, createProcessState } from '../functions/ports.ts';
+import { directoryStore } from '../functions/store/directory-store.ts';
 import { freshPostgres } from './support/database.ts';
 import { eventually } from './support/engine.ts';
 import { killAll, runCli, startMoverProcess, tempDir } from './support/processes.ts';
@@ -91,11 +92,11 @@ async function destination(name: string, host: Record<string, unknown>) {
   await setDestinationStatus(ports, 'test', name, 'start');
 }
 
-async function putFile(destination: string, target = 'f.bin') {
+async function putFile(destination: string, target = 'f.bin', on: Ports = ports) {
   const file = path.join(dir, 'src', `${destination}-${target}`);
   fs.writeFileSync(file, randomBytes(2048));
   const { id } = await put({
-    ctx: { ports, requestId: 't', caller: { username: 'test', showSensitiveInfo: false } },
+    ctx: { ports: on, requestId: 't', caller: { username: 'test', showSensitiveInfo: false } },
     input: { destination, source: file, target },
   } as Parameters<typeof put>[0]);
   const [t] = await handle.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, id));
@@ -120,6 +121,31 @@ describe.skipIf(!url)('ecpds-edge mover on Postgres', () => {
     expect(await mover.stop()).toBe(true);
     expect(mover.logs().find((l) => l.msg === 'mover started')).toMatchObject({ mover: 'woken', concurrency: 4 });
   });
+
+  it(
+    'retrieves at once when NOTIFY wakes it, then delivers the stored copy',
+    async () => {
+      await destination('FETCHED', { hostid: 4, transferMethodName: 'file', dir: path.join(dir, 'out', 'FETCHED') });
+      const storeDir = path.join(dir, 'store-fetched');
+      const mover = startMoverProcess({ ...moverEnv(), ECPDS_STORE_URL: storeDir }, ['--name', 'fetched']);
+      await mover.ready;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const id = await putFile('FETCHED', 'g.bin', { ...ports, store: directoryStore(storeDir) });
+      expect(await statusIs(id, 'SCHE')()).toBe(true);
+      await handle.signals!.notify(MOVERS_CHANNEL);
+      await eventually(statusIs(id, 'DONE'), 5000, 'DONE after NOTIFY');
+      const [copy] = rowsOf<{ object_key: string | null }>(
+        await handle.db.execute(sql`select f.object_key from data_files f join data_transfers t
+        on t.data_file_id = f.id where t.id = ${id}`),
+      );
+      expect(copy!.object_key).not.toBeNull();
+      expect(fs.readFileSync(path.join(dir, 'out', 'FETCHED', 'g.bin'))).toEqual(
+        fs.readFileSync(path.join(dir, 'src', 'FETCHED-g.bin')),
+      );
+      expect(await mover.stop()).toBe(true);
+    },
+    scaled(15_000),
+  );
 
   it('lets the transfer in flight finish on SIGTERM, then exits 0', async () => {
     await destination('DRAINED', { hostid: 2, transferMethodName: 'test', data: 'test.delay = "1500"' });

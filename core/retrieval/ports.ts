@@ -24,6 +24,14 @@ export interface StoredCopy {
   sha512: string;
 }
 
+/** A retrieval's outcome to record: who stored which copy of the claimed file, and the history's comment. */
+export interface StoredRecord {
+  claim: RetrievalClaim;
+  mover: string;
+  copy: StoredCopy;
+  comment: string;
+}
+
 /** A transfer of a retrieved or failed file, as its RET and ERR lines describe it. */
 export interface RetrievedTransfer {
   transferId: number;
@@ -68,10 +76,11 @@ export interface RetrievalRepo {
     files: ReadonlyArray<Pick<RetrievalClaim, 'dataFileId' | 'tries'>>,
   ): Promise<number[]>;
   /**
-   * Records the stored copy and releases the file's transfers (WAIT, or HOLD for standby), with
-   * history, in one transaction; null when the retriever no longer holds the file (nothing changed).
+   * Records each stored copy and releases its file's transfers (WAIT, or HOLD for standby), with
+   * history, in one transaction; answers, in order, each file's transfers, or null for a file its
+   * retriever no longer holds (nothing of it changed).
    */
-  stored(claim: RetrievalClaim, mover: string, copy: StoredCopy, comment: string): Promise<RetrievedTransfer[] | null>;
+  stored(records: StoredRecord[]): Promise<Array<RetrievedTransfer[] | null>>;
   /**
    * Puts the file's transfers back to SCHE with the reason in their history, retried after
    * `retryInMs` (by the database's clock); null when the retriever no longer holds the file.

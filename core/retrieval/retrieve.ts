@@ -1,3 +1,4 @@
+import { coalesced } from '../common/coalesced.ts';
 import { messageOf } from '../common/errors.ts';
 import { errEvent, retEvent } from '../common/events.ts';
 import { shownSource } from '../data-files/sources.ts';
@@ -5,7 +6,14 @@ import type { SourceReader } from '../dissemination/send.ts';
 import type { Ports } from '../ports.ts';
 import type { ObjectStore } from '../store/ports.ts';
 import { type Summing, summing } from './digests.ts';
-import type { RetrievalClaim, RetrievalRepo, RetrievalSource, RetrievedTransfer, SourceHostOpener } from './ports.ts';
+import type {
+  RetrievalClaim,
+  RetrievalRepo,
+  RetrievalSource,
+  RetrievedTransfer,
+  SourceHostOpener,
+  StoredRecord,
+} from './ports.ts';
 
 export type { RetrievalSource, SourceHostOpener } from './ports.ts';
 
@@ -17,7 +25,24 @@ export interface RetrievalDeps {
   sourceHosts?: SourceHostOpener;
   /** In-thread `summing` unless the runtime offers better. */
   summing?: Summing;
+  /** Records one stored copy at a time unless given a way to record several together (the retriever's). */
+  record?: RecordStored;
 }
+
+/** Records a stored copy: the file's transfers released, or null when the retriever no longer holds it. */
+export type RecordStored = (record: StoredRecord) => Promise<RetrievedTransfer[] | null>;
+
+/** The most stored copies one statement records. */
+const MOST_RECORDED_TOGETHER = 32;
+
+/** Copies stored while a record is on its way are recorded together by the next (see coalesced). */
+export const recordTogether = (repo: RetrievalRepo): RecordStored =>
+  coalesced((records: StoredRecord[]) => repo.stored(records), MOST_RECORDED_TOGETHER);
+
+const recordAlone =
+  (repo: RetrievalRepo): RecordStored =>
+  async (record) =>
+    (await repo.stored([record]))[0] ?? null;
 
 /** Failed retrievals are tried again at once a few times, then at most every 30 s, as the reference does. */
 export const retryDelayMs = (tries: number) => (tries < IMMEDIATE_TRIES ? 0 : 30_000);
@@ -55,7 +80,8 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
       throw new Error(`Incorrect size: ${sums.size} bytes read, ${claim.size} registered`);
     }
     const comment = `Retrieved by DataMover=${mover} (${sums.size} bytes in ${Date.now() - startedAt.getTime()} ms)`;
-    const released = await repo.stored(claim, mover, { key, ...sums }, comment);
+    const record = deps.record ?? recordAlone(repo);
+    const released = await record({ claim, mover, copy: { key, ...sums }, comment });
     if (!released) {
       await store.remove([key]);
       return 'lost' as const;

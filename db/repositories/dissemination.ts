@@ -33,6 +33,18 @@ const timeRangesOf = (db: Database) => {
   return ranges;
 };
 
+/**
+ * The look's limit, written into its text: as a parameter, Postgres guessed a tenth of the rows for it,
+ * found a generic plan dearer than one made for each look's values, and planned every look anew (its
+ * plan cost several times its run). A few sizes only, each a statement prepared once per connection.
+ */
+function lookLimit(limit: number) {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`Invalid limit ${limit}`);
+  let sized = Math.min(limit, 10);
+  while (sized < limit) sized *= 2;
+  return sized;
+}
+
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
   ...startLimitRepo(db),
   ...dueQueueRepo(db),
@@ -260,6 +272,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     // subqueries, kept apart by `offset 0`, leave the planner no join to choose. On tables never
     // analyzed (the embedded database's never are), it scanned every host, and every destination's
     // state, for each due destination.
+    const literalLimit = lookLimit(limit);
     const look = async (closed: string) =>
       rowsOf<DueRow & { ranges_version: string }>(
         await executePrepared(
@@ -302,7 +315,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
           and d.name not in (select jsonb_array_elements_text(${closed}::jsonb))
         order by q.next_at, d.name
-        limit ${limit}::int)
+        limit ${sql.raw(String(literalLimit))})
         -- The version of the time ranges comes even when nothing is due: a range opened meanwhile may be why.
         select ${timeRangesVersion} as ranges_version, due.* from (select 1) one left join due on true
         order by due.next_at, due.name`,
@@ -314,7 +327,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       await ranges.read();
       looked = await look(ranges.closedAt(now));
     }
-    const rows = looked.filter((r) => r.name !== null);
+    const rows = looked.filter((r) => r.name !== null).slice(0, limit);
     const hostsOf = (r: DueRow): DisseminationHost[] =>
       jsonColumn<HostRow[]>(r.hosts).map((h) => ({
         hostId: String(h.hostid),

@@ -1,4 +1,4 @@
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from '../../core/retrieval/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 
@@ -26,26 +26,19 @@ const held = (claim: RetrievalClaim, mover: string) =>
   sql`id = ${claim.dataFileId} and fetch_mover = ${mover} and fetch_tries = ${claim.tries}
     and instance = ${claim.instance}`;
 
-/** Moves the transfers of the `owned` file out of `from`, with a history row each. */
-const moving = (set: SQL, from: SQL, comment: string, error: boolean) => sql`
+/** Puts the `owned` file's transfers under retrieval back to SCHE, with the reason in their history; answers them. */
+const requeued = (reason: string) => sql`
   moved as (
-    update data_transfers t set ${set}, updated_at = now()
-    where t.data_file_id in (select id from owned) and t.status in ${from}
+    update data_transfers t set status = 'SCHE', message = ${reason}, updated_at = now()
+    where t.data_file_id in (select id from owned) and t.status = 'FETC'
     returning t.id, t.destination, t.target, t.scheduled_at, t.status
   ), history as (
     insert into transfer_history (transfer_id, destination, status, at, comment, error)
-    select id, destination, status, now(), ${comment}, ${error} from moved
-  )`;
-
-/** The transfers `moving` moved, as the event lines need them. */
-const movedTransfers = sql`
-  select m.id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target, m.scheduled_at,
-    m.status
-  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type`;
-
-/** Moves the transfers of the `owned` file out of `from`, with a history row each, and answers them. */
-const release = (set: SQL, from: SQL, comment: string, error: boolean) =>
-  sql`${moving(set, from, comment, error)} ${movedTransfers} order by m.id`;
+    select id, destination, status, now(), ${reason}, true from moved
+  )
+  select m.id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target, m.scheduled_at, m.status
+  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
+  order by m.id`;
 
 const transfersOf = (rows: unknown): RetrievedTransfer[] =>
   rowsOf<TransferRow>(rows).map((r) => ({
@@ -167,34 +160,62 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       returning id`);
     return rowsOf<{ id: string | number }>(rows).map((r) => Number(r.id));
   },
-  async stored(claim, mover, copy, comment) {
-    // One statement: recorded whole or not at all, in one round trip (the retrieval of small files is
-    // bound by them). Its parts share one snapshot, so the copy inserted is not among those superseded.
+  async stored(records) {
+    if (records.length === 0) return [];
+    // One statement for all the records given: each recorded whole or not at all, and the retrieval of small
+    // files shares its round trips. Its parts share one snapshot, so the copies inserted are not among those
+    // superseded.
+    const values = sql.join(
+      records.map(
+        ({ claim, mover, copy, comment }) =>
+          sql`(${claim.dataFileId}::bigint, ${claim.tries}::int, ${claim.instance}::int, ${mover}::text,
+            ${copy.key}::text, ${copy.size}::bigint, ${copy.md5}::text, ${copy.sha512}::text, ${comment}::text)`,
+      ),
+      sql`, `,
+    );
     const rows = await db.execute(sql`
-      with owned as (
-        update data_files set object_key = ${copy.key}, checksum = ${copy.md5}, sha512 = ${copy.sha512},
-          retrieved_at = now(), fetch_mover = null, fetch_lease_until = null, fetch_at = null
-        where ${held(claim, mover)} and deleted_at is null
-        returning id
+      with records (id, tries, instance, mover, key, size, md5, sha512, comment) as (values ${values}),
+      owned as (
+        update data_files f set object_key = r.key, checksum = r.md5, sha512 = r.sha512, retrieved_at = now(),
+          fetch_mover = null, fetch_lease_until = null, fetch_at = null
+        from records r
+        where f.id = r.id and f.fetch_mover = r.mover and f.fetch_tries = r.tries and f.instance = r.instance
+          and f.deleted_at is null
+        returning f.id, r.instance, r.key, r.size, r.md5, r.sha512, r.comment
       ), superseded as (
         -- The earlier instances' copies stay for the links that announced them, until their time is up.
         update stored_objects set superseded_at = now()
         where data_file_id in (select id from owned) and superseded_at is null
       ), copied as (
         insert into stored_objects (key, data_file_id, instance, size, md5, sha512)
-        select ${copy.key}, id, ${claim.instance}, ${copy.size}, ${copy.md5}, ${copy.sha512} from owned
-      ), ${moving(
-        sql`status = coalesce(t.ready_status, 'WAIT'), ready_status = null, message = null`,
-        sql`('SCHE', 'FETC')`,
-        comment,
-        false,
-      )}
-      select (select count(*) from owned)::int as owned, r.*
-      from (select 1) as one left join (${movedTransfers}) r on true
-      order by r.id`);
-    const answered = rowsOf<TransferRow & { owned: number }>(rows);
-    if (Number(answered[0]?.owned ?? 0) === 0) return null;
-    return transfersOf(answered.filter((r) => r.id !== null));
+        select key, id, instance, size, md5, sha512 from owned
+      ), moved as (
+        update data_transfers t set status = coalesce(t.ready_status, 'WAIT'), ready_status = null, message = null,
+          updated_at = now()
+        from owned o where t.data_file_id = o.id and t.status in ('SCHE', 'FETC')
+        returning t.id, t.data_file_id, t.destination, t.target, t.scheduled_at, t.status, o.comment
+      ), history as (
+        insert into transfer_history (transfer_id, destination, status, at, comment, error)
+        select id, destination, status, now(), comment, false from moved
+      )
+      select o.id as data_file_id, r.id, r.destination, r.destination_type, r.target, r.scheduled_at, r.status
+      from owned o
+      left join (
+        select m.id, m.data_file_id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target,
+          m.scheduled_at, m.status
+        from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
+      ) r on r.data_file_id = o.id
+      order by o.id, r.id`);
+    const released = new Map<number, TransferRow[]>();
+    for (const row of rowsOf<TransferRow & { data_file_id: string | number }>(rows)) {
+      const transfers = released.get(Number(row.data_file_id)) ?? [];
+      if (row.id !== null) transfers.push(row);
+      released.set(Number(row.data_file_id), transfers);
+    }
+    return records.map(({ claim }) => {
+      const transfers = released.get(claim.dataFileId);
+      return transfers ? transfersOf(transfers) : null;
+    });
   },
   async failed(claim, mover, reason, retryInMs) {
     return db.transaction(async (tx) => {
@@ -205,12 +226,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         returning id`);
       if (rowsOf(owned).length === 0) return null;
       const moved = await tx.execute(sql`
-        with owned as (select ${claim.dataFileId}::bigint as id), ${release(
-          sql`status = 'SCHE', message = ${reason}`,
-          sql`('FETC')`,
-          reason,
-          true,
-        )}`);
+        with owned as (select ${claim.dataFileId}::bigint as id), ${requeued(reason)}`);
       return transfersOf(moved);
     });
   },

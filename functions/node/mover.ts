@@ -39,10 +39,14 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     mover,
   );
   const retriever = startNodeRetriever(runtime, config, mover);
-  runtime.onWake(started.wake);
-  if (retriever) runtime.onWake(retriever.wake);
+  // A put elsewhere has files to retrieve as well as to send: both are woken, here and by NOTIFY.
+  const wake = () => {
+    started.wake();
+    retriever?.wake();
+  };
+  runtime.onWake(wake);
   runtime.handle.signals
-    ?.listen(MOVERS_CHANNEL, started.wake)
+    ?.listen(MOVERS_CHANNEL, wake)
     .catch((e: unknown) => runtime.ports.logger.warn('movers cannot LISTEN: polling only', { reason: String(e) }));
   if (!retriever) return started;
   return {

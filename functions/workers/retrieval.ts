@@ -1,6 +1,6 @@
 import { messageOf } from '../../core/common/errors.ts';
 import type { Ports } from '../../core/ports.ts';
-import { retrieve } from '../../core/retrieval/retrieve.ts';
+import { recordTogether, retrieve } from '../../core/retrieval/retrieve.ts';
 import type { ObjectStore } from '../../core/store/ports.ts';
 import { type WorkerConfig, type WorkerEnv, workerSourceReader } from './runtime.ts';
 
@@ -41,7 +41,8 @@ export async function retrieveDue(
     () => timeUp.abort(new Error(`Interrupted: the run of DataMover=${mover} ran out of time`)),
     budgetMs,
   );
-  const deps = { ports, repo: ports.repos.retrieval, store, sources: workerSourceReader(config, env) };
+  const repo = ports.repos.retrieval;
+  const deps = { ports, repo, store, sources: workerSourceReader(config, env), record: recordTogether(repo) };
   const run: RetrievalRun = { stored: 0, failed: 0, lost: 0 };
   try {
     for (let taken = 0; taken < FILES_PER_RUN && !timeUp.signal.aborted; ) {

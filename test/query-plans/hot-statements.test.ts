@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DbHandle } from '../../db/client.ts';
+import { type DbHandle, openPostgres, rowsOf } from '../../db/client.ts';
 import { disseminationRepo } from '../../db/repositories/dissemination.ts';
 import { monitorRepo } from '../../db/repositories/monitor.ts';
 import { retrievalRepo } from '../../db/repositories/retrieval.ts';
-import { freshDatabase } from '../support/database.ts';
+import { freshDatabase, onPostgres } from '../support/database.ts';
 import { plansOf, scannedTables, statementsOf } from '../support/plans.ts';
 
 /**
@@ -54,7 +54,11 @@ async function expectLookupsOnly(work: () => Promise<unknown>) {
   for (const statement of statements) {
     const { custom, generic } = await plansOf(handle.db, statement);
     const large = (plan: typeof custom) => scannedTables(plan).filter((t) => LARGE.includes(t));
-    expect({ statement: statement.sql, custom: large(custom), generic: large(generic) }).toEqual({
+    expect({
+      statement: statement.sql,
+      custom: large(custom),
+      generic: large(generic),
+    }).toEqual({
       statement: statement.sql,
       custom: [],
       generic: [],
@@ -72,6 +76,24 @@ describe('hot statements, on tables never analyzed', () => {
     await expectLookupsOnly(() => repo().dueDestinations(new Date(), 50));
   });
 
+  it.runIf(onPostgres())('the look is planned once per connection, not again at every look', async () => {
+    const one = openPostgres((handle as DbHandle & { url: string }).url, {
+      max: 1,
+    });
+    try {
+      for (let i = 0; i < 8; i++)
+        expect(await disseminationRepo(one.db).dueDestinations(new Date(), 10)).toHaveLength(10);
+      const [plans] = rowsOf<{ generic_plans: number; custom_plans: number }>(
+        await one.db.execute(sql`
+          select generic_plans::int, custom_plans::int from pg_prepared_statements where statement like '%with due as%'`),
+      );
+      // Postgres tries plans made for the values first, then keeps the generic one when it costs no more.
+      expect(plans).toMatchObject({ generic_plans: 3, custom_plans: 5 });
+    } finally {
+      await one.close();
+    }
+  });
+
   it('the same look for the movers of some transfer methods', async () => {
     expect(await repo().dueDestinations(new Date(), 50, { modules: ['sftp'] })).toHaveLength(DUE);
     expect(await repo().dueDestinations(new Date(), 50, { modules: ['ftp'] })).toEqual([]);
@@ -86,7 +108,10 @@ describe('hot statements, on tables never analyzed', () => {
   });
 
   it("the monitor's page of destinations, and a destination's hosts", async () => {
-    const page = await monitorRepo(handle.db).destinations({ after: 'HS_000001', limit: 3 });
+    const page = await monitorRepo(handle.db).destinations({
+      after: 'HS_000001',
+      limit: 3,
+    });
     expect(page.map((d) => [d.name, d.hosts.length])).toEqual([
       ['HS_000002', 1],
       ['HS_000003', 1],

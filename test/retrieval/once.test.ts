@@ -1,6 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { objectKeyOf } from '../../core/retrieval/retrieve.ts';
+import { objectKeyOf, recordTogether } from '../../core/retrieval/retrieve.ts';
+import { startRetriever } from '../../core/retrieval/retriever.ts';
 import { dataFiles, dataTransfers } from '../../db/schema.ts';
 import { md5, type RetrievalScene, retrievalScene } from './support.ts';
 
@@ -20,6 +21,11 @@ afterAll(async () => {
   await s?.close();
 });
 
+const copyOf = (claim: { size: number }) => ({
+  size: claim.size,
+  md5: 'x',
+  sha512: 'y',
+});
 const keysOf = (fileId: number) => s.storeFiles().filter((k) => k.includes(`/${fileId}-`));
 
 describe('retrieved once', () => {
@@ -33,7 +39,12 @@ describe('retrieved once', () => {
     expect((await s.transfersOf(put.fileId)).map((t) => t.status)).toEqual(['WAIT', 'WAIT', 'WAIT']);
     const objects = await s.objectsOf(put.fileId);
     expect(objects).toHaveLength(1);
-    expect(objects[0]).toMatchObject({ size: 3000, md5: md5(put.content), instance: 0, supersededAt: null });
+    expect(objects[0]).toMatchObject({
+      size: 3000,
+      md5: md5(put.content),
+      instance: 0,
+      supersededAt: null,
+    });
     expect(keysOf(put.fileId)).toEqual([objects[0]!.key]);
     for (const t of transfers)
       expect(s.h.events.filter((l) => l.startsWith(`RET;`) && l.includes(`;DataTransferId=${t.id};`))).toHaveLength(1);
@@ -57,7 +68,11 @@ describe('retrieved once', () => {
     const first = await s.put('ONCE_D', { size: 2500, target: 'forced.bin' });
     await s.retrieveDue('mover-once');
     const [old] = await s.objectsOf(first.fileId);
-    const again = await s.put('ONCE_D', { size: 2600, target: 'forced.bin', force: true });
+    const again = await s.put('ONCE_D', {
+      size: 2600,
+      target: 'forced.bin',
+      force: true,
+    });
     expect(again.fileId).toBe(first.fileId);
     const file = await s.fileRow(first.fileId);
     expect(file.instance).toBe(old!.instance + 1);
@@ -70,7 +85,11 @@ describe('retrieved once', () => {
     expect(objects).toHaveLength(2);
     const current = objects.find((o) => o.supersededAt === null)!;
     expect(objects.find((o) => o.key === old!.key)!.supersededAt).not.toBeNull();
-    expect(current).toMatchObject({ instance: file.instance, size: 2600, md5: md5(again.content) });
+    expect(current).toMatchObject({
+      instance: file.instance,
+      size: 2600,
+      md5: md5(again.content),
+    });
     expect((await s.fileRow(first.fileId)).objectKey).toBe(current.key);
     expect((await s.transfersOf(first.fileId)).map((t) => t.status)).toEqual(['WAIT']);
   });
@@ -88,8 +107,13 @@ describe('retrieved once', () => {
     expect([live!.dataFileId, live!.tries]).toEqual([put.fileId, stale!.tries + 1]);
     expect(await repo.renew('mover-stale', 30_000, [stale!])).toEqual([]);
 
-    const copy = { key: objectKeyOf(stale!), size: 1500, md5: 'x', sha512: 'y' };
-    expect(await repo.stored(stale!, 'mover-stale', copy, 'late')).toBeNull();
+    const copy = {
+      key: objectKeyOf(stale!),
+      size: 1500,
+      md5: 'x',
+      sha512: 'y',
+    };
+    expect(await repo.stored([{ claim: stale!, mover: 'mover-stale', copy, comment: 'late' }])).toEqual([null]);
     expect(await repo.failed(stale!, 'mover-stale', 'late', 0)).toBeNull();
     expect(await s.retrieveOne('mover-stale', stale!)).toBe('lost');
     expect(keysOf(put.fileId)).toEqual([]);
@@ -101,5 +125,111 @@ describe('retrieved once', () => {
     expect(objects.map((o) => o.key)).toEqual([objectKeyOf(live!)]);
     expect(keysOf(put.fileId)).toEqual([objectKeyOf(live!)]);
     expect((await s.transfersOf(put.fileId)).map((t) => t.status)).toEqual(['WAIT']);
+  });
+
+  it('copies recorded together: each on its own fence, a stale one changing nothing of the others', async () => {
+    const puts = [await s.put('ONCE_D', { size: 1100 }), await s.put('ONCE_D', { size: 1200 })];
+    const stalePut = await s.put('ONCE_D', { size: 1300 });
+    const repo = s.h.ports.repos.retrieval;
+    const claims = await repo.claim('mover-batch', 30_000, 10);
+    expect(claims.map((c) => c.dataFileId).sort()).toEqual([...puts, stalePut].map((p) => p.fileId).sort());
+    await s.h.db
+      .update(dataFiles)
+      .set({ fetchLeaseUntil: sql`now() - interval '1 second'` })
+      .where(eq(dataFiles.id, stalePut.fileId));
+    const [taken] = await repo.claim('mover-other', 30_000, 10);
+    expect(taken!.dataFileId).toBe(stalePut.fileId);
+
+    const record = (fileId: number) => {
+      const claim = claims.find((c) => c.dataFileId === fileId)!;
+      return {
+        claim,
+        mover: 'mover-batch',
+        comment: 'together',
+        copy: { ...copyOf(claim), key: objectKeyOf(claim) },
+      };
+    };
+    const answered = await repo.stored([record(puts[0]!.fileId), record(stalePut.fileId), record(puts[1]!.fileId)]);
+    expect(answered[1]).toBeNull();
+    for (const [i, put] of [[0, puts[0]!] as const, [2, puts[1]!] as const]) {
+      expect(answered[i]!.map((t) => [t.destination, t.status])).toEqual([['ONCE_D', 'WAIT']]);
+      const [row] = await s.objectsOf(put.fileId);
+      expect(row).toMatchObject({
+        key: objectKeyOf(record(put.fileId).claim),
+        size: put.content.length,
+      });
+      const [t] = await s.transfersOf(put.fileId);
+      expect((await s.historyOf(t!.id)).at(-1)).toMatchObject({
+        status: 'WAIT',
+        comment: 'together',
+      });
+    }
+    expect(await s.objectsOf(stalePut.fileId)).toEqual([]);
+    expect((await s.transfersOf(stalePut.fileId)).map((t) => t.status)).toEqual(['FETC']);
+    expect(await s.retrieveOne('mover-other', taken!)).toBe('stored');
+  });
+
+  it('copies stored while a record is on its way are recorded by the next, together, each its own', async () => {
+    const puts = [];
+    for (let i = 0; i < 12; i++) puts.push(await s.put('ONCE_D', { size: 700 + i }));
+    const repo = s.h.ports.repos.retrieval;
+    const claims = await repo.claim('mover-together', 30_000, 20);
+    expect(claims).toHaveLength(puts.length);
+    const statements: number[] = [];
+    const record = recordTogether({
+      ...repo,
+      stored: (records) => {
+        statements.push(records.length);
+        return repo.stored(records);
+      },
+    });
+    const answered = await Promise.all(
+      claims.map((claim) =>
+        record({
+          claim,
+          mover: 'mover-together',
+          comment: 'together',
+          copy: { ...copyOf(claim), key: objectKeyOf(claim) },
+        }),
+      ),
+    );
+    expect(statements).toEqual([1, puts.length - 1]);
+    expect(answered.map((transfers) => transfers?.map((t) => t.status))).toEqual(claims.map(() => ['WAIT']));
+    for (const claim of claims) {
+      const [object] = await s.objectsOf(claim.dataFileId);
+      expect(object).toMatchObject({
+        key: objectKeyOf(claim),
+        size: claim.size,
+        dataFileId: claim.dataFileId,
+      });
+      expect((await s.transfersOf(claim.dataFileId)).map((t) => t.status)).toEqual(['WAIT']);
+    }
+  });
+
+  it('a retriever claims when half its places are free, several files in one statement', async () => {
+    const puts = [];
+    for (let i = 0; i < 12; i++) puts.push(await s.put('ONCE_D', { size: 900 + i }));
+    const repo = s.h.ports.repos.retrieval;
+    const asked: number[] = [];
+    const retriever = startRetriever(
+      {
+        ...s.deps,
+        repo: {
+          ...repo,
+          claim: (mover, leaseMs, limit) => {
+            asked.push(limit);
+            return repo.claim(mover, leaseMs, limit);
+          },
+        },
+      },
+      { name: 'mover-halves', concurrency: 4, leaseMs: 5000, pollMs: 50 },
+    );
+    try {
+      for (const put of puts) await s.eventually(async () => (await s.objectsOf(put.fileId)).length === 1 || undefined);
+    } finally {
+      await retriever.stop();
+    }
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((limit) => limit < 2)).toEqual([]);
   });
 });
