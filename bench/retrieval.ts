@@ -468,18 +468,21 @@ async function putLatency(base: string, file: string, label: string) {
 
 /** Median seconds between history steps of the store side's DONE transfers: where put → DONE spends its time. */
 async function phases(handle: DbHandle) {
-  const steps = await rowsOf<{ fetch: number; retrieve: number; send: number }>(
+  const at = (status: string) => `min(h.at) filter (where h.status = '${status}')`;
+  const steps = await rowsOf<{ fetch: number | null; retrieve: number | null; start: number; send: number }>(
     handle,
-    "select extract(epoch from min(h.at) filter (where h.status = 'FETC') - t.created_at)::float8 as fetch, " +
-      "extract(epoch from min(h.at) filter (where h.status = 'WAIT') - " +
-      "min(h.at) filter (where h.status = 'FETC'))::float8 as retrieve, " +
-      "extract(epoch from min(h.at) filter (where h.status = 'DONE') - " +
-      "min(h.at) filter (where h.status = 'WAIT'))::float8 as send " +
+    `select extract(epoch from ${at('FETC')} - t.created_at)::float8 as fetch, ` +
+      `extract(epoch from ${at('WAIT')} - ${at('FETC')})::float8 as retrieve, ` +
+      `extract(epoch from ${at('EXEC')} - coalesce(${at('WAIT')}, t.created_at))::float8 as start, ` +
+      `extract(epoch from ${at('DONE')} - ${at('EXEC')})::float8 as send ` +
       'from data_transfers t join transfer_history h on h.transfer_id = t.id ' +
       "where t.destination = 'DONE' and t.status = 'DONE' group by t.id, t.created_at",
   );
-  const ms = (pick: (r: (typeof steps)[number]) => number) => (median(steps.map(pick)) * 1000).toFixed(0);
-  return `put → FETC ${ms((r) => r.fetch)} ms, FETC → WAIT ${ms((r) => r.retrieve)} ms, WAIT → DONE ${ms((r) => r.send)} ms`;
+  const ms = (pick: (r: (typeof steps)[number]) => number | null) =>
+    (median(steps.map((r) => pick(r) ?? 0)) * 1000).toFixed(0);
+  const retrieval =
+    steps[0]?.fetch === null ? '' : `put → FETC ${ms((r) => r.fetch)} ms, FETC → WAIT ${ms((r) => r.retrieve)} ms, `;
+  return `${retrieval}WAIT → EXEC ${ms((r) => r.start)} ms, EXEC → DONE ${ms((r) => r.send)} ms`;
 }
 
 /**
@@ -565,6 +568,7 @@ async function againstNone(scene: Scene, firstPort: number) {
       ['put → DONE, 1 MiB over SFTP, embedded mover, with a store', samples, `p50 ${ms('store').toFixed(0)} ms`],
       ['the same, its steps (medians, from the history)', samples, await phases(sides[0]!.handle)],
       ['put → DONE, 1 MiB over SFTP, embedded mover, ECPDS_RETRIEVAL=none', samples, `p50 ${ms('none').toFixed(0)} ms`],
+      ['the same, its steps (medians, from the history)', samples, await phases(sides[1]!.handle)],
     );
     scene.targets.push(
       [

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from '../../core/retrieval/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
+import { executePrepared } from '../prepared.ts';
 
 type ClaimRow = {
   id: string | number;
@@ -102,7 +103,12 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
     // live lease or waiting after a failure: a backlog of failing files does not hide the others.
     // The file is checked in a subquery, never joined: a join let the planner, on statistics older
     // than a burst of puts, probe the index once per data file, a cost growing with the table.
-    const rows = await db.execute(sql`
+    // Its limits are written into its text, prepared once per connection and limit: as parameters, they made
+    // Postgres plan every claim anew (see lookLimit in dissemination.ts).
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`Invalid limit ${limit}`);
+    const rows = await executePrepared(
+      db,
+      sql`
       with candidates as (
         select distinct c.data_file_id from (
           select t.data_file_id from data_transfers t
@@ -111,12 +117,12 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
                    and (f.fetch_mover is null or f.fetch_lease_until < now())
                  from data_files f where f.id = t.data_file_id)
           order by t.priority, t.queue_at
-          limit ${limit * 4}
+          limit ${sql.raw(String(limit * 4))}
         ) c
       ), picked as (
         select f.id from data_files f join candidates c on c.data_file_id = f.id
         where f.deleted_at is null and (f.fetch_mover is null or f.fetch_lease_until < now())
-        limit ${limit}
+        limit ${sql.raw(String(limit))}
         for update of f skip locked
       ), claimed as (
         update data_files f set fetch_mover = ${mover}, fetch_tries = f.fetch_tries + 1,
@@ -137,7 +143,9 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       left join lateral (
         select t.destination from data_transfers t where t.data_file_id = c.id order by t.id limit 1
       ) first on true
-      left join destinations d on d.name = first.destination`);
+      left join destinations d on d.name = first.destination`,
+      'retrievalClaim',
+    );
     return rowsOf<ClaimRow>(rows).map((r) => ({
       dataFileId: Number(r.id),
       instance: Number(r.instance),
@@ -173,7 +181,9 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       ),
       sql`, `,
     );
-    const rows = await db.execute(sql`
+    const rows = await executePrepared(
+      db,
+      sql`
       with records (id, tries, instance, mover, key, size, md5, sha512, comment) as (values ${values}),
       owned as (
         update data_files f set object_key = r.key, checksum = r.md5, sha512 = r.sha512, retrieved_at = now(),
@@ -205,7 +215,9 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
           m.scheduled_at, m.status
         from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
       ) r on r.data_file_id = o.id
-      order by o.id, r.id`);
+      order by o.id, r.id`,
+      'retrievalStored',
+    );
     const released = new Map<number, TransferRow[]>();
     for (const row of rowsOf<TransferRow & { data_file_id: string | number }>(rows)) {
       const transfers = released.get(Number(row.data_file_id)) ?? [];
