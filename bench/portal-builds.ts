@@ -118,6 +118,10 @@ async function main() {
       const child = build.support.startService(tmp, port, {
         DATABASE_URL: url.href,
         ECPDS_DATA_DIR: path.join(tmp, `data-${i}`),
+        // A build with a store serves the files its retriever stored; no destination is started.
+        ECPDS_MOVER: '1',
+        // The bench's downloads at once all come from one address, as many clients' would from many.
+        ECPDS_MAX_STARTUPS_PER_ADDRESS: String(AT_ONCE),
       });
       const base = `https://127.0.0.1:${port}`;
       served.push({ build, child, base, database, bursts: [] });

@@ -61,7 +61,12 @@ async function main() {
   writeFile(path.join(sources, FILES, BIG), BIG_BYTES);
   await admin.unsafe(`create database "${database}"`);
   await prepareDatabase(dbUrl.href);
-  const service = startService(tmp, PORT, { DATABASE_URL: dbUrl.href, ECPDS_DATA_DIR: path.join(tmp, 'data') });
+  const service = startService(tmp, PORT, {
+    DATABASE_URL: dbUrl.href,
+    ECPDS_DATA_DIR: path.join(tmp, 'data'),
+    // Its retriever stores the files put; its destinations are never started, so nothing is sent.
+    ECPDS_MOVER: '1',
+  });
   const rows: Row[] = [
     { name: 'HTTPS portal, `/portal/data/` (Basic)', speeds: [], cpu: [] },
     { name: 'S3 GetObject, Authorization header (curl `--aws-sigv4`)', speeds: [], cpu: [] },

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type postgres from 'postgres';
 import { openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
-import { addBenchClient, auth } from './support.ts';
+import { addBenchClient, auth, sleep } from './support.ts';
 
 /** The portal bench's user, its destinations and files: what bench/portal.ts downloads and lists. */
 
@@ -50,7 +50,7 @@ async function api(base: string, method: string, route: string) {
  * The scene as an operator makes it, through the running service's API: the destinations (stored
  * directly, as the API creates none), the incoming user with the API's default permissions (dir,
  * get, mtime, size) associated with them, and the files to download (`targets` of FILES) put from
- * the source root. The user may run as many downloads at once as the bench does.
+ * the source root and retrieved into the store. The user may run as many downloads at once as the bench does.
  */
 export async function setUpScene(sql: postgres.Sql, base: string, sources: string, targets: readonly string[]) {
   for (const name of [FILES, FLAT, TREE]) {
@@ -67,7 +67,25 @@ export async function setUpScene(sql: postgres.Sql, base: string, sources: strin
     const query = new URLSearchParams({ destination: FILES, source: path.join(sources, FILES, target), target });
     await api(base, 'GET', `/v1/datafile/put?${query}`);
   }
+  await untilRetrieved(sql);
 }
+
+/**
+ * The portal serves stored copies only: the scene is ready once the service's retriever (its embedded
+ * mover, ECPDS_MOVER=1) has stored every file put.
+ */
+async function untilRetrieved(sql: postgres.Sql) {
+  const started = Date.now();
+  for (;;) {
+    const [row] = await sql<Array<{ left: number }>>`
+      select count(*)::int as left from data_files where object_key is null and deleted_at is null`;
+    if (row!.left === 0) return;
+    if (Date.now() - started > RETRIEVAL_WAIT_MS) throw new Error(`${row!.left} files put were never retrieved`);
+    await sleep(200);
+  }
+}
+
+const RETRIEVAL_WAIT_MS = 10 * 60 * 1000;
 
 /**
  * The listed destinations' 100,000 files each, inserted as delivered (DONE) transfers of data

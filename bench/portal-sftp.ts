@@ -223,6 +223,8 @@ async function main() {
       DATABASE_URL: dbUrl.href,
       ECPDS_DATA_DIR: path.join(tmp, 'data'),
       ECPDS_PORTAL_SFTP_PORT: String(SFTP_PORT),
+      // Its retriever stores the files put; its destinations are never started, so nothing is sent.
+      ECPDS_MOVER: '1',
     });
     const base = `https://127.0.0.1:${HTTPS_PORT}`;
     await waitFor(`${base}/v1/version`);

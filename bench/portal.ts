@@ -298,7 +298,14 @@ async function main() {
 
   await admin.unsafe(`create database "${database}"`);
   await prepareDatabase(dbUrl.href);
-  const service = startService(tmp, PORTAL_PORT, { DATABASE_URL: dbUrl.href, ECPDS_DATA_DIR: path.join(tmp, 'data') });
+  const service = startService(tmp, PORTAL_PORT, {
+    DATABASE_URL: dbUrl.href,
+    ECPDS_DATA_DIR: path.join(tmp, 'data'),
+    // Its retriever stores the files put; its destinations are never started, so nothing is sent.
+    ECPDS_MOVER: '1',
+    // The bench's downloads at once all come from one address, as many clients' would from many.
+    ECPDS_MAX_STARTUPS_PER_ADDRESS: String(AT_ONCE),
+  });
   let nginx: Awaited<ReturnType<typeof startNginx>> | null = null;
   try {
     nginx = await startNginx({
