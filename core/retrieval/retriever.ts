@@ -11,6 +11,12 @@ export interface RetrieverOptions {
   leaseMs: number;
   /** Looks for files to retrieve at least this often, even without a wake-up. */
   pollMs: number;
+  /**
+   * How long places freed one by one wait for half the places to be free before they are claimed all
+   * the same (20 ms unless given): small files are claimed several at once, and a few long retrievals
+   * never hold the others back for longer than this.
+   */
+  gatherMs?: number;
 }
 
 export interface Retriever {
@@ -21,6 +27,8 @@ export interface Retriever {
 }
 
 class RetrievalTakenAway extends Error {}
+
+const GATHER_MS = 20;
 
 /**
  * Retrieves the registered files into the store, a few at once: each claim is one short
@@ -69,14 +77,33 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
     }
   }
 
+  // Claims wait for half the places to be free (see gatherMs): each then takes several files in one statement,
+  // and files claimed together tend to end together, their records sharing statements too.
+  const gatherMs = options.gatherMs ?? GATHER_MS;
+  let freeSince: number | null = null;
+  let gathering: ReturnType<typeof setTimeout> | null = null;
+  function gathered(free: number) {
+    if (free >= Math.ceil(options.concurrency / 2) || running.size === 0) return true;
+    const now = Date.now();
+    freeSince ??= now;
+    if (now - freeSince >= gatherMs) return true;
+    gathering ??= setTimeout(
+      () => {
+        gathering = null;
+        wake();
+      },
+      gatherMs - (now - freeSince),
+    );
+    return false;
+  }
+
   const loop = (async () => {
     while (!stopping) {
       pending = false;
       try {
         const free = options.concurrency - running.size;
-        // Claims wait for half the places to be free: each then takes several files in one statement, and
-        // files claimed together tend to end together, their records sharing statements too.
-        if (free > 0 && (free >= Math.ceil(options.concurrency / 2) || running.size === 0)) {
+        if (free > 0 && gathered(free)) {
+          freeSince = null;
           const claims = await repo.claim(options.name, options.leaseMs, free);
           for (const claim of claims) start(claim);
           if (claims.length === free) pending = true;
@@ -107,6 +134,7 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
       for (const r of running.values()) r.controller.abort(new Error(`Interrupted: DataMover=${options.name} stopped`));
       await Promise.all([...running.values()].map((r) => r.done));
       clearInterval(renewal);
+      if (gathering) clearTimeout(gathering);
     },
   };
 }

@@ -222,7 +222,8 @@ describe('retrieved once', () => {
           },
         },
       },
-      { name: 'mover-halves', concurrency: 4, leaseMs: 5000, pollMs: 50 },
+      // Never claimed one by one for want of time: only half the places free makes a claim here.
+      { name: 'mover-halves', concurrency: 4, leaseMs: 5000, pollMs: 50, gatherMs: 60_000 },
     );
     try {
       for (const put of puts) await s.eventually(async () => (await s.objectsOf(put.fileId)).length === 1 || undefined);
@@ -231,5 +232,39 @@ describe('retrieved once', () => {
     }
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.filter((limit) => limit < 2)).toEqual([]);
+  });
+
+  it('long retrievals hold a place freed beside them for gatherMs at most', async () => {
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = [];
+    for (let i = 0; i < 3; i++) slow.push(await s.put('ONCE_D', { size: 500 + i, target: `slow-${i}.bin` }));
+    const first = await s.put('ONCE_D', { size: 600, target: 'quick-1.bin' });
+    const sources = {
+      open: async (source: string, signal: AbortSignal) => {
+        if (source.includes('slow-')) await gate;
+        return s.deps.sources.open(source, signal);
+      },
+    };
+    const retriever = startRetriever(
+      { ...s.deps, sources },
+      { name: 'mover-gather', concurrency: 4, leaseMs: 5000, pollMs: 60_000, gatherMs: 50 },
+    );
+    const stored = async (fileId: number) => (await s.objectsOf(fileId)).length === 1 || undefined;
+    try {
+      await s.eventually(() => stored(first.fileId));
+      // Three places held by long retrievals, one free: the next file is claimed once gatherMs is over.
+      const second = await s.put('ONCE_D', { size: 700, target: 'quick-2.bin' });
+      retriever.wake();
+      await s.eventually(() => stored(second.fileId));
+      for (const file of slow) expect(await s.objectsOf(file.fileId)).toEqual([]);
+      release();
+      for (const file of slow) await s.eventually(() => stored(file.fileId));
+    } finally {
+      release();
+      await retriever.stop();
+    }
   });
 });
