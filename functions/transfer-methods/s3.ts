@@ -249,24 +249,39 @@ export async function* partsOf(
 /** The items of `items` until `signal` aborts, which ends the iteration with its reason at once. */
 export async function* untilAborted<T>(items: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
   const it = items[Symbol.asyncIterator]();
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  aborted.catch(() => undefined);
   try {
     for (;;) {
       signal.throwIfAborted();
-      const next = await Promise.race([it.next(), aborted]);
+      const next = await nextUnlessAborted(it, signal);
       if (next.done) return;
       yield next.value;
     }
   } finally {
-    signal.removeEventListener('abort', onAbort);
     // Not awaited: a generator stalled in a read only returns once that read settles.
     void it.return?.()?.catch(() => undefined);
   }
+}
+
+/**
+ * The iterator's next item, or the abort's reason as soon as `signal` aborts. Its listener is removed
+ * once the item comes: raced against one promise of the whole iteration instead, each item stayed
+ * referenced by that promise's reactions until the end, a whole file's bytes for a stored file.
+ */
+function nextUnlessAborted<T>(it: AsyncIterator<T>, signal: AbortSignal) {
+  return new Promise<IteratorResult<T>>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    it.next().then(
+      (next) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(next);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

@@ -79,6 +79,24 @@ describe('the directory store', () => {
     await store.remove(['1/1-0-10']);
   });
 
+  it('holds no more of a large object in memory than a few of its chunks while writing it', async () => {
+    const MIB = 1024 * 1024;
+    const chunks = 384;
+    let most = 0;
+    async function* fresh() {
+      for (let i = 0; i < chunks; i++) {
+        most = Math.max(most, process.memoryUsage().arrayBuffers);
+        yield Buffer.alloc(MIB, i);
+      }
+    }
+    const before = process.memoryUsage().arrayBuffers;
+    await store.write('held/big', fresh(), live(), chunks * MIB);
+    expect(fs.statSync(path.join(root, 'held/big')).size).toBe(chunks * MIB);
+    // Before, each chunk stayed referenced until the write's end: the whole object in memory at once.
+    expect((most - before) / MIB).toBeLessThan(chunks / 3);
+    await store.remove(['held/big']);
+  });
+
   it('a write whose bytes fail midway leaves nothing either', async () => {
     async function* failing() {
       yield randomBytes(100_000);
