@@ -1,4 +1,4 @@
-import type { SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Database } from './client.ts';
 
@@ -18,3 +18,13 @@ const dialect = new PgDialect();
 /** `db.execute(sql)`, prepared: the rows as the driver gives them (read them with rowsOf). */
 export const executePrepared = (db: Database, query: SQL, name: string): Promise<unknown> =>
   db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute();
+
+/**
+ * A LIMIT written into a statement's text. As a parameter, Postgres estimates a tenth of the rows for it,
+ * finds the generic plan dearer than one made for each run's values, and plans every run anew; written in,
+ * each distinct limit is a statement prepared, and planned, once per connection.
+ */
+export function literalLimit(limit: number) {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`Invalid limit ${limit}`);
+  return sql.raw(String(limit));
+}

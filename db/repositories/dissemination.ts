@@ -2,7 +2,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import { R2_SOURCE_PATTERN, WORKER_SOURCE_PATTERN } from '../../core/data-files/r2-sources.ts';
 import type { DisseminationHost, DisseminationRepo } from '../../core/dissemination/ports.ts';
 import { type Database, jsonColumn, rowsOf } from '../client.ts';
-import { executePrepared, runPrepared } from '../prepared.ts';
+import { executePrepared, literalLimit, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 import { activeTimeRanges, timeRangesVersion } from './active-time-ranges.ts';
 import { dueQueueRepo } from './due-queue.ts';
@@ -33,16 +33,11 @@ const timeRangesOf = (db: Database) => {
   return ranges;
 };
 
-/**
- * The look's limit, written into its text: as a parameter, Postgres guessed a tenth of the rows for it,
- * found a generic plan dearer than one made for each look's values, and planned every look anew (its
- * plan cost several times its run). A few sizes only, each a statement prepared once per connection.
- */
+/** The look's limit, rounded up to a few sizes: each is a statement of its own (see literalLimit). */
 function lookLimit(limit: number) {
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`Invalid limit ${limit}`);
   let sized = Math.min(limit, 10);
   while (sized < limit) sized *= 2;
-  return sized;
+  return literalLimit(sized);
 }
 
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
@@ -272,7 +267,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     // subqueries, kept apart by `offset 0`, leave the planner no join to choose. On tables never
     // analyzed (the embedded database's never are), it scanned every host, and every destination's
     // state, for each due destination.
-    const literalLimit = lookLimit(limit);
+    const sizedLimit = lookLimit(limit);
     const look = async (closed: string) =>
       rowsOf<DueRow & { ranges_version: string }>(
         await executePrepared(
@@ -315,7 +310,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           and (s.paused_until is null or s.paused_until <= ${at}::timestamptz)
           and d.name not in (select jsonb_array_elements_text(${closed}::jsonb))
         order by q.next_at, d.name
-        limit ${sql.raw(String(literalLimit))})
+        limit ${sizedLimit})
         -- The version of the time ranges comes even when nothing is due: a range opened meanwhile may be why.
         select ${timeRangesVersion} as ranges_version, due.* from (select 1) one left join due on true
         order by due.next_at, due.name`,

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from '../../core/retrieval/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
-import { executePrepared } from '../prepared.ts';
+import { executePrepared, literalLimit } from '../prepared.ts';
 
 type ClaimRow = {
   id: string | number;
@@ -27,6 +27,11 @@ const held = (claim: RetrievalClaim, mover: string) =>
   sql`id = ${claim.dataFileId} and fetch_mover = ${mover} and fetch_tries = ${claim.tries}
     and instance = ${claim.instance}`;
 
+/** The transfers a statement's `moved` answers, with their destination's type, as the event lines need them. */
+const movedWithType = sql`
+  select m.*, coalesce(dt.label, d.type::text) as destination_type
+  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type`;
+
 /** Puts the `owned` file's transfers under retrieval back to SCHE, with the reason in their history; answers them. */
 const requeued = (reason: string) => sql`
   moved as (
@@ -37,9 +42,7 @@ const requeued = (reason: string) => sql`
     insert into transfer_history (transfer_id, destination, status, at, comment, error)
     select id, destination, status, now(), ${reason}, true from moved
   )
-  select m.id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target, m.scheduled_at, m.status
-  from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
-  order by m.id`;
+  select * from (${movedWithType}) r order by r.id`;
 
 const transfersOf = (rows: unknown): RetrievedTransfer[] =>
   rowsOf<TransferRow>(rows).map((r) => ({
@@ -103,9 +106,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
     // live lease or waiting after a failure: a backlog of failing files does not hide the others.
     // The file is checked in a subquery, never joined: a join let the planner, on statistics older
     // than a burst of puts, probe the index once per data file, a cost growing with the table.
-    // Its limits are written into its text, prepared once per connection and limit: as parameters, they made
-    // Postgres plan every claim anew (see lookLimit in dissemination.ts).
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`Invalid limit ${limit}`);
+    // Its limits are written into its text (see literalLimit).
     const rows = await executePrepared(
       db,
       sql`
@@ -117,12 +118,12 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
                    and (f.fetch_mover is null or f.fetch_lease_until < now())
                  from data_files f where f.id = t.data_file_id)
           order by t.priority, t.queue_at
-          limit ${sql.raw(String(limit * 4))}
+          limit ${literalLimit(limit * 4)}
         ) c
       ), picked as (
         select f.id from data_files f join candidates c on c.data_file_id = f.id
         where f.deleted_at is null and (f.fetch_mover is null or f.fetch_lease_until < now())
-        limit ${sql.raw(String(limit))}
+        limit ${literalLimit(limit)}
         for update of f skip locked
       ), claimed as (
         update data_files f set fetch_mover = ${mover}, fetch_tries = f.fetch_tries + 1,
@@ -210,11 +211,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       )
       select o.id as data_file_id, r.id, r.destination, r.destination_type, r.target, r.scheduled_at, r.status
       from owned o
-      left join (
-        select m.id, m.data_file_id, m.destination, coalesce(dt.label, d.type::text) as destination_type, m.target,
-          m.scheduled_at, m.status
-        from moved m join destinations d on d.name = m.destination left join destination_types dt on dt.id = d.type
-      ) r on r.data_file_id = o.id
+      left join (${movedWithType}) r on r.data_file_id = o.id
       order by o.id, r.id`,
       'retrievalStored',
     );
