@@ -14,11 +14,12 @@
  *
  * (1) and (4) run BENCH_ROUNDS times (default 3), in turns; each figure is the median.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { restore } from '../core/backups/handlers.ts';
@@ -55,7 +56,7 @@ import {
 const MIB = 1024 * 1024;
 const BYTES = Number(process.env.BENCH_RETRIEVAL_MIB ?? 1024) * MIB;
 const FILES = Number(process.env.BENCH_RETRIEVAL_FILES ?? 500);
-const SAMPLES = Number(process.env.BENCH_RETRIEVAL_SAMPLES ?? 20);
+const SAMPLES = Number(process.env.BENCH_RETRIEVAL_SAMPLES ?? 60);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
@@ -162,6 +163,29 @@ const register = (ports: Ports, destination: string, source: string, target: str
 async function rowsOf<T>(handle: DbHandle, text: string): Promise<T[]> {
   const result = (await handle.db.execute(text)) as unknown as T[] | { rows: T[] };
   return Array.isArray(result) ? result : result.rows;
+}
+
+/**
+ * The files a service reports delivered, by the UPH lines of its event log (its stdout): `of(name)`
+ * settles once the line of the file of that name is written.
+ */
+function deliveredLines(service: ChildProcess) {
+  const waiting = new Map<string, () => void>();
+  const lines = readline.createInterface({ input: service.stdout! });
+  lines.on('line', (line) => {
+    if (!line.startsWith('UPH;')) return;
+    const identity = /;Identity=([^;]*)/.exec(line)?.[1];
+    if (identity) waiting.get(identity)?.();
+  });
+  return {
+    of: (name: string) =>
+      new Promise<void>((resolve) => {
+        waiting.set(name, () => {
+          waiting.delete(name);
+          resolve();
+        });
+      }),
+  };
 }
 
 async function statusOf(handle: DbHandle, dataFileId: number) {
@@ -499,10 +523,12 @@ async function againstNone(scene: Scene, firstPort: number) {
   ] as const;
   const sides = [] as Array<{ label: string; url: string; handle: DbHandle; base: string }>;
   let servers: Array<ReturnType<typeof startService>> = [];
+  let ends: Array<ReturnType<typeof deliveredLines>> = [];
   const serve = async (mover: '0' | '1') => {
     servers = settings.map(([, env], i) =>
-      startService(work, firstPort + i, { DATABASE_URL: sides[i]!.url, ECPDS_MOVER: mover, ...env }),
+      startService(work, firstPort + i, { DATABASE_URL: sides[i]!.url, ECPDS_MOVER: mover, ...env }, 'pipe'),
     );
+    ends = servers.map((server) => deliveredLines(server));
     for (const side of sides) await waitFor(`${side.base}/v1/version`);
   };
   const halt = async () => {
@@ -540,19 +566,25 @@ async function againstNone(scene: Scene, firstPort: number) {
       await side.handle.db.execute(`update data_transfers set status = 'STOP' where destination = 'LAT'`);
     await serve('1');
     for (let i = 0; i < SAMPLES; i++) {
-      for (const side of sides) {
-        const query = `destination=DONE&source=${encodeURIComponent(file)}&target=mib-${i}.bin`;
+      for (const [s, side] of sides.entries()) {
+        const target = `mib-${i}.bin`;
+        const query = `destination=DONE&source=${encodeURIComponent(file)}&target=${target}`;
+        // Done when the service writes the file's UPH line (after the DONE's commit): nothing polls meanwhile.
+        const delivered = ends[s]!.of(target);
         done.get(side.label)!.push(
           await timed(async () => {
             const answer = await fetch(`${side.base}/v1/datafile/put?${query}`, { headers: { authorization: auth } });
             if (!answer.ok) throw new Error(`put ${answer.status}`);
             const { id } = (await answer.json()) as { id: number };
-            for (;;) {
-              const status = await statusOf(side.handle, id);
-              if (status === 'DONE') return;
-              if (status === 'RETR' || status === 'STOP') throw new Error(`${side.label}: ${status}`);
-              await sleep(2);
-            }
+            let late: NodeJS.Timeout | undefined;
+            const stuck = new Promise<never>((_, reject) => {
+              late = setTimeout(async () => {
+                reject(
+                  new Error(`${side.label} ${target}: not delivered after 60 s (${await statusOf(side.handle, id)})`),
+                );
+              }, 60_000);
+            });
+            await Promise.race([delivered, stuck]).finally(() => clearTimeout(late));
           }),
         );
       }

@@ -50,34 +50,44 @@ export async function addBenchClient(handle: DbHandle) {
   });
 }
 
-export function start(cmd: string[], env: Record<string, string>): ChildProcess {
+/** `stdout: 'pipe'` for a bench that reads the event lines (read it to its end, or the child blocks). */
+export function start(cmd: string[], env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
   return spawn(process.execPath, cmd, {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', stdout, 'inherit'],
   });
 }
 
 /** `ecpds-edge serve` on this port with the bench's key, TLS files and source root under `tmp`. */
-export function startService(tmp: string, port: number, env: Record<string, string>) {
+export function startService(
+  tmp: string,
+  port: number,
+  env: Record<string, string>,
+  stdout: 'ignore' | 'pipe' = 'ignore',
+) {
   // BENCH_SERVER_NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the service only.
   // Given as node arguments: NODE_OPTIONS refuses --cpu-prof.
   const nodeArgs = (process.env.BENCH_SERVER_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
-  return start([...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'serve'], {
-    ...env,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    ECPDS_SECRET_KEY: secretKey,
-    ECPDS_DEMO: '0',
-    // The portal's SFTP server only for a bench that asks for it (a port of its own).
-    ECPDS_PORTAL_SFTP_PORT: env.ECPDS_PORTAL_SFTP_PORT ?? '0',
-    ECPDS_SWEEP_SECONDS: '0',
-    // The API alone: the bench's destinations are never started, so a mover would only poll.
-    ECPDS_MOVER: env.ECPDS_MOVER ?? '0',
-    ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
-    TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'),
-    TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
-  });
+  return start(
+    [...nodeArgs, 'functions/bin/ecpds-edge.mjs', 'serve'],
+    {
+      ...env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ECPDS_SECRET_KEY: secretKey,
+      ECPDS_DEMO: '0',
+      // The portal's SFTP server only for a bench that asks for it (a port of its own).
+      ECPDS_PORTAL_SFTP_PORT: env.ECPDS_PORTAL_SFTP_PORT ?? '0',
+      ECPDS_SWEEP_SECONDS: '0',
+      // The API alone: the bench's destinations are never started, so a mover would only poll.
+      ECPDS_MOVER: env.ECPDS_MOVER ?? '0',
+      ECPDS_SOURCE_ROOTS: path.join(tmp, 'src'),
+      TLS_CERT_FILE: path.join(tmp, 'tls/cert.pem'),
+      TLS_KEY_FILE: path.join(tmp, 'tls/key.pem'),
+    },
+    stdout,
+  );
 }
 
 export async function waitFor(url: string) {

@@ -17,7 +17,7 @@ export interface DbHandle {
 
 export interface Signals {
   notify(channel: string): Promise<void>;
-  /** Calls `onMessage` for every notification on `channel`, on a connection of its own. */
+  /** Calls `onMessage` for every notification on `channel` from another handle, on a connection of its own. */
   listen(channel: string, onMessage: () => void): Promise<void>;
 }
 
@@ -71,9 +71,13 @@ export function openPostgres(url: string, options: PostgresOptions = {}): DbHand
     ...(options.perRequest && { max: 1, fetch_types: false, prepare: false }),
   });
   const db = drizzle(client, { schema }) as unknown as Database;
+  // A handle signs its notifications and skips its own: its process has woken its listeners already,
+  // and a wake for nothing costs the others' work a look at the queue.
+  const signature = crypto.randomUUID();
   const signals: Signals = {
-    notify: async (channel) => void (await client.notify(channel, '')),
-    listen: async (channel, onMessage) => void (await client.listen(channel, onMessage)),
+    notify: async (channel) => void (await client.notify(channel, signature)),
+    listen: async (channel, onMessage) =>
+      void (await client.listen(channel, (payload) => payload !== signature && onMessage())),
   };
   return { db, kind: 'postgres', close: () => client.end({ timeout: 5 }), signals };
 }

@@ -21,22 +21,29 @@ export type Summing = (stream: AsyncIterable<Uint8Array>, size: number) => Summe
 
 /**
  * Passes a stream through while counting and hashing it; `sums()` is complete once the stream is.
- * One pass for the copy and both sums: the file is read once, whatever is asked of it later.
+ * One pass for the copy and both sums: the file is read once, whatever is asked of it later. Each
+ * chunk is hashed once its reader asks for the next: a store that writes a chunk without waiting
+ * before asking (the directory store) hashes it while the disk writes it.
  */
 export function summing(stream: AsyncIterable<Uint8Array>): Summed {
   const md5 = createHash('md5');
   const sha512 = createHash('sha512');
   let size = 0;
+  let ended = false;
   async function* passed() {
     for await (const chunk of stream) {
+      yield chunk;
       md5.update(chunk);
       sha512.update(chunk);
       size += chunk.byteLength;
-      yield chunk;
     }
+    ended = true;
   }
   return {
     stream: passed(),
-    sums: async () => ({ size, md5: md5.digest('hex'), sha512: sha512.digest('base64') }),
+    async sums() {
+      if (!ended) throw new Error('The sums of a stream not read to its end');
+      return { size, md5: md5.digest('hex'), sha512: sha512.digest('base64') };
+    },
   };
 }

@@ -27,6 +27,8 @@ export interface RetrievalDeps {
   summing?: Summing;
   /** Records one stored copy at a time unless given a way to record several together (the retriever's). */
   record?: RecordStored;
+  /** Told once a file's transfers are released: ports.wakeMovers unless given (see startRetriever). */
+  released?: () => void;
 }
 
 /** Records a stored copy: the file's transfers released, or null when the retriever no longer holds it. */
@@ -89,7 +91,8 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
     const finishTime = new Date();
     for (const t of released)
       ports.events.write(retLine(t, { startedAt, finishTime, mover, source, size: claim.size }));
-    ports.wakeMovers();
+    if (deps.released) deps.released();
+    else ports.wakeMovers();
     return 'stored' as const;
   } catch (error) {
     if (opened) closeUnread(opened.stream);

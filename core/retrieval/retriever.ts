@@ -37,7 +37,8 @@ const GATHER_MS = 20;
  */
 export function startRetriever(given: RetrievalDeps, options: RetrieverOptions): Retriever {
   const { ports, repo } = given;
-  const deps = { ...given, record: recordTogether(repo) };
+  // The movers are woken once the file's place is free, not before (see start).
+  const deps = { ...given, record: recordTogether(repo), released: () => undefined };
   const running = new Map<number, { claim: RetrievalClaim; controller: AbortController; done: Promise<unknown> }>();
   let stopping = false;
   let pending = true;
@@ -117,10 +118,17 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
 
   function start(claim: RetrievalClaim) {
     const controller = new AbortController();
-    const done = retrieve(deps, options.name, claim, controller.signal).finally(() => {
-      running.delete(claim.dataFileId);
-      wake();
-    });
+    let stored = false;
+    const done = retrieve(deps, options.name, claim, controller.signal)
+      .then((outcome) => {
+        stored = outcome === 'stored';
+      })
+      .finally(() => {
+        running.delete(claim.dataFileId);
+        wake();
+        // Where the movers' wake-up reaches this retriever too, it comes in the same turn as its own: one claim.
+        if (stored) ports.wakeMovers();
+      });
     running.set(claim.dataFileId, { claim, controller, done });
   }
 

@@ -20,12 +20,12 @@ export function directoryStore(root: string): ObjectStore {
   };
   return {
     description: `directory ${root}`,
-    async write(key, bytes, signal) {
+    async write(key, bytes, signal, size) {
       const file = fileOf(key);
       await fs.mkdir(path.dirname(file), { recursive: true });
       const partial = `${path.dirname(file)}/${PARTIAL}${path.basename(file)}-${randomUUID()}`;
       try {
-        await writeFlushed(partial, bytes, signal);
+        await writeFlushed(partial, bytes, signal, size);
         await fs.rename(partial, file);
       } catch (error) {
         await fs.rm(partial, { force: true });
@@ -68,30 +68,51 @@ export function directoryStore(root: string): ObjectStore {
 // summed, instead of all of it after the last byte.
 const FLUSH_EVERY_BYTES = 32 * 1024 * 1024;
 
-/** Writes the bytes to a new file and returns once they are all on disk. */
-async function writeFlushed(file: string, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal) {
+/**
+ * Writes the bytes to a new file and returns once they are all on disk. Each chunk is written while the
+ * next is asked for (and this one summed, see `summing`); once `size` bytes are in, the file is synced at
+ * once, still while the last chunk is summed, and again at the end only if more came.
+ */
+async function writeFlushed(file: string, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal, size?: number) {
   const handle = await fs.open(file, 'wx');
   let flushing: Promise<void> | null = null;
+  let writing: Promise<void> | null = null;
+  let syncedAt = -1;
   try {
+    let written = 0;
     let unflushed = 0;
     // Ends at once on abort, even while a stalled source is awaited.
     for await (const chunk of untilAborted(bytes, signal)) {
-      for (let at = 0; at < chunk.byteLength; ) {
-        at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
-      }
+      await writing;
+      written += chunk.byteLength;
       unflushed += chunk.byteLength;
-      if (unflushed >= FLUSH_EVERY_BYTES && !flushing) {
+      const whole = written === size;
+      if (whole) syncedAt = written;
+      writing = writeAll(handle, chunk).then(() => (whole ? handle.sync() : undefined));
+      // Awaited with the next chunk, or at the end: a failure meanwhile is not an unhandled rejection.
+      writing.catch(() => undefined);
+      if (unflushed >= FLUSH_EVERY_BYTES && !flushing && !whole) {
         unflushed = 0;
-        flushing = handle.datasync().finally(() => {
-          flushing = null;
-        });
+        flushing = writing
+          .then(() => handle.datasync())
+          .finally(() => {
+            flushing = null;
+          });
+        flushing.catch(() => undefined);
       }
     }
+    await writing;
     await flushing;
-    await handle.sync();
+    if (syncedAt !== written) await handle.sync();
   } finally {
-    await flushing?.catch(() => undefined);
+    await Promise.allSettled([writing, flushing]);
     await handle.close();
+  }
+}
+
+async function writeAll(handle: fs.FileHandle, chunk: Uint8Array) {
+  for (let at = 0; at < chunk.byteLength; ) {
+    at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
   }
 }
 

@@ -97,6 +97,21 @@ describe('the directory store', () => {
     await store.remove(['held/big']);
   });
 
+  it.each([
+    ['its size', 0],
+    ['fewer bytes than it holds', -1],
+    ['more bytes than it holds', 1],
+    ['no size', null],
+  ])('writes an object told %s whole (synced once the size is in, again if more comes)', async (_, off) => {
+    const bytes = randomBytes(3 * 65_536 + 11);
+    const key = `sized/${off}`;
+    await store.write(key, chunked(bytes, 65_536), live(), off === null ? undefined : bytes.length + off);
+    const { size, stream } = await store.read(key, live());
+    expect(size).toBe(bytes.length);
+    expect(sha(await collect(stream))).toBe(sha(bytes));
+    await store.remove([key]);
+  });
+
   it('a write whose bytes fail midway leaves nothing either', async () => {
     async function* failing() {
       yield randomBytes(100_000);

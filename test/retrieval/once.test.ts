@@ -267,4 +267,42 @@ describe('retrieved once', () => {
       await retriever.stop();
     }
   });
+  it('a stored file wakes the movers once its place is free: the retriever, woken with them, looks once', async () => {
+    const put = await s.put('ONCE_D', { size: 800, target: 'woken-once.bin' });
+    const repo = s.h.ports.repos.retrieval;
+    let claims = 0;
+    let wakes = 0;
+    let claimsWhenWoken = -1;
+    const retriever = startRetriever(
+      {
+        ...s.deps,
+        repo: {
+          ...repo,
+          claim: (mover, leaseMs, limit) => {
+            claims++;
+            return repo.claim(mover, leaseMs, limit);
+          },
+        },
+        // As on Node, where the movers' wake-up reaches the retriever beside them.
+        ports: {
+          ...s.deps.ports,
+          wakeMovers: () => {
+            wakes++;
+            claimsWhenWoken = claims;
+            retriever.wake();
+          },
+        },
+      },
+      { name: 'mover-woken', concurrency: 2, leaseMs: 5000, pollMs: 60_000 },
+    );
+    try {
+      await s.eventually(async () => (await s.objectsOf(put.fileId)).length === 1 || undefined);
+      await s.eventually(async () => claims > claimsWhenWoken || undefined);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      await retriever.stop();
+    }
+    expect(wakes).toBe(1);
+    expect(claims - claimsWhenWoken).toBe(1);
+  });
 });

@@ -106,3 +106,23 @@ describe('sums on worker threads', () => {
     expect(await summed.sums()).toEqual(expected(bytes));
   });
 });
+
+describe('sums in the thread that moves the bytes', () => {
+  it('hashes each chunk once the next is asked for, so its reader can write it meanwhile', async () => {
+    const bytes = randomBytes(3 * MiB + 5);
+    const summed = summing(chunked(bytes, [MiB]));
+    const parts: Buffer[] = [];
+    for await (const chunk of summed.stream) parts.push(Buffer.from(chunk));
+    expect(Buffer.concat(parts).equals(bytes)).toBe(true);
+    expect(await summed.sums()).toEqual(expected(bytes));
+  });
+
+  it('refuses the sums of a stream not read to its end, whose last chunk is not hashed', async () => {
+    const bytes = randomBytes(2 * MiB);
+    const summed = summing(chunked(bytes, [MiB]));
+    const reading = summed.stream[Symbol.asyncIterator]();
+    await reading.next();
+    await reading.next();
+    await expect(summed.sums()).rejects.toThrow('not read to its end');
+  });
+});
