@@ -13,7 +13,7 @@ import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { QuotaLedger } from './portal/quota-ledger.ts';
 import type { RetentionRepo } from './retention/ports.ts';
-import type { RetrievalRepo, SourceHostOpener } from './retrieval/ports.ts';
+import type { LocalRetrievers, RetrievalRepo, SourceHostOpener } from './retrieval/ports.ts';
 import type { ObjectStore } from './store/ports.ts';
 import type { WebUserRepo } from './web-users/ports.ts';
 
@@ -62,6 +62,8 @@ export interface Ports {
    * null where sources are read at each send instead (`ECPDS_RETRIEVAL=none`).
    */
   store: ObjectStore | null;
+  /** The retrievers of this process, whose free places its puts may claim their files for. */
+  localRetrievers: LocalRetrievers;
 }
 
 /** An e-mail of plain text to one recipient. */

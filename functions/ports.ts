@@ -10,6 +10,7 @@ import { httpNotePublisher } from '../core/metadata/notes.ts';
 import { PortalLoginMemory } from '../core/portal/login-memory.ts';
 import { QuotaLedger } from '../core/portal/quota-ledger.ts';
 import type { EventSink, Logger, Mailer, Ports } from '../core/ports.ts';
+import { localRetrievers } from '../core/retrieval/local-retrievers.ts';
 import type { SourceHostOpener } from '../core/retrieval/ports.ts';
 import type { ObjectStore } from '../core/store/ports.ts';
 import type { Database } from '../db/client.ts';
@@ -85,6 +86,7 @@ export function createPorts(options: PortsOptions): Ports {
     wakeMovers: wakeMovers ?? (() => {}),
     mailer: mailer ?? null,
     store: store ?? null,
+    localRetrievers: localRetrievers(),
     notes: notes ? httpNotePublisher(notes.url, notes.token) : null,
     sourceHosts: null,
   };

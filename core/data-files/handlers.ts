@@ -95,10 +95,13 @@ export async function registerDataFile(
   const holds = duplicateHolds(reach);
   // `scheduler.force = "yes"`: a duplicate put to the destination requeues, as with force=true.
   if (forcesDuplicates(reach.get(input.destination)!.data)) input = { ...input, force: true };
-  const outcome =
-    planned.length === 1 && !holds.active(planned[0]!.destination)
-      ? await registerOne(ctx, input, file, planned[0]!, options.comment)
-      : await registerClosure(ctx, input, file, planned, holds.decide, options.comment);
+  if (planned.length === 1 && !holds.active(planned[0]!.destination)) {
+    const { retrieving, ...outcome } = await registerOne(ctx, input, file, planned[0]!, options.comment);
+    // A file on its way in this process has nothing for the others until it is stored (which wakes them).
+    if (!retrieving) ctx.ports.wakeMovers();
+    return outcome;
+  }
+  const outcome = await registerClosure(ctx, input, file, planned, holds.decide, options.comment);
   ctx.ports.wakeMovers();
   return outcome;
 }

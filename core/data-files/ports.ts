@@ -1,3 +1,4 @@
+import type { RetrievalClaim } from '../retrieval/ports.ts';
 import type { PlannedTransfer, PutDestination } from './put-plan.ts';
 import type { RequeueFile } from './requeue-on.ts';
 
@@ -27,6 +28,12 @@ export interface RegisteredFile {
   comment: string;
   /** Its transfers wait in SCHE until it is retrieved into the store, then take their planned status. */
   retrieve: boolean;
+}
+
+/** The retriever of this process a put claims its file for (see LocalRetrievers). */
+export interface FetchBy {
+  mover: string;
+  leaseMs: number;
 }
 
 export interface ExpiredTransfer {
@@ -72,6 +79,15 @@ export interface DataFileRepo {
    * holds the unique key, 'no destination' when the destination does not exist.
    */
   register(file: RegisteredFile, transfer: NewTransfer): Promise<number | 'taken' | 'no destination'>;
+  /**
+   * As register, the file claimed in the same statement for the retriever `fetchBy` (its transfer in
+   * FETC, with the history and the lease a claim writes): the claim to retrieve it by.
+   */
+  registerFetched(
+    file: RegisteredFile,
+    transfer: NewTransfer,
+    fetchBy: FetchBy,
+  ): Promise<RetrievalClaim | 'taken' | 'no destination'>;
   /** The live transfer holding the key, if any. */
   findLive(
     destination: string,

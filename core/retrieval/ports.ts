@@ -107,3 +107,27 @@ export interface RetrievalSource {
 export interface SourceHostOpener {
   open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
 }
+
+/** A place kept free in a retriever of this process for a put that claims its file in its own statement. */
+export interface RetrievalPlace {
+  mover: string;
+  leaseMs: number;
+  /** Retrieves the file the put claimed for this place. */
+  take(claim: RetrievalClaim): void;
+  /** Gives the place back: the put claimed nothing. */
+  release(): void;
+}
+
+/** A retriever offering its free places to this process's puts. */
+export interface PlaceOffering {
+  reserve(): RetrievalPlace | null;
+}
+
+/**
+ * The retrievers running in this process. A put that finds a free place among them claims its file for
+ * it in the statement that registers it: no claim's round trip, and the bytes move as soon as it commits.
+ */
+export interface LocalRetrievers extends PlaceOffering {
+  /** Adds a retriever; the function returned removes it. */
+  add(retriever: PlaceOffering): () => void;
+}

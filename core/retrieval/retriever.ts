@@ -1,5 +1,5 @@
 import { messageOf } from '../common/errors.ts';
-import type { RetrievalClaim } from './ports.ts';
+import type { PlaceOffering, RetrievalClaim, RetrievalPlace } from './ports.ts';
 import { type RetrievalDeps, recordTogether, retrieve } from './retrieve.ts';
 
 export interface RetrieverOptions {
@@ -19,7 +19,7 @@ export interface RetrieverOptions {
   gatherMs?: number;
 }
 
-export interface Retriever {
+export interface Retriever extends PlaceOffering {
   wake(): void;
   inFlight(): number;
   /** Stops claiming and aborts the retrievals under way; their files are tried again at once. */
@@ -40,6 +40,8 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
   // The movers are woken once the file's place is free, not before (see start).
   const deps = { ...given, record: recordTogether(repo), released: () => undefined };
   const running = new Map<number, { claim: RetrievalClaim; controller: AbortController; done: Promise<unknown> }>();
+  // Places kept for puts claiming their files in their own statements: not claimed for meanwhile.
+  let reserved = 0;
   let stopping = false;
   let pending = true;
   let wakeUp: (() => void) | null = null;
@@ -102,7 +104,7 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
     while (!stopping) {
       pending = false;
       try {
-        const free = options.concurrency - running.size;
+        const free = options.concurrency - running.size - reserved;
         if (free > 0 && gathered(free)) {
           freeSince = null;
           const claims = await repo.claim(options.name, options.leaseMs, free);
@@ -115,6 +117,32 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
       if (!stopping) await idle();
     }
   })();
+
+  function reserve(): RetrievalPlace | null {
+    if (stopping || running.size + reserved >= options.concurrency) return null;
+    reserved++;
+    let kept = true;
+    const giveBack = () => {
+      if (!kept) return false;
+      kept = false;
+      reserved--;
+      return true;
+    };
+    return {
+      mover: options.name,
+      leaseMs: options.leaseMs,
+      take(claim) {
+        if (!giveBack()) return;
+        start(claim);
+        // Stopped meanwhile: handed back at once, as the retrievals under way were.
+        if (stopping) running.get(claim.dataFileId)?.controller.abort(interrupted());
+      },
+      release() {
+        if (giveBack()) wake();
+      },
+    };
+  }
+  const interrupted = () => new Error(`Interrupted: DataMover=${options.name} stopped`);
 
   function start(claim: RetrievalClaim) {
     const controller = new AbortController();
@@ -134,12 +162,13 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
 
   return {
     wake,
+    reserve,
     inFlight: () => running.size,
     async stop() {
       stopping = true;
       wakeUp?.();
       await loop;
-      for (const r of running.values()) r.controller.abort(new Error(`Interrupted: DataMover=${options.name} stopped`));
+      for (const r of running.values()) r.controller.abort(interrupted());
       await Promise.all([...running.values()].map((r) => r.done));
       clearInterval(renewal);
       if (gathering) clearTimeout(gathering);

@@ -1,10 +1,11 @@
 import { and, eq, isNull, ne, sql } from 'drizzle-orm';
-import type { DataFileRepo } from '../../core/data-files/ports.ts';
+import type { DataFileRepo, FetchBy, NewTransfer, RegisteredFile } from '../../core/data-files/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { dataFilePutRepo } from './data-file-puts.ts';
 import { requeueIn, startingStatus } from './data-file-requeue.ts';
+import { startingRetrieval } from './retrieval.ts';
 import { interruption } from './transfers.ts';
 import { listedAt, mentionsWis2Topic } from './wis2-outbox.ts';
 
@@ -26,47 +27,82 @@ const TRANSFER_COLUMNS = sql.raw(
     'expires_at, metadata, wis2_announced',
 );
 
-export const dataFileRepo = (db: Database): DataFileRepo => ({
-  async register(file, transfer) {
-    // One statement, so one round trip: it finds the destination, the transfer takes the file's
-    // id from the sequence, the partial unique index decides between concurrent puts of the same
-    // key, and the file row is written only when the transfer was. The sequence is named as in the
-    // column's default: looking it up with pg_get_serial_sequence cost a tenth of the statement.
-    const scheduledAt = transfer.scheduledAt.toISOString();
-    const { status, readyStatus } = startingStatus(file, transfer.status);
-    const rows = await executePrepared(
-      db,
-      sql`
+type RegisterRow = {
+  found: boolean;
+  id: string | number | null;
+  instance: number | null;
+  fetch_tries: number | null;
+  source_host: boolean | null;
+};
+
+/**
+ * One statement, so one round trip: it finds the destination, the transfer takes the file's id from
+ * the sequence, the partial unique index decides between concurrent puts of the same key, and the file
+ * row is written only when the transfer was. The sequence is named as in the column's default: looking
+ * it up with pg_get_serial_sequence cost a tenth of the statement. With `fetchBy`, the file is claimed
+ * for that retriever in the same statement, as its claim would (FETC, with its history and lease).
+ */
+function registerStatement(file: RegisteredFile, transfer: NewTransfer, fetchBy?: FetchBy) {
+  const scheduledAt = transfer.scheduledAt.toISOString();
+  const { status, readyStatus } = startingStatus(file, transfer.status);
+  const fetching = fetchBy ? sql`'FETC'` : sql`${status}`;
+  const fetchHistory = fetchBy
+    ? sql`union all select id, destination, 'FETC', now(), ${startingRetrieval(fetchBy.mover)}
+        from transfer`
+    : sql``;
+  return sql`
       with destination as (
-        select name, data from destinations where name = ${transfer.destination}
+        select name, data, host_for_source_name from destinations where name = ${transfer.destination}
       ), transfer as (
         insert into data_transfers (${TRANSFER_COLUMNS})
         select nextval('data_files_id_seq'::regclass), name, ${transfer.target}, ${transfer.uniqueName},
-          ${transfer.priority}, ${status}, ${readyStatus}, ${transfer.standby}, ${scheduledAt}::timestamptz,
+          ${transfer.priority}, ${fetching}, ${readyStatus}, ${transfer.standby}, ${scheduledAt}::timestamptz,
           ${(transfer.queueAt ?? transfer.scheduledAt).toISOString()}::timestamptz,
           ${transfer.expiresAt.toISOString()}::timestamptz, ${JSON.stringify(transfer.metadata)}::jsonb,
           ${mentionsWis2Topic(sql`data`)}
         from destination
         on conflict (destination, target, unique_name) where status not in ('STOP', 'FAIL') do nothing
-        returning id, data_file_id, destination, status
+        returning id, data_file_id, destination
       ), history as (
         insert into transfer_history (transfer_id, destination, status, at, comment)
-        select id, destination, status, now(), ${file.comment} from transfer
+        select id, destination, ${status}, now(), ${file.comment} from transfer
+        ${fetchHistory}
       ), file as (
-        insert into data_files (id, source, size, registered_by)
-        select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy} from transfer
-        returning id
+        insert into data_files (id, source, size, registered_by, fetch_mover, fetch_tries, fetch_lease_until)
+        select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy}, ${fetchBy?.mover ?? null}::text,
+          ${fetchBy ? 1 : 0}, now() + ${fetchBy?.leaseMs ?? null}::float8 * interval '1 millisecond'
+        from transfer
+        returning id, instance, fetch_tries
       ), notice as (
         insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
         select t.data_file_id, t.id, t.destination, ${transfer.target}, 'new', ${scheduledAt}::timestamptz
         from transfer t, destination d where ${mentionsWis2Topic(sql`d.data`)}
       )
-      select exists (select 1 from destination) as found, (select id from file) as id`,
-      'dataFileRegister',
-    );
-    const [row] = rowsOf<{ found: boolean; id: string | number | null }>(rows);
+      select exists (select 1 from destination) as found, f.id, f.instance, f.fetch_tries,
+        (select coalesce(host_for_source_name, '') <> '' from destination) as source_host
+      from (select 1) one left join file f on true`;
+}
+
+export const dataFileRepo = (db: Database): DataFileRepo => ({
+  async register(file, transfer) {
+    const [row] = rowsOf<RegisterRow>(await executePrepared(db, registerStatement(file, transfer), 'dataFileRegister'));
     if (!row?.found) return 'no destination';
     return row.id === null ? 'taken' : Number(row.id);
+  },
+  async registerFetched(file, transfer, fetchBy) {
+    const statement = registerStatement(file, transfer, fetchBy);
+    const [row] = rowsOf<RegisterRow>(await executePrepared(db, statement, 'dataFileRegisterFetched'));
+    if (!row?.found) return 'no destination';
+    if (row.id === null) return 'taken';
+    return {
+      dataFileId: Number(row.id),
+      instance: Number(row.instance),
+      tries: Number(row.fetch_tries),
+      source: file.source,
+      size: file.size,
+      destination: transfer.destination,
+      sourceHostNamed: Boolean(row.source_host),
+    };
   },
   async findLive(destination, target, uniqueName) {
     const [row] = await db

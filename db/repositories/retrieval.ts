@@ -23,6 +23,9 @@ type TransferRow = {
 };
 
 /** Whether the retriever still holds the file's current instance: what every finish checks first. */
+/** The history comment of a retrieval's start. */
+export const startingRetrieval = (mover: string) => `Starting retrieval using DataMover=${mover}`;
+
 const held = (claim: RetrievalClaim, mover: string) =>
   sql`id = ${claim.dataFileId} and fetch_mover = ${mover} and fetch_tries = ${claim.tries}
     and instance = ${claim.instance}`;
@@ -136,7 +139,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         returning t.id, t.destination
       ), history as (
         insert into transfer_history (transfer_id, destination, status, at, comment)
-        select id, destination, 'FETC', now(), ${`Starting retrieval using DataMover=${mover}`} from moved
+        select id, destination, 'FETC', now(), ${startingRetrieval(mover)} from moved
       )
       select c.id, c.instance, c.fetch_tries, c.source, c.size, first.destination,
         coalesce(d.host_for_source_name, '') <> '' as source_host

@@ -49,9 +49,11 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     ?.listen(MOVERS_CHANNEL, wake)
     .catch((e: unknown) => runtime.ports.logger.warn('movers cannot LISTEN: polling only', { reason: String(e) }));
   if (!retriever) return started;
+  const offered = runtime.ports.localRetrievers.add(retriever);
   return {
     ...started,
     async stop(deadlineMs: number) {
+      offered();
       await Promise.all([started.stop(deadlineMs), retriever.stop()]);
     },
   };
