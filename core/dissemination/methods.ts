@@ -1,3 +1,4 @@
+import type { ListedEntry } from '../acquisition/selection.ts';
 import type { Delivered, Delivery, DeliveryFilter, DeliverySteps } from './deliver.ts';
 import { filterExtension } from './filters.ts';
 import type { MethodName, MethodOptions } from './method-options.ts';
@@ -106,6 +107,11 @@ export interface TransferMethod {
    * it says none; `signal` aborts the read and must close the stream. Methods that cannot read have none.
    */
   fetch?(host: HostConnection, path: string, signal: AbortSignal): Promise<FetchedFile>;
+  /**
+   * Lists a directory of the host (an Acquisition host's), without going down into its directories:
+   * `directory` is absolute, or relative to the login's home. Methods that cannot list have none.
+   */
+  list?(host: HostConnection, directory: string, signal: AbortSignal): Promise<ListedEntry[]>;
   close(): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import { finished } from 'node:stream';
+import type { ListedEntry } from '../../core/acquisition/selection.ts';
 import { messageOf } from '../../core/common/errors.ts';
 import { type Delivered, deliverFile } from '../../core/dissemination/deliver.ts';
 import {
@@ -100,6 +101,29 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         throw redacted(error, host.password);
       }
     },
+    async list(host: HostConnection, directory: string, signal: AbortSignal) {
+      signal.throwIfAborted();
+      const credentials = credentialsOf(host);
+      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
+        connect(host, credentials, signal).catch((error) => {
+          throw redacted(error, host.password);
+        }),
+      );
+      const session = acquired.session;
+      if (acquired.reused) reused++;
+      else connections++;
+      let clean = false;
+      try {
+        const entries = await entriesOf(session, directory, signal);
+        clean = true;
+        return entries;
+      } catch (error) {
+        clean = !signal.aborted && session.lost() === null;
+        throw redacted(error, host.password);
+      } finally {
+        await idle.release(session, clean);
+      }
+    },
     async close() {
       await idle.close();
     },
@@ -120,6 +144,39 @@ function sizeOf(session: SftpSession, path: string, signal: AbortSignal): Promis
       if (error) reject(new Error(code === 2 ? 'No such file' : `Cannot be read (${error.message})`));
       else if (!stats.isFile()) reject(new Error('Not a regular file'));
       else resolve(stats.size);
+    });
+  });
+}
+
+/** A directory's entries as the server lists them (READDIR: a link is reported as a link, not followed). */
+function entriesOf(session: SftpSession, directory: string, signal: AbortSignal): Promise<ListedEntry[]> {
+  return new Promise<ListedEntry[]>((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    const off = session.onClose(reject);
+    session.sftp.readdir(directory || '.', (error, list) => {
+      off();
+      signal.removeEventListener('abort', stop);
+      const code = (error as { code?: number } | undefined)?.code;
+      if (error)
+        reject(
+          new Error(code === 2 ? `No such directory ${directory}` : `Cannot list ${directory} (${error.message})`),
+        );
+      else
+        resolve(
+          list.map(({ filename, attrs }) => ({
+            name: filename,
+            type: attrs.isDirectory()
+              ? 'directory'
+              : attrs.isSymbolicLink()
+                ? 'symlink'
+                : attrs.isFile()
+                  ? 'file'
+                  : 'other',
+            size: attrs.size ?? null,
+            time: attrs.mtime ? new Date(attrs.mtime * 1000) : null,
+          })),
+        );
     });
   });
 }
