@@ -111,7 +111,8 @@ function opening(text: string, end: number) {
 
 const TOKEN = /\$(date|dirdate|host|transferMethod|ectransModule)(?:\[([^\]]*)\])?/g;
 
-function replaceTokens(
+/** Replaces the date and host tokens of a line's text (its directory; a target or metadata template). */
+export function replaceTokens(
   text: string,
   c: { host: Map<string, string>; line: Map<string, string>; tokens: HostTokens; now: Date },
 ) {
