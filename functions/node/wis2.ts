@@ -26,7 +26,7 @@ const PUBACK_TIMEOUT_MS = 10_000;
  * next publish opens a new one.
  */
 export function mqttBroker(url: string, logger: Logger, broker: string): Wis2Broker {
-  let current: { client: MqttClient; closed: Promise<never> } | null = null;
+  let current: { client: MqttClient } | null = null;
   const drop = () => {
     current?.client.end(true);
     current = null;
@@ -44,29 +44,31 @@ export function mqttBroker(url: string, logger: Logger, broker: string): Wis2Bro
       },
       false,
     );
-    const closed = new Promise<never>((_, reject) =>
-      client.once('close', () => reject(new Error('the broker closed the connection'))),
-    );
-    closed.catch(() => undefined);
     client.on('error', (e) => logger.warn('MQTT broker error', { broker, reason: e.message }));
     logger.info('connected to the MQTT broker', { broker });
-    current = { client, closed };
+    current = { client };
     return current;
   };
   return {
     async publish(topic, payload) {
-      const { client, closed } = await connection();
+      const { client } = await connection();
       let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => {
+      let onClose = () => {};
+      // Its own listener and timer, removed once it is answered: a promise of the connection's whole life
+      // raced by every publish would keep each race until the connection closes.
+      const failed = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no PUBACK within ${PUBACK_TIMEOUT_MS} ms`)), PUBACK_TIMEOUT_MS);
+        onClose = () => reject(new Error('the broker closed the connection'));
+        client.once('close', onClose);
       });
       try {
-        await Promise.race([client.publishAsync(topic, payload, { qos: 1, retain: false }), closed, late]);
+        await Promise.race([client.publishAsync(topic, payload, { qos: 1, retain: false }), failed]);
       } catch (e) {
         if (current?.client === client) drop();
         throw e;
       } finally {
         clearTimeout(timer);
+        client.off('close', onClose);
       }
     },
     async close() {
