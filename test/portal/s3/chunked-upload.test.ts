@@ -80,7 +80,13 @@ it("costs the server's process CPU in proportion to the bytes, even as one chunk
     return used.user + used.system;
   };
   await cost('cost/warm.bin', 2 * MIB);
-  const small = await cost('cost/small.bin', 4 * MIB);
-  const large = await cost('cost/large.bin', 16 * MIB);
+  // The least of three each: a collection or another process's burst only ever adds to one measure.
+  const least = async (name: string, size: number) => {
+    const each = [];
+    for (let i = 0; i < 3; i++) each.push(await cost(`cost/${name}-${i}.bin`, size));
+    return Math.min(...each);
+  };
+  const small = await least('small', 4 * MIB);
+  const large = await least('large', 16 * MIB);
   expect(large / small, `${large} µs for 16 MiB, ${small} µs for 4 MiB`).toBeLessThan(6);
 }, 300_000);
