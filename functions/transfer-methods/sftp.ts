@@ -41,20 +41,24 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
   });
   let connections = 0;
   let reused = 0;
+  /** An idle session to the host and login, else a new one: each send, read and listing starts here. */
+  const sessionFor = async (host: HostConnection, signal: AbortSignal) => {
+    signal.throwIfAborted();
+    const credentials = credentialsOf(host);
+    const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
+      connect(host, credentials, signal).catch((error) => {
+        throw redacted(error, host.password);
+      }),
+    );
+    if (acquired.reused) reused++;
+    else connections++;
+    return acquired.session;
+  };
 
   return {
     async send(host: HostConnection, file: OutgoingFile, source: AsyncIterable<Uint8Array>, signal: AbortSignal) {
-      signal.throwIfAborted();
-      const credentials = credentialsOf(host);
       const mode = readMode(host.options.raw.get('chmod'));
-      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
-        connect(host, credentials, signal).catch((error) => {
-          throw redacted(error, host.password);
-        }),
-      );
-      const session = acquired.session;
-      if (acquired.reused) reused++;
-      else connections++;
+      const session = await sessionFor(host, signal);
       const put = withTimeout(signal, host.options.putTimeoutMs);
       const remote = sftpRemote(session, put.signal, tuning, file.attempt);
       let delivered: Delivered | null = null;
@@ -83,16 +87,7 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       }
     },
     async fetch(host: HostConnection, path: string, signal: AbortSignal) {
-      signal.throwIfAborted();
-      const credentials = credentialsOf(host);
-      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
-        connect(host, credentials, signal).catch((error) => {
-          throw redacted(error, host.password);
-        }),
-      );
-      const session = acquired.session;
-      if (acquired.reused) reused++;
-      else connections++;
+      const session = await sessionFor(host, signal);
       try {
         const size = await sizeOf(session, path, signal);
         return { size, stream: readStream(session, path, signal, (clean) => void idle.release(session, clean)) };
@@ -102,16 +97,7 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
       }
     },
     async list(host: HostConnection, directory: string, signal: AbortSignal) {
-      signal.throwIfAborted();
-      const credentials = credentialsOf(host);
-      const acquired = await idle.acquire(sessionKey(host, credentials), host, () =>
-        connect(host, credentials, signal).catch((error) => {
-          throw redacted(error, host.password);
-        }),
-      );
-      const session = acquired.session;
-      if (acquired.reused) reused++;
-      else connections++;
+      const session = await sessionFor(host, signal);
       let clean = false;
       try {
         const entries = await entriesOf(session, directory, signal);
