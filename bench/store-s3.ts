@@ -8,11 +8,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { s3ObjectStore } from '../functions/store/s3-store.ts';
-import { cpuOf, log, machine, median, ROOT, stop, writeBenchFile } from './support.ts';
+import { cpuOf, freePort, log, machine, median, ROOT, stop, writeBenchFile } from './support.ts';
 
 const MIB = 1024 * 1024;
 const BYTES = Number(process.env.BENCH_STORE_MIB ?? 1024) * MIB;
@@ -32,16 +31,6 @@ interface Way {
   write: (round: number) => Promise<number>;
   runs: Run[];
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 
 async function startS3rver(dir: string, port: number): Promise<ChildProcess> {
   const bin = path.join(ROOT, 'node_modules/s3rver/bin/s3rver.js');

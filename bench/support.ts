@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
@@ -21,6 +22,31 @@ export const auth = `Basic ${Buffer.from(`bench:${secret}`).toString('base64')}`
 export const secretKey = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
 export const log = (m: string) => process.stderr.write(`${m}\n`);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A TCP port free on 127.0.0.1 when asked (for a server the bench starts). */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+
+/** Waits until something accepts connections on 127.0.0.1:`port` (10 s at most). */
+export async function untilListening(port: number) {
+  for (let i = 0; i < 400; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => resolve(Boolean(socket.destroy())));
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(25);
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
 /** The middle value (the upper one of an even count). */
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
@@ -79,6 +105,7 @@ export function startService(
       ECPDS_DEMO: '0',
       // The portal's SFTP server only for a bench that asks for it (a port of its own).
       ECPDS_PORTAL_SFTP_PORT: env.ECPDS_PORTAL_SFTP_PORT ?? '0',
+      ECPDS_PORTAL_S3_PORT: env.ECPDS_PORTAL_S3_PORT ?? '0',
       ECPDS_SWEEP_SECONDS: '0',
       // The API alone: the bench's destinations are never started, so a mover would only poll.
       ECPDS_MOVER: env.ECPDS_MOVER ?? '0',

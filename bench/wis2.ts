@@ -3,14 +3,14 @@
  * compiled build) with ECPDS_MQTT_URL pointing at a Mosquitto started here, and an MQTT.js
  * subscriber in this process. Files are put one at a time through datafile/put; each one's latency
  * runs from the moment the put's answer arrived (the file is registered) to the moment its message
- * arrived at the subscriber, the file retrieved into the store in between. On the embedded database and on Postgres (BENCH_DATABASE_URL, default
- * the local server), FILES files each (default 200) after a warm-up of WARMUP.
+ * arrived at the subscriber, the file retrieved into the store in between. On the embedded database
+ * and on Postgres (BENCH_DATABASE_URL, default the local server), FILES files each (default 200) after
+ * a warm-up of WARMUP.
  *
  *   npm run build && node --import tsx bench/wis2.ts
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -21,35 +21,26 @@ import { type DbHandle, openPostgres } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { openPglite } from '../db/pglite.ts';
 import { destinations } from '../db/schema.ts';
-import { addBenchClient, auth, log, machine, secretKey, start, stop, waitFor, writeBenchFile } from './support.ts';
+import {
+  addBenchClient,
+  auth,
+  freePort,
+  log,
+  machine,
+  secretKey,
+  start,
+  stop,
+  untilListening,
+  waitFor,
+  writeBenchFile,
+} from './support.ts';
 
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 const FILES = Number(process.env.BENCH_WIS2_FILES ?? 200);
 const WARMUP = 20;
 const FILE_BYTES = 64 * 1024;
-const TOPIC = 'origin/a/wis2/xx-ecpds/data/core/weather/bench';
+const TOPIC = 'origin/a/wis2/xx-ecpds/data/recommended/weather/bench';
 const PG = new URL(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-async function untilListening(port: number) {
-  for (let i = 0; i < 200; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => resolve(Boolean(socket.destroy())));
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`nothing listens on ${port}`);
-}
 
 /** Debian's Mosquitto on a port of its own, in memory. */
 async function startMosquitto(tmp: string) {
@@ -85,6 +76,8 @@ async function measure(label: string, tmp: string, brokerUrl: string, env: Recor
     HOST: '127.0.0.1',
     PORT: String(port),
     ECPDS_DEMO: '0',
+    ECPDS_PORTAL_SFTP_PORT: '0',
+    ECPDS_PORTAL_S3_PORT: '0',
     // Its retriever stores each file put (a notice announces the stored copy); the destination has no host.
     ECPDS_MOVER: '1',
     ECPDS_SWEEP_SECONDS: '0',

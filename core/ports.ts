@@ -1,14 +1,17 @@
+import type { AcquisitionRepo } from './acquisition/ports.ts';
 import type { ClientRepo, CredentialCache, FailedAuthLimits } from './api-clients/ports.ts';
 import type { SecretBox } from './common/crypto.ts';
 import type { ConsoleRepo } from './console/ports.ts';
 import type { DataFileRepo, SourceProber } from './data-files/ports.ts';
 import type { CountryRepo, DestinationRepo, ViewCache } from './destinations/ports.ts';
 import type { DisseminationRepo, TransferRepo } from './dissemination/ports.ts';
+import type { HostCheckRepo } from './host-checks/ports.ts';
 import type { HostRepo, ReferenceRepo } from './hosts/ports.ts';
 import type { IncomingUserRepo } from './incoming-users/ports.ts';
 import type { MetadataRepo, NotePublisher } from './metadata/ports.ts';
 import type { MonitorRepo } from './monitor/ports.ts';
 import type { MonitoringRepo } from './monitoring/ports.ts';
+import type { MailOutboxRepo } from './notifications/ports.ts';
 import type { PortalLoginMemory } from './portal/login-memory.ts';
 import type { PortalRepo } from './portal/ports.ts';
 import type { QuotaLedger } from './portal/quota-ledger.ts';
@@ -118,12 +121,18 @@ export interface Repositories {
   monitor: MonitorRepo;
   dataFiles: DataFileRepo;
   retrieval: RetrievalRepo;
+  /** Acquisition hosts' runs, and what they acquired before. */
+  acquisition: AcquisitionRepo;
+  /** Checked hosts' checks: the one under way and the latest results (core/host-checks). */
+  hostChecks: HostCheckRepo;
   transfers: TransferRepo;
   dissemination: DisseminationRepo;
   console: ConsoleRepo;
   portal: PortalRepo;
   /** The purge of ended transfers past the retention limits (core/retention). */
   retention: RetentionRepo;
+  /** The mails of destinations' and hosts' events not sent yet (core/notifications). */
+  mailOutbox: MailOutboxRepo;
   /** Runs `work` in one database transaction with repositories bound to it. */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>;
   /** A cheap round trip to the database (health checks); rejects when it is unreachable. */

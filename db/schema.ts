@@ -127,6 +127,8 @@ export const destinations = pgTable(
      * rows decoded and serialized again. A test holds it equal to core's destinationView.
      */
     listEntry: text('list_entry').notNull().default(''),
+    /** When the destination was created (not part of its record): an S3 bucket's CreationDate in the portal. */
+    createdAt: created(),
   },
   (t) => [
     index('destinations_country').on(t.countryIso),
@@ -373,6 +375,71 @@ export const dataFiles = pgTable('data_files', {
   fetchTries: integer('fetch_tries').notNull().default(0),
   /** When the next retrieval may start: later after a failed one. */
   fetchAt: stamp('fetch_at'),
+  /**
+   * The Acquisition host the file was listed on: its source is a path there, read with the host's
+   * method at retrieval. No foreign key: a host deleted since fails the retrieval with that reason.
+   */
+  acquiredFrom: long('acquired_from'),
+  /** The source's modification time as its listing gave it (requeueon's `$time1`); null when unknown. */
+  sourceTime: stamp('source_time'),
+});
+
+/**
+ * The ids of the WIS2 messages subscriptions received lately: a resend, or the same through another broker, is
+ * dropped.
+ */
+export const wis2Received = pgTable(
+  'wis2_received',
+  {
+    destination: text('destination').notNull(),
+    messageId: text('message_id').notNull(),
+    receivedAt: stamp('received_at').notNull().defaultNow(),
+    /** When acting on it ended; null while it is being taken (or its process died taking it). */
+    takenAt: stamp('taken_at'),
+  },
+  (t) => [primaryKey({ columns: [t.destination, t.messageId] }), index('wis2_received_at').on(t.receivedAt)],
+);
+
+/**
+ * A Global Cache's counters by the centre whose data it cached (the WMO's `wmo_wis2_gc_*` metrics): `reportBy` is
+ * the cache's own centre id, `centreId` the topic's.
+ */
+export const wis2CacheMetrics = pgTable(
+  'wis2_cache_metrics',
+  {
+    reportBy: text('report_by').notNull(),
+    centreId: text('centre_id').notNull(),
+    downloaded: bigint('downloaded', { mode: 'number' }).notNull().default(0),
+    downloadedBytes: bigint('downloaded_bytes', { mode: 'number' }).notNull().default(0),
+    errors: bigint('errors', { mode: 'number' }).notNull().default(0),
+    integrityFailed: bigint('integrity_failed', { mode: 'number' }).notNull().default(0),
+    noCache: bigint('no_cache', { mode: 'number' }).notNull().default(0),
+    lastDownloadAt: stamp('last_download_at'),
+    /** Whether the centre's last download worked: the `dataserver_status_flag`. */
+    serverUp: boolean('server_up'),
+  },
+  (t) => [primaryKey({ columns: [t.reportBy, t.centreId] })],
+);
+
+/**
+ * Each Acquisition host's runs: the one running (its mover and lease), when the next is due, and the
+ * output of the last one finished (every entry listed, selected or not, and why).
+ */
+export const acquisitionRuns = pgTable('acquisition_runs', {
+  hostid: bigint('hostid', { mode: 'number' })
+    .primaryKey()
+    .references(() => hosts.hostid, { onDelete: 'cascade' }),
+  mover: text('mover'),
+  leaseUntil: stamp('lease_until'),
+  startedAt: stamp('started_at'),
+  nextAt: stamp('next_at'),
+  finishedAt: stamp('finished_at'),
+  /** `done`, `failed` (the host could not be listed) or `cut` (stopped at maximumDuration). */
+  outcome: text('outcome'),
+  output: text('output'),
+  /** Every run of the host so far by outcome, and their entries by how they ended: counters for /metrics. */
+  runs: jsonb('runs').notNull().default({}),
+  entries: jsonb('entries').notNull().default({}),
 });
 
 /**
@@ -482,6 +549,12 @@ export const dataTransfers = pgTable(
     index('data_transfers_monitor').on(t.destination, t.status, t.id),
     // The portal's listing of a destination's files by path, in byte order, a page at a time.
     index('data_transfers_portal').on(t.destination, sql`${t.target} collate "C"`, t.id.desc()),
+    // A directory's time in the portal, its newest file's (db/repositories/portal-folders.ts): each
+    // transfer under its target's directory, newest file first, so a folder's time is read with a
+    // seek per directory below it rather than a read of every file below it.
+    index('data_transfers_portal_folder')
+      .on(t.destination, sql`(regexp_replace(${t.target}, '/?[^/]*$', '') collate "C")`, t.dataFileId.desc())
+      .where(sql`${t.status} not in ('INIT', 'SCHE', 'FETC')`),
   ],
 );
 
@@ -720,7 +793,7 @@ export const portalSessions = pgTable(
       onDelete: 'cascade',
     }),
     csrf: text('csrf').notNull(),
-    /** The fingerprint of the credentials it was opened with (credentialFingerprint): it ends when the user's differs. */
+    /** The fingerprint of the credentials it was opened with (credentialFingerprint): it ends when they change. */
     credential: text('credential'),
     createdAt: created(),
     lastSeenAt: stamp('last_seen_at').notNull(),
@@ -771,12 +844,19 @@ export const wis2Outbox = pgTable(
   'wis2_outbox',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    dataFileId: bigint('data_file_id', { mode: 'number' }).notNull(),
-    transferId: bigint('transfer_id', { mode: 'number' }).notNull(),
+    /** None for a Global Cache's republication of a message whose data it does not keep (`cache: false`). */
+    dataFileId: bigint('data_file_id', { mode: 'number' }),
+    transferId: bigint('transfer_id', { mode: 'number' }),
     destination: text('destination').notNull(),
     target: text('target').notNull(),
     /** `new`, `update` or `deletion`: the link's relation. */
     kind: text('kind').notNull(),
+    /**
+     * The WIS2 message a subscription received the file by, and its topic: a destination in Global Cache mode
+     * republishes it (core/wis2/cache-message.ts).
+     */
+    originTopic: text('origin_topic'),
+    originMessage: jsonb('origin_message'),
     /** When the file becomes visible in the portal: its transfer's queue time (now for a deletion). */
     notBefore: stamp('not_before').notNull(),
     createdAt: created(),
@@ -785,7 +865,7 @@ export const wis2Outbox = pgTable(
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     doneAt: stamp('done_at'),
-    /** `published`, or why the row was dropped (no topic any more, a message over 8 KiB, …). */
+    /** `published`, or why the row was dropped (no topic any more, a message over 8 KiB, …); not done: why held. */
     outcome: text('outcome'),
   },
   (t) => [index('wis2_outbox_due').on(t.notBefore, t.id).where(sql`${t.doneAt} is null`)],
@@ -818,4 +898,64 @@ export const retentionState = pgTable('retention_state', {
   purgedTransfers: bigint('purged_transfers', { mode: 'number' }).notNull().default(0),
   purgedHistory: bigint('purged_history', { mode: 'number' }).notNull().default(0),
   purgedDataFiles: bigint('purged_data_files', { mode: 'number' }).notNull().default(0),
+});
+
+/**
+ * Mails of destinations' and hosts' events (core/notifications), written in the event's own transaction and
+ * sent by the server's mail sender: rows of one recipient, destination and kind go out as one digest.
+ */
+export const mailOutbox = pgTable(
+  'mail_outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    recipient: text('recipient').notNull(),
+    destination: text('destination').notNull(),
+    hostId: text('host_id'),
+    /** `start`, `end`, `error`, `hold`, `update`, `host-error` or `host-success` (core/notifications/policy.ts). */
+    kind: text('kind').notNull(),
+    transferId: bigint('transfer_id', { mode: 'number' }),
+    target: text('target'),
+    /** Why: a failure's message (scrubbed of the host's secrets when it was written), or what changed. */
+    reason: text('reason'),
+    createdAt: created(),
+    /** The sender's claim: its rows are its own until `claimed_until`. */
+    claim: text('claim'),
+    claimedUntil: stamp('claimed_until'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    doneAt: stamp('done_at'),
+    /** `sent`, or why the row was given up (an address the SMTP server refused). */
+    outcome: text('outcome'),
+  },
+  (t) => [index('mail_outbox_pending').on(t.id).where(sql`${t.doneAt} is null`)],
+);
+
+/**
+ * Hosts failing since their first failure and not yet working again, for the hosts with mail options: a
+ * `notifyOnce` host is mailed once per such episode, and its `mailOnSuccess` mail ends one.
+ */
+export const hostMailEpisodes = pgTable('host_mail_episodes', {
+  hostId: text('host_id').primaryKey(),
+  failingSince: stamp('failing_since').notNull(),
+});
+
+/**
+ * Each checked host's checks (core/host-checks): the one under way (its server's claim and lease), and the
+ * latest result with the few before it. A check's start is what the next one is due from, as in the reference.
+ */
+export const hostChecks = pgTable('host_checks', {
+  hostid: bigint('hostid', { mode: 'number' })
+    .primaryKey()
+    .references(() => hosts.hostid, { onDelete: 'cascade' }),
+  claim: text('claim'),
+  leaseUntil: stamp('lease_until'),
+  /** When the last check began (the one under way, if any). */
+  startedAt: stamp('started_at'),
+  /** The latest result: when its check began, whether it worked, how long it took, what it did or why it failed. */
+  checkedAt: stamp('checked_at'),
+  ok: boolean('ok'),
+  durationMs: integer('duration_ms'),
+  message: text('message'),
+  /** The results before the latest, newest first: `[{at, ok, durationMs, message}]`. */
+  history: jsonb('history').notNull().default([]),
 });

@@ -183,6 +183,11 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
     return z.NEVER;
   }),
   ECPDS_RETRIEVAL_CONCURRENCY: integer('ECPDS_RETRIEVAL_CONCURRENCY', 8, 1, 1024),
+  ECPDS_ACQUISITION_RUNS: integer('ECPDS_ACQUISITION_RUNS', 8, 0, 1024),
+  ECPDS_ACQUISITION_POLL_MS: integer('ECPDS_ACQUISITION_POLL_MS', 5000, 20, 600_000),
+  ECPDS_HOST_CHECKS: integer('ECPDS_HOST_CHECKS', 4, 0, 1024),
+  ECPDS_HOST_CHECK_POLL_MS: integer('ECPDS_HOST_CHECK_POLL_MS', 5000, 20, 600_000),
+  ECPDS_HOST_CHECK_TIMEOUT_MS: integer('ECPDS_HOST_CHECK_TIMEOUT_MS', 60_000, 100, 3_600_000),
   // Checked in functions/store/config.ts, whose messages never repeat a credential.
   ECPDS_STORE_URL: text(),
   // Checked in functions/node/config.ts, whose messages never repeat the URL's password.
@@ -195,6 +200,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS: integer('ECPDS_PORTAL_REGISTRATIONS_PER_ADDRESS', 10, 1, 1_000_000),
   ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL: integer('ECPDS_PORTAL_REGISTRATIONS_PER_EMAIL', 3, 1, 1_000_000),
   ECPDS_PORTAL_SFTP_PORT: integer('ECPDS_PORTAL_SFTP_PORT', 2222, 0, 65535),
+  ECPDS_PORTAL_S3_PORT: integer('ECPDS_PORTAL_S3_PORT', 9443, 0, 65535),
   ECPDS_PORTAL_RECHECK_MS: integer('ECPDS_PORTAL_RECHECK_MS', DEFAULT_PORTAL_RECHECK_MS, 100, 600_000),
   // The S3 endpoint's multipart uploads (core/portal/multipart-limits.ts): S3's own bounds at most.
   ECPDS_PORTAL_S3_MAX_PARTS: integer('ECPDS_PORTAL_S3_MAX_PARTS', 10_000, 1, 10_000),

@@ -106,6 +106,9 @@ describe('administration console in headless Chromium', needs('chromium'), () =>
       ECPDS_DEMO: '0',
       PORT: String(port),
       HOST: '127.0.0.1',
+      // Not the default ports: the servers of parallel tests would share them.
+      ECPDS_PORTAL_SFTP_PORT: '0',
+      ECPDS_PORTAL_S3_PORT: '0',
     });
     server = spawn(process.execPath, [path.join(ROOT, 'functions/bin/ecpds-edge.mjs'), 'serve'], {
       cwd: ROOT,

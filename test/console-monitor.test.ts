@@ -192,6 +192,46 @@ describe('monitor: one destination', () => {
   });
 });
 
+describe("monitor: a destination's WIS2 topic", () => {
+  it('is set, changed and removed on its page, checked when written; a refusal is shown', async () => {
+    const from = '/console/monitor/destinations/HEALTHY';
+    const action = `${from}/wis2/topic`;
+    const optionsOf = async () =>
+      (await h.db.select().from(destinations).where(eq(destinations.name, 'HEALTHY')))[0]!.data;
+    expect(text((await admin.get(from)).text)).toContain(
+      'WIS2 notifications No topic: the destination publishes nothing.',
+    );
+    for (const topic of [
+      'origin/a/wis2/xx-ecpds/data/recommended/weather/a',
+      'origin/a/wis2/xx-ecpds/data/recommended/ocean/b',
+    ]) {
+      const r = await admin.submit(from, action, { topic: ` ${topic} ` });
+      expect([r.status, r.location]).toEqual([303, `${from}#wis2`]);
+      expect(await optionsOf()).toBe(`wis2.topic = "${topic}"`);
+      expect((await admin.get(from)).text).toMatch(new RegExp(`id="wis2-topic"[^>]*value="${topic}"`));
+      expect((await auditOf('set destination option', 'HEALTHY'))[0]).toMatchObject({
+        actor: 'admin',
+        detail: `wis2.topic=${topic}`,
+      });
+    }
+    for (const [topic, shown] of [
+      [
+        'origin/a/wis2/xx-ecpds/data/core/weather/a',
+        /announces core data.*destination HEALTHY has no active open-access/,
+      ],
+      ['origin/a/wis2/xx-ecpds/data/recommended/weather/+', /Invalid value for wis2.topic/],
+    ] as const) {
+      const refused = await admin.submit(from, action, { topic });
+      expect(refused.location).toMatch(/^\/console\/monitor\/destinations\/HEALTHY\?error=.*#wis2$/);
+      expect(text((await admin.get(refused.location!.replace(/#.*/, ''))).text)).toMatch(shown);
+    }
+    expect(await optionsOf()).toBe('wis2.topic = "origin/a/wis2/xx-ecpds/data/recommended/ocean/b"');
+    expect((await admin.submit(from, action, { topic: '' })).location).toBe(`${from}#wis2`);
+    expect(await optionsOf()).toBe('');
+    expect((await auditOf('remove destination option', 'HEALTHY'))[0]).toMatchObject({ actor: 'admin' });
+  });
+});
+
 describe('monitor: products', () => {
   it('shows the summary as a grid coloured by status level, with a legend and links to each history', async () => {
     const page = await admin.get('/console/monitor/products');

@@ -91,6 +91,54 @@ describe('ecpds-edge destination', () => {
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toContain('start|hold|stop');
   });
+
+  it(
+    'option sets, shows, lists and removes an option, refusing a core WIS2 topic without an open-access user',
+    async () => {
+      const topic = 'origin/a/wis2/xx-ecpds/data/recommended/weather/fmi';
+      const set = await cli('destination', 'option', 'FMI_HELSINKI', 'wis2.topic', topic);
+      expect([set.status, set.stdout]).toEqual([
+        0,
+        `Option wis2.topic of destination 'FMI_HELSINKI' set to '${topic}'.\n`,
+      ]);
+      expect((await cli('destination', 'option', 'FMI_HELSINKI', 'wis2.topic')).stdout).toBe(`${topic}\n`);
+      expect(JSON.parse((await cli('destination', 'option', 'FMI_HELSINKI')).stdout)).toMatchObject({
+        'wis2.topic': topic,
+      });
+      const core = await cli(
+        'destination',
+        'option',
+        'FMI_HELSINKI',
+        'wis2.topic',
+        topic.replace('recommended', 'core'),
+      );
+      expect(core.status).toBe(1);
+      expect(core.stderr).toMatch(
+        /announces core data.*destination FMI_HELSINKI has no active open-access incoming user/,
+      );
+      const removed = await cli('destination', 'option', 'FMI_HELSINKI', 'wis2.topic', '--unset');
+      expect(removed.stdout).toBe("Option wis2.topic of destination 'FMI_HELSINKI' removed.\n");
+      const unset = await cli('destination', 'option', 'FMI_HELSINKI', 'wis2.topic');
+      expect([unset.status, unset.stderr]).toEqual([
+        1,
+        "ecpds-edge: wis2.topic is not set for destination 'FMI_HELSINKI'\n",
+      ]);
+    },
+    LONG,
+  );
+
+  it('checks an option name and a WIS2 value before it opens the database', async () => {
+    const cases: Array<[string[], string]> = [
+      [['option'], 'usage: ecpds-edge destination option <name>'],
+      [['option', 'FMI_HELSINKI', 'nodot', 'x'], 'Malformed name: nodot'],
+      [['option', 'FMI_HELSINKI', 'wis2.topik', 'a/b'], 'Unknown WIS2 option wis2.topik'],
+      [['option', 'FMI_HELSINKI', 'wis2.topic', 'origin/a/wis2/#'], 'Invalid value for wis2.topic'],
+    ];
+    for (const [args, message] of cases) {
+      const r = await runMain(['destination', ...args], { env: { ECPDS_DATA_DIR: '/nonexistent/never-opened' } });
+      expect([r.status, r.stderr]).toEqual([1, expect.stringContaining(message)]);
+    }
+  });
 });
 
 describe('ecpds-edge transfer', () => {

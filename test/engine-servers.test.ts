@@ -175,7 +175,8 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
 
   it('a host option set with POST /v1/host/option applies from the next attempt on', async () => {
     const dir = sshd!.scratch('option-');
-    await restoreDestination(h, admin, 'SFTP_OPTION', [sftpHost(dir, { retryCount: 5, retryFrequency: 50 })]);
+    // Retries a second apart: five failures in a row would put the destination on HOLD before the option is back.
+    await restoreDestination(h, admin, 'SFTP_OPTION', [sftpHost(dir, { retryCount: 5, retryFrequency: 1000 })]);
     const [association] = (await h.call('GET', '/v1/destination/backup/SFTP_OPTION', { auth: admin })).json.backup
       .destinations[0].associations;
     const hostid = association.host.hostid;

@@ -289,6 +289,7 @@ const served = {
   destinationGet: destinations.get,
   destinationTypeList: destinations.types,
   destinationCountryList: destinations.countries,
+  destinationOption: destinations.setOption,
   metadataFields: metadata.fields,
   metadataGet: metadata.get,
   metadataPut: metadata.put,
@@ -403,6 +404,9 @@ describe('the documented answers are the real ones', () => {
       'Number of Destination(s) created: 0',
     );
     await call('hostOption', 'POST', '/v1/host/option?hostid=1&name=sftp.port', { form: { value: '2222' } });
+    await call('destinationOption', 'POST', '/v1/destination/option?destination=MO_EXETER&name=scheduler.lifetime', {
+      form: { value: '3d' },
+    });
     expect((await call('monitoringSummary', 'GET', '/v1/monitoring/summary')).stepStatusList).toHaveLength(1);
     await call('monitoringSummaryProduct', 'GET', '/v1/monitoring/summary/Smoke');
     await call('monitoringSummaryCycle', 'GET', '/v1/monitoring/summary/Smoke/00');
@@ -423,6 +427,7 @@ describe('the documented answers are the real ones', () => {
     // Each operation with a body, called without one, every other field in the path or the query.
     const withoutBody: Partial<Record<OperationId, string>> = {
       hostOption: '/v1/host/option?hostid=1&name=sftp.port&value=2200',
+      destinationOption: '/v1/destination/option?destination=MO_EXETER&name=scheduler.delay&value=1h',
       incomingCategoryAdd: '/v1/incoming/category/add?id=jdoe',
       metadataPut: '/v1/destination/MO_EXETER/metadata',
       backupPut: '/v1/destination/backup',

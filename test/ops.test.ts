@@ -52,6 +52,14 @@ describe('/healthz, and /metrics made public', () => {
     expect(r.json).toEqual({ status: 'error', message: 'Service unavailable: database unreachable' });
     expect(h.logLines.some((l) => l.includes('health check failed'))).toBe(true);
   });
+
+  it('still answers /metrics once the database is gone, with ecpds_database_up 0 and no figure of it', async () => {
+    const r = await h.call('GET', '/metrics');
+    expect(r.status).toBe(200);
+    expect(sample(r.text, 'ecpds_database_up')).toBe(0);
+    expect(sample(r.text, 'ecpds_wis2_outbox_pending')).toBeUndefined();
+    expect(sample(r.text, 'ecpds_http_requests_total', { service: 'healthz', status: '503' })).toBe(1);
+  });
 });
 
 describe('/metrics', () => {

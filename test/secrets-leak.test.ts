@@ -272,6 +272,9 @@ describe('a pass over every endpoint with known secrets', () => {
     const hostid = (await call('backupGet', 'admin', '/v1/destination/backup/LEAK_B')).json.backup.destinations[0]
       .associations[0].host.hostid;
     await both('hostOption', '/v1/host/option', { form: { hostid: String(hostid), name: 'sftp.port', value: '2222' } });
+    await both('destinationOption', '/v1/destination/option', {
+      form: { destination: 'LEAK_B', name: 'scheduler.lifetime', value: '3d' },
+    });
     const phrase = { hostid: String(hostid), name: 'sftp.passPhrase', value: SECRET.passPhraseByPlain };
     expect((await call('hostOption', 'plain', '/v1/host/option', { form: phrase })).status).toBe(200);
     await both('backupList', '/v1/destination/backup');

@@ -13,9 +13,9 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('catalogue', () => {
-  it('holds the 31 operations of the API and every permission name', () => {
-    expect(Object.keys(catalogue)).toHaveLength(31);
-    expect(SERVICE_NAMES).toHaveLength(25);
+  it('holds the 31 operations of the API, the destination option added, and every permission name', () => {
+    expect(Object.keys(catalogue)).toHaveLength(32);
+    expect(SERVICE_NAMES).toHaveLength(26);
     expect(SERVICE_NAMES.at(-1)).toBe('showSensitiveInfo');
   });
 });

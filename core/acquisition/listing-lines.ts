@@ -1,3 +1,4 @@
+import { invalid } from '../common/errors.ts';
 import { formatDate, InvalidDatePattern, parseDateDelta } from './dates.ts';
 
 /** One line of an Acquisition host's Directory field: a remote directory to list, and what to take from it. */
@@ -13,6 +14,17 @@ export interface ListingLine {
 }
 
 export class InvalidListingLine extends Error {}
+
+/** An option's flag as the reference reads it: yes, true, on or 1, in any case. */
+export const yes = (value: string | undefined) => value !== undefined && /^(yes|true|on|1)$/i.test(value);
+
+/** `acquisition.priority`: none when unset; one that is no whole number refuses the file it was to register. */
+export function priorityOf(text: string | undefined) {
+  if (text === undefined || text.trim() === '') return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value)) throw invalid(`acquisition.priority ${text}: a whole number expected`);
+  return value;
+}
 
 /** The values of the `$host[…]`, `$transferMethod[…]` and `$ectransModule[…]` tokens (never a password). */
 export type HostTokens = Record<string, string>;

@@ -1,4 +1,4 @@
-import { type HostTokens, type ListingLine, lineOption, replaceTokens } from './listing-lines.ts';
+import { type HostTokens, type ListingLine, lineOption, replaceTokens, yes } from './listing-lines.ts';
 import type { ListedEntry } from './selection.ts';
 
 /** What an acquired file is registered as: its target, its unique name, and the path it is read from. */
@@ -9,8 +9,6 @@ export interface AcquiredName {
   /** With the destination and the target, the key a file already acquired is recognised by. */
   uniqueName: string;
 }
-
-const yes = (value: string | undefined) => value !== undefined && /^(yes|true|on|1)$/i.test(value);
 
 /**
  * The reference's naming: `acquisition.target` (default `$target`, the entry's name) with `$target`,

@@ -1,3 +1,5 @@
+import { yes } from './listing-lines.ts';
+
 /**
  * `acquisition.requeueon`: when a file listed again is acquired again. The reference evaluates it as
  * JavaScript; here it is read as the expressions it is written with, and nothing else runs: `$time1`,
@@ -22,8 +24,6 @@ export function requeueRuleOf(option: (name: string) => string | undefined) {
   if (!yes(option('requeueonupdate'))) return null;
   return parseRequeueRule(yes(option('requeueonsamesize')) ? '$time2 > $time1' : '$time2 > $time1 && $size2 != $size1');
 }
-
-const yes = (value: string | undefined) => value !== undefined && /^(yes|true|on|1)$/i.test(value);
 
 export function parseRequeueRule(text: string): (values: RequeueValues) => boolean {
   const tokens = tokenize(text);

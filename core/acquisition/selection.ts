@@ -1,5 +1,5 @@
 import { type Comparison, holds, InvalidFilter, parseAgeFilter, parseSizeFilter } from './filters.ts';
-import { type ListingLine, lineOption } from './listing-lines.ts';
+import { type ListingLine, lineOption, yes } from './listing-lines.ts';
 
 /** An entry of a remote listing, as a transfer method reports it. */
 export interface ListedEntry {
@@ -16,19 +16,34 @@ export type EntryOutcome = { selected: true } | { selected: false; reason: strin
 /** The rules a line's entries are judged by: its name pattern and the `acquisition.*` filters. */
 export interface EntryRules {
   namePattern: RegExp | null;
+  /** `wildcardFilter` (`*.grib`, `obs_??.bufr`): the whole name must match. */
+  wildcard: { text: string; pattern: RegExp } | null;
+  /** `regexPattern`: a match anywhere in the name (`$date` and `$namePattern`, the line's `{regex}`, replaced). */
+  regexPattern: RegExp | null;
   useSymlink: boolean;
   onlyValidTime: boolean;
   size: Comparison | null;
   age: Comparison | null;
 }
 
-/** The line's rules from its options over the host's; a filter that cannot be read is refused, not ignored. */
-export function rulesOf(line: ListingLine, host: Map<string, string>): EntryRules {
+/**
+ * The line's rules from its options over the host's; a filter that cannot be read is refused, not ignored.
+ * `tokens` replaces a pattern's date tokens as the line's directory had them replaced.
+ */
+export function rulesOf(
+  line: ListingLine,
+  host: Map<string, string>,
+  tokens: (text: string) => string = (text) => text,
+): EntryRules {
   const option = (name: string) => lineOption(line, host, name);
   const size = option('filesize');
   const age = option('fileage');
+  const wildcard = option('wildcardFilter');
+  const regex = option('regexPattern');
   return {
     namePattern: line.namePattern,
+    wildcard: wildcard ? { text: wildcard, pattern: globPattern(wildcard) } : null,
+    regexPattern: regex ? searchPattern(regex, line, tokens) : null,
     useSymlink: flag('useSymlink', option('useSymlink')),
     onlyValidTime: flag('onlyValidTime', option('onlyValidTime')),
     size: size ? parseSizeFilter(size) : null,
@@ -36,9 +51,27 @@ export function rulesOf(line: ListingLine, host: Map<string, string>): EntryRule
   };
 }
 
+/** A wildcard as the shells read one: `*` any run of characters but `/`, `?` one of them. */
+function globPattern(glob: string) {
+  const body = [...glob]
+    .map((ch) => (ch === '*' ? '[^/]*' : ch === '?' ? '[^/]' : ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${body}$`);
+}
+
+function searchPattern(text: string, line: ListingLine, tokens: (text: string) => string) {
+  const inner = line.namePattern ? line.namePattern.source.slice(4, -2) : '.*';
+  const source = tokens(text).replaceAll('$namePattern', inner);
+  try {
+    return new RegExp(source);
+  } catch (error) {
+    throw new InvalidFilter(`regexPattern ${text}: ${(error as Error).message}`);
+  }
+}
+
 function flag(name: string, value: string | undefined) {
   if (value === undefined) return false;
-  if (/^(yes|true|on|1)$/i.test(value)) return true;
+  if (yes(value)) return true;
   if (/^(no|false|off|0)$/i.test(value)) return false;
   throw new InvalidFilter(`${name} ${value}: expected yes or no`);
 }
@@ -54,6 +87,12 @@ export function judge(entry: ListedEntry, rules: EntryRules, now: Date): EntryOu
   if (entry.time === null && rules.onlyValidTime) return no('no valid time (onlyValidTime is on)');
   if (rules.namePattern && !rules.namePattern.test(entry.name)) {
     return no(`name not matching {${rules.namePattern.source.slice(4, -2)}}`);
+  }
+  if (rules.wildcard && !rules.wildcard.pattern.test(entry.name)) {
+    return no(`name not matching wildcardFilter ${rules.wildcard.text}`);
+  }
+  if (rules.regexPattern && !rules.regexPattern.test(entry.name)) {
+    return no(`name not matching regexPattern ${rules.regexPattern.source}`);
   }
   if (rules.size && entry.type !== 'symlink') {
     if (entry.size === null) return no(`size unknown (filesize ${rules.size.text})`);

@@ -1,9 +1,8 @@
 import { badRequest, invalid, notFound } from '../common/errors.ts';
 import type { Args, Handlers } from '../common/operation.ts';
-import { requeueOnProblem } from '../data-files/requeue-on.ts';
-import { checkDestinationOptions } from '../data-files/scheduler-options.ts';
 import { checkedFilter } from '../destinations/handlers.ts';
 import { DESTINATION_KEYS, type Destination, HOST_KEYS, type Host } from '../destinations/model.ts';
+import { checkOptionsOf } from '../destinations/options.ts';
 import { revealSecretOptions, sealGivenOptions, withoutSecretOptions } from '../hosts/secret-options.ts';
 import { seedDefaultsFor } from '../metadata/seeding.ts';
 import type { Ctx, Repositories } from '../ports.ts';
@@ -126,7 +125,8 @@ export async function restore(ctx: Ctx, repos: Repositories, backup: Backup, cop
     if (await repos.destinations.exists(d.name)) continue;
     if (!(await repos.countries.exists(d.countryIso))) throw notFound(`Country ${d.countryIso} not found`);
     if (!(await repos.destinations.typeExists(d.type))) throw notFound(`Type ${d.type} not found`);
-    checkDestinationOptions(d.data ?? '', requeueOnProblem);
+    // A core data topic needs an open-access way, which a destination just created can't have yet.
+    await checkOptionsOf(repos, d.name, d.data ?? '', true);
     await ensureOwner(d.ecuserName);
     await repos.destinations.insert({ ...withoutUndefined(d), data: d.data ?? '' });
     await seedDefaultsFor(repos, [d.name]);

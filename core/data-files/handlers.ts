@@ -4,6 +4,7 @@ import type { Args, Handlers } from '../common/operation.ts';
 import { requireDestination } from '../destinations/lookups.ts';
 import type { Ctx, Ports } from '../ports.ts';
 import type { RetrievalSource } from '../retrieval/ports.ts';
+import type { ReceivedMessage } from '../wis2/ports.ts';
 import type { dataFileOperations } from './operations.ts';
 import type { NewTransfer, RegisteredFile } from './ports.ts';
 import { planPut } from './put-plan.ts';
@@ -58,6 +59,20 @@ export async function put({ ctx, input }: Args<'datafilePut'>) {
 export type PutInput = Args<'datafilePut'>['input'];
 
 /**
+ * A file an Acquisition host listed: registered with its listed size, and retrieved from that host. A
+ * destination that `sendsNowhere` (no Dissemination host) keeps it for its aliases and its portal users:
+ * its own transfer is DONE once the file is retrieved, rather than failing the destination for want of a host.
+ */
+export interface AcquiredFile {
+  hostId: number;
+  size: number;
+  time: Date | null;
+  sendsNowhere: boolean;
+  /** The WIS2 message that announced it (a subscription's): a destination in Global Cache mode republishes it. */
+  notice?: ReceivedMessage;
+}
+
+/**
  * Registers a data file and its transfer as datafile/put does, for whoever registers it: the API's
  * caller, or the data portal's uploads (registeredBy `portal:<user>`, their own history comment).
  * `replaced` says a forced put gave an existing live transfer the new file.
@@ -65,24 +80,28 @@ export type PutInput = Args<'datafilePut'>['input'];
 export async function registerDataFile(
   ctx: Ctx,
   input: PutInput,
-  options: { comment?: string } = {},
+  options: { comment?: string; registeredBy?: string; acquired?: AcquiredFile } = {},
 ): Promise<{ id: number; replaced: boolean }> {
+  const { acquired } = options;
+  if (acquired && ctx.ports.store === null) throw invalid('Acquired files are retrieved into the store: none is set');
   // Probing a remote source (an http(s) host, an R2 bucket) sends it a request.
-  const remote = isWorkerSource(input.source);
+  const remote = !acquired && isWorkerSource(input.source);
   if (remote) await requireDestination(ctx, input.destination);
   let transfer: NewTransfer;
   let file: RegisteredFile;
   try {
     transfer = newTransfer(ctx.ports.clock(), input);
-    // Probed before anything is stored: a source that is not allowed or not there leaves no trace.
-    const { size } = await measureSource(ctx, input);
-    const registeredBy = ctx.caller?.username ?? 'unknown';
+    // Probed before anything is stored: a source that is not allowed or not there leaves no trace. A
+    // listed file's size is its listing's, its source a path on its Acquisition host.
+    const { size } = acquired ? acquired : await measureSource(ctx, input);
+    const registeredBy = options.registeredBy ?? ctx.caller?.username ?? 'unknown';
     file = {
       source: input.source,
       size,
       registeredBy,
       comment: options.comment ?? `Registered by ${registeredBy}`,
       retrieve: ctx.ports.store !== null,
+      acquiredFrom: acquired ? { hostId: acquired.hostId, time: acquired.time, notice: acquired.notice } : undefined,
     };
   } catch (e) {
     if (!remote) await requireDestination(ctx, input.destination);
@@ -91,7 +110,9 @@ export async function registerDataFile(
 
   const reach = await ctx.ports.repos.dataFiles.putReach(input.destination);
   if (!reach) throw notFound(`Destination ${input.destination} not found`);
-  const planned = planPut(transfer, reach, file.size, ctx.ports.clock());
+  const planned = planPut(transfer, reach, file.size, ctx.ports.clock()).map((t) =>
+    acquired?.sendsNowhere && t.destination === input.destination ? { ...t, status: 'DONE' as const } : t,
+  );
   const holds = duplicateHolds(reach);
   // `scheduler.force = "yes"`: a duplicate put to the destination requeues, as with force=true.
   if (forcesDuplicates(reach.get(input.destination)!.data)) input = { ...input, force: true };

@@ -1,4 +1,5 @@
 import type { RetrievalClaim } from '../retrieval/ports.ts';
+import type { ReceivedMessage } from '../wis2/ports.ts';
 import type { PlannedTransfer, PutDestination } from './put-plan.ts';
 import type { RequeueFile } from './requeue-on.ts';
 
@@ -11,7 +12,8 @@ export interface NewTransfer {
   target: string;
   uniqueName: string;
   priority: number;
-  status: 'WAIT' | 'HOLD';
+  /** DONE only for an acquiring destination that sends nowhere: its transfer ends once its file is retrieved. */
+  status: 'WAIT' | 'HOLD' | 'DONE';
   standby: boolean;
   scheduledAt: Date;
   /** When it may first be sent: its scheduled time, or the put's time with asap. */
@@ -28,6 +30,16 @@ export interface RegisteredFile {
   comment: string;
   /** Its transfers wait in SCHE until it is retrieved into the store, then take their planned status. */
   retrieve: boolean;
+  /** The Acquisition host it was listed on, where its source is read; none for a put. */
+  acquiredFrom?: AcquiredFrom;
+}
+
+/** Where an acquired file was listed, and its modification time there (null when the listing gave none). */
+export interface AcquiredFrom {
+  hostId: number;
+  time: Date | null;
+  /** The WIS2 message that announced it, when a subscription received it. */
+  notice?: ReceivedMessage;
 }
 
 /** The retriever of this process a put claims its file for (see LocalRetrievers). */
@@ -94,10 +106,14 @@ export interface DataFileRepo {
     target: string,
     uniqueName: string,
   ): Promise<{ transferId: number; dataFileId: number } | null>;
-  /** Gives the live transfer the new source and schedule (a forced put), with `comment` in its history. */
+  /**
+   * Gives the live transfer the new source and schedule (a forced put), with `comment` in its history;
+   * `registeredBy`, when given, becomes its data file's (who put the bytes now under it).
+   */
   requeue(
     transferId: number,
-    file: { source: string; size: number; comment: string; retrieve: boolean },
+    file: Pick<RegisteredFile, 'source' | 'size' | 'comment' | 'retrieve' | 'acquiredFrom'> &
+      Partial<Pick<RegisteredFile, 'registeredBy'>>,
     transfer: NewTransfer,
   ): Promise<void>;
   find(id: number): Promise<{ id: number; size: number; deletedAt: Date | null } | null>;

@@ -5,6 +5,7 @@ import type { Ctx } from '../ports.ts';
 import { requireCountry } from './lookups.ts';
 import { type DestinationFilter, destinationView } from './model.ts';
 import type { destinationOperations } from './operations.ts';
+import { setDestinationOption } from './options.ts';
 
 /** Checks each filter names something that exists, as the reference server does. */
 export async function checkedFilter(
@@ -53,9 +54,17 @@ export async function countries({ ctx }: Args<'destinationCountryList'>) {
   return { countryList: await ctx.ports.repos.destinations.countriesInUse() };
 }
 
+/** Sets one of the destination's options; the audit trail names the API client. */
+export async function setOption({ ctx, input }: Args<'destinationOption'>) {
+  const actor = `api:${ctx.caller?.username ?? 'unknown'}`;
+  await setDestinationOption(ctx.ports, actor, input.destination, input.name, input.value);
+  return {};
+}
+
 export const destinationHandlers = {
   destinationList: list,
   destinationGet: get,
   destinationTypeList: types,
   destinationCountryList: countries,
+  destinationOption: setOption,
 } satisfies Handlers<typeof destinationOperations>;

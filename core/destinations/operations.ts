@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { op } from '../common/operation.ts';
+import { noAnswer, op } from '../common/operation.ts';
 import { ISO_CODE, param } from '../common/params.ts';
 import { destinationRecord } from './model.ts';
 
@@ -44,5 +44,15 @@ export const destinationOperations = {
     summary: 'Countries with destinations',
     input: z.object({}),
     answer: z.strictObject({ countryList: z.array(z.strictObject({ iso: z.string(), name: z.string() })) }),
+  }),
+  destinationOption: op({
+    method: 'POST',
+    path: '/v1/destination/option',
+    service: 'updateDestinationOption',
+    body: 'form',
+    formFields: ['value'],
+    summary: 'Set one destination option (as POST /v1/host/option sets a host option)',
+    input: z.object({ destination: param.text(), name: param.text(), value: param.text() }),
+    answer: noAnswer,
   }),
 };

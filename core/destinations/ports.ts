@@ -29,6 +29,8 @@ export interface DestinationRepo {
   countriesInUse(): Promise<Array<{ iso: string; name: string }>>;
   /** Stores the status an operator set (WAIT when started, HOLD, STOP); says whether the destination exists. */
   setStatus(name: string, statusCode: string): Promise<boolean>;
+  /** Replaces its options text (`data`); says whether the destination exists. */
+  setData(name: string, data: string): Promise<boolean>;
   /** Inserts unless the name exists; says whether it inserted. */
   insert(destination: DestinationInput): Promise<boolean>;
   aliasesFrom(names: string[]): Promise<Array<{ aliasFrom: string; aliasTo: string }>>;

@@ -112,7 +112,19 @@ export interface TransferMethod {
    * `directory` is absolute, or relative to the login's home. Methods that cannot list have none.
    */
   list?(host: HostConnection, directory: string, signal: AbortSignal): Promise<ListedEntry[]>;
+  /**
+   * A host check (core/host-checks): connects and logs in on a session of its own (an idle one kept
+   * for sends would prove nothing), and with `file` writes its bytes under the host's directory then
+   * removes it; answers what it did, in words. Methods without one are checked by a send or a listing.
+   */
+  check?(host: HostConnection, file: CheckFile | null, signal: AbortSignal): Promise<string>;
   close(): Promise<void>;
+}
+
+/** What a host check writes, under the host's directory, and removes again. */
+export interface CheckFile {
+  name: string;
+  bytes: Uint8Array;
 }
 
 /** A file a method reads from a host. */

@@ -217,9 +217,35 @@ export interface StoredFailover {
   pauseReason: 'retry' | 'sleep' | null;
 }
 
+/** One destination's figures for the alerts of /metrics. */
+export interface DestinationFigures {
+  destination: string;
+  /** The status the endpoints show (HOLD, STOP, INIT, or the scheduler's while started). */
+  status: string;
+  /** Transfers waiting to be sent (WAIT, RETR, INTR): what its maxPending counts. */
+  waiting: number;
+  /** The earliest scheduled time of a waiting transfer whose time has come; null when none has. */
+  oldestWaitingSince: Date | null;
+  /** Transfers with a failed attempt (an error in their history) in the hour before `now`. */
+  failedLastHour: number;
+  /** Its maxPending as puts apply it (unset: the default); null when it has none (0 or less). */
+  maxPending: number | null;
+}
+
+/** What the alerts read at each scrape, in one statement (see db/repositories/ops-figures.ts). */
+export interface OpsFigures {
+  destinations: DestinationFigures[];
+  /** The WIS2 outbox's rows not yet done, and the earliest time one of them became due. */
+  wis2Outbox: { pending: number; oldestDueAt: Date | null };
+  /** Each mover's latest lease (its running attempts', its published sessions'), renewed by its heartbeat. */
+  movers: Array<{ mover: string; leaseUntil: Date }>;
+}
+
 export interface DisseminationRepo {
   /** Live transfers (WAIT, RETR, INTR, EXEC, HOLD) counted per destination and status. */
   queueDepth(): Promise<Array<{ destination: string; status: string; count: number }>>;
+  /** The figures /metrics gives for the alerts, read at `now`. */
+  opsFigures(now: Date): Promise<OpsFigures>;
   /**
    * Active destinations whose stored status is WAIT or EXEC, not paused, below their own
    * maxConnections, with a transfer due now; those waiting longest first.

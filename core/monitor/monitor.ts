@@ -56,16 +56,18 @@ export async function destinationDetail(ports: Ports, name: string, page: Omit<T
   if (!destination) throw notFound(`Destination ${name} not found`);
   const now = ports.clock();
   const since = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - 23 * HOUR_MS);
-  const [hosts, rows, sent] = await Promise.all([
+  const [hosts, rows, sent, acquisition] = await Promise.all([
     ports.repos.monitor.hostsOf(name),
     ports.repos.monitor.transfers(name, { ...page, limit: TRANSFERS_PER_PAGE + 1 }),
     ports.repos.monitor.sentPerHour(name, since),
+    ports.repos.acquisition.runsOf(name),
   ]);
   const more = rows.length > TRANSFERS_PER_PAGE;
   const transfers = rows.slice(0, TRANSFERS_PER_PAGE);
   return {
     destination,
     hosts,
+    acquisition,
     transfers,
     next: more ? transfers.at(-1)!.id : null,
     hours: hourly(sent, since),

@@ -15,6 +15,8 @@ export interface ServedFile {
   /** The SHA-512 of its bytes (base64) when known: its `Repr-Digest`. */
   sha512: string | null;
   lastModified: Date;
+  /** The entity tag of a file whose MD5 is not known, where one is always due (S3's objects); none when left out. */
+  tag?: string | null;
 }
 
 const MD5 = /^[0-9a-f]{32}$/i;
@@ -34,9 +36,9 @@ export function servedFile(file: Pick<PortalFile, 'size' | 'checksum' | 'stored'
   };
 }
 
-/** A file's entity tag as HTTP and S3 send it (S3's of a single-part object): its MD5 quoted; null without one. */
-export const entityTagOf = (file: Pick<ServedFile, 'md5'>) =>
-  file.md5 === null ? null : `"${file.md5.toLowerCase()}"`;
+/** A file's entity tag as HTTP and S3 send it (S3's of a single-part object): its MD5 quoted, else its `tag`. */
+export const entityTagOf = (file: Pick<ServedFile, 'md5' | 'tag'>) =>
+  file.md5 === null ? (file.tag ?? null) : `"${file.md5.toLowerCase()}"`;
 
 /** The request's headers that decide the answer, by lower-case name. */
 export interface DownloadRequest {

@@ -54,8 +54,20 @@ export interface PortalFile {
   destinationType: string | null;
 }
 
-/** One entry of a directory: a file, or a directory made by the `/` of the targets below it. */
-export type PortalEntry = { type: 'file'; name: string; file: PortalFile } | { type: 'directory'; name: string };
+/**
+ * One entry of a directory: a file, or a directory made by the `/` of the targets below it, with its
+ * time (its newest file's, see folderTimes) when the listing asked for times; absent otherwise.
+ */
+export type PortalEntry =
+  | { type: 'file'; name: string; file: PortalFile }
+  | { type: 'directory'; name: string; modifiedAt?: Date | null };
+
+/**
+ * Who reads the tree, for its held files: the `registeredBy` of the user's own uploads
+ * (`portal:<user>`, core/portal/uploads.ts), whose held ones (HOLD: standby or temporary) it sees;
+ * null, or left out: no held file shows. Every other file shows to everyone who may list it.
+ */
+export type TreeViewer = string | null;
 
 export interface Traffic {
   downloadBytes: number;
@@ -148,14 +160,38 @@ export interface PortalRepo {
 
   /**
    * A page of a destination's directory (`prefix` is '' or ends with '/'), in byte order of the
-   * entries' names, after the name `after`: the files available at `now` (see the tree's rules).
+   * entries' names, after the name `after`: the files available at `now` (see the tree's rules),
+   * with the directories' times when `times` asks for them.
    */
   list(
     destination: string,
     prefix: string,
     now: Date,
-    page: { after: string | null; limit: number },
+    page: { after: string | null; limit: number; times?: boolean },
+    viewer?: TreeViewer,
   ): Promise<PortalEntry[]>;
+  /**
+   * The times of directories (a destination's own is path ''): each one's newest file at any depth
+   * below it, as `viewer` sees them; a destination's own with none, the destination's creation;
+   * another with none, null. In the order given.
+   */
+  folderTimes(
+    folders: ReadonlyArray<{ destination: string; path: string }>,
+    now: Date,
+    viewer?: TreeViewer,
+  ): Promise<Array<Date | null>>;
+  /**
+   * How many files of each directory (a destination's own is path '') `viewer` is shown, at any
+   * depth below it, one per path as the listing shows them: counted up to `cap + 1` at most, a count
+   * above `cap` meaning more than `cap`, so that a large directory costs no more than a small one.
+   * In the order given.
+   */
+  folderCounts(
+    folders: ReadonlyArray<{ destination: string; path: string }>,
+    now: Date,
+    viewer: TreeViewer,
+    cap: number,
+  ): Promise<number[]>;
   /**
    * A page of a destination's available files whose paths start with `prefix` (any string), all
    * levels at once, in byte order of their paths, after the path `after`.
@@ -165,15 +201,23 @@ export interface PortalRepo {
     prefix: string,
     now: Date,
     page: { after: string | null; limit: number },
+    viewer?: TreeViewer,
   ): Promise<PortalFile[]>;
   /** The available file at this path, or null. */
-  file(destination: string, path: string, now: Date): Promise<PortalFile | null>;
+  file(destination: string, path: string, now: Date, viewer?: TreeViewer): Promise<PortalFile | null>;
   /**
    * One stored version of the file at this path (a WIS2 link's): the stored object `objectKey` of a
    * data file with a transfer at this path that is not expired, its file not deleted; its size and
-   * sums are the object's. Null once the object was removed, or for a key of another file.
+   * sums are the object's. Null once the object was removed, or for a key of another file, or for
+   * the current bytes of a held transfer not `viewer`'s.
    */
-  version(destination: string, path: string, objectKey: string, now: Date): Promise<PortalFile | null>;
+  version(
+    destination: string,
+    path: string,
+    objectKey: string,
+    now: Date,
+    viewer?: TreeViewer,
+  ): Promise<PortalFile | null>;
   /**
    * Records the MD5 of a data file's bytes, measured as they were uploaded (its ETag over S3), unless
    * one is known already.
@@ -181,6 +225,8 @@ export interface PortalRepo {
   recordChecksum(dataFileId: number, md5: string): Promise<void>;
   /** A data file's live transfer to this destination, available or not (an upload's INH line). */
   registered(destination: string, dataFileId: number): Promise<PortalFile | null>;
+  /** When each of these destinations was created (an S3 bucket's CreationDate), by name; unknown names left out. */
+  destinationsCreated(names: readonly string[]): Promise<Map<string, Date>>;
 
   /** The user's authorized keys for SFTP, oldest first. */
   authorizedKeys(userId: string): Promise<AuthorizedKey[]>;

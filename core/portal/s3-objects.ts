@@ -1,5 +1,5 @@
 import type { Ports } from '../ports.ts';
-import type { PortalFile } from './ports.ts';
+import type { PortalFile, TreeViewer } from './ports.ts';
 import { byteOrder, isSafeSegment } from './tree.ts';
 
 /**
@@ -28,6 +28,8 @@ export interface ListingQuery {
   maxKeys: number;
   /** Whether a key or common prefix may be shown (the listing rule); the others are left out, not counted. */
   visible: (name: string) => boolean;
+  /** Whose held uploads show (TreeViewer: the signer's own); left out, none. */
+  viewer?: TreeViewer;
 }
 
 /** A key the tree can serve: segments that stay where they are (no `..`, no empty one, ...). */
@@ -53,10 +55,13 @@ async function listDirectory(ports: Ports, destination: string, query: ListingQu
     // After every key below the prefix.
     return { files: [], commonPrefixes: [], truncated: false, last: null };
   }
-  const entries = await ports.repos.portal.list(destination, prefix, ports.clock(), {
-    after: after === '' ? null : after,
-    limit: query.maxKeys + 1,
-  });
+  const entries = await ports.repos.portal.list(
+    destination,
+    prefix,
+    ports.clock(),
+    { after: after === '' ? null : after, limit: query.maxKeys + 1 },
+    query.viewer,
+  );
   const listing: ObjectListing = { files: [], commonPrefixes: [], truncated: false, last: null };
   for (const entry of entries) {
     if (!isSafeSegment(entry.name)) continue;
@@ -93,7 +98,13 @@ async function listFlat(ports: Ports, destination: string, query: ListingQuery):
   let after = query.after !== null && rolledUp(query.after) === query.after ? `${query.after}${LAST}` : query.after;
   const batch = Math.min(query.maxKeys + 1, MAX_KEYS + 1);
   for (;;) {
-    const files = await ports.repos.portal.files(destination, prefix, ports.clock(), { after, limit: batch });
+    const files = await ports.repos.portal.files(
+      destination,
+      prefix,
+      ports.clock(),
+      { after, limit: batch },
+      query.viewer,
+    );
     let skipped = false;
     for (const file of files) {
       after = file.path;

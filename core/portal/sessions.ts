@@ -125,3 +125,10 @@ export async function logout(ports: Ports, token: string, csrf: unknown): Promis
   await ports.repos.portal.deleteSession(hash);
   return true;
 }
+
+/**
+ * Ends a session without its CSRF token: for the log-out page opened from the portal's own pages or
+ * typed in, which the browser vouches for (functions/portal/pages/logout.tsx); another site's link
+ * only gets a page asking.
+ */
+export const endSession = (ports: Ports, token: string) => ports.repos.portal.deleteSession(hashOf(token));

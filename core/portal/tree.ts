@@ -72,12 +72,23 @@ export function treeTarget(path: TreePath): TreeTarget {
 export const encodePath = (segments: readonly string[]) => segments.map(encodeSegment).join('/');
 export const encodeSegment = (segment: string) => encodeURIComponent(segment).replace(/:/g, '%3A');
 
-/** One row of a listing: size and time only for a user with the `size` and `mtime` permissions. */
+/**
+ * One row of a listing: size and time only for a user with the `size` and `mtime` permissions; a
+ * directory's time is its newest file's (core/portal/folders.ts), when the listing read it; its
+ * files counted only for the HTML page (withFolderFiles there).
+ */
 export interface ListingRow {
   name: string;
   type: 'file' | 'directory';
   size: number | null;
   lastModified: Date | null;
+  files?: FolderFiles;
+}
+
+/** A directory's files at any depth: `count` exactly, or at least `count` (the cap) and `more` beyond it. */
+export interface FolderFiles {
+  count: number;
+  more: boolean;
 }
 
 export function listingRows(entries: readonly PortalEntry[], who: Pick<PortalIdentity, 'permissions'>): ListingRow[] {
@@ -85,7 +96,7 @@ export function listingRows(entries: readonly PortalEntry[], who: Pick<PortalIde
   const mtime = who.permissions.includes('mtime');
   return entries.map((e) =>
     e.type === 'directory'
-      ? { name: e.name, type: 'directory', size: null, lastModified: null }
+      ? { name: e.name, type: 'directory', size: null, lastModified: mtime ? (e.modifiedAt ?? null) : null }
       : {
           name: e.name,
           type: 'file',

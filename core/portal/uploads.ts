@@ -5,7 +5,7 @@ import { readFlag } from '../dissemination/method-options.ts';
 import { readOptions } from '../hosts/options.ts';
 import type { Ctx, Ports } from '../ports.ts';
 import type { PortalIdentity } from './access.ts';
-import type { PortalFile } from './ports.ts';
+import type { PortalFile, TreeViewer } from './ports.ts';
 import { DEFAULT_TMP_PATTERN } from './sftp-paths.ts';
 
 /** The history comment of a file registered by an upload to the portal, as the reference writes it. */
@@ -47,12 +47,21 @@ export function isTemporaryName(data: string, path: string): boolean {
   return false;
 }
 
-/** Who registers and deletes files through the portal: the user, as `portal:<user>`. */
+/** Who registers and deletes files through the portal: the user, as `portal:<user>` (a data file's registeredBy). */
 const portalCtx = (ports: Ports, who: PortalIdentity, requestId: string): Ctx => ({
   ports,
   requestId,
-  caller: { username: `portal:${who.userId}`, showSensitiveInfo: false },
+  caller: { username: uploaderOf(who.userId), showSensitiveInfo: false },
 });
+const uploaderOf = (userId: string) => `portal:${userId}`;
+
+/**
+ * Who the tree is read for (TreeViewer): a held upload (HOLD: standby, or a temporary name until its
+ * rename) shows on every protocol only to the user who uploaded it, who has to find it to rename or
+ * check it; to others once released. An open-access visitor, who may be anyone, sees none.
+ */
+export const treeViewer = (who: Pick<PortalIdentity, 'userId' | 'mode'>): TreeViewer =>
+  who.mode === 'open-access' ? null : uploaderOf(who.userId);
 
 /**
  * Registers an uploaded file (already in place at `source`) for its destination as datafile/put

@@ -16,8 +16,9 @@ export interface RetentionRepo {
   /**
    * Deletes up to `limit` ended transfers (DONE, FAIL, STOP, no attempt still writing) last changed
    * before `before`, oldest first, with their history and the data files no one refers to any more.
+   * One still shown at `now` (before its expiry) whose file WIS2 announced stays until its expiry is told.
    */
-  purgeAged(before: Date, limit: number): Promise<PurgedBatch>;
+  purgeAged(before: Date, limit: number, now?: Date): Promise<PurgedBatch>;
   /**
    * Reads up to `limit` transfers registered before `settledBefore`, past the last one read, and
    * deletes the ended transfers of their identities (destination and target) beyond the `keep` newest.

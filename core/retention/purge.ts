@@ -40,7 +40,7 @@ export async function purgeRetired(ports: Ports, limits: RetentionLimits = DEFAU
   };
   const before = new Date(now - limits.maxTransferLifeDays * DAY_MS);
   for (let i = 0; i < maxBatches; i++) {
-    const batch = await repo.purgeAged(before, limits.batchSize);
+    const batch = await repo.purgeAged(before, limits.batchSize, new Date(now));
     add(batch);
     if (batch.transfers < limits.batchSize) break;
   }

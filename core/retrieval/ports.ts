@@ -12,6 +12,8 @@ export interface RetrievalClaim {
   destination: string;
   /** Whether that destination names a Source host, as the claim found it; looked up when unknown. */
   sourceHostNamed?: boolean;
+  /** The Acquisition host the file was listed on: its source is read there, whatever the destination names. */
+  acquiredFrom?: number | null;
 }
 
 /** What a retrieval stored: the object and the sums computed while it was written. */
@@ -64,6 +66,8 @@ export interface RetrievalRepo {
    * when the host it names does not exist.
    */
   sourceHostOf(destination: string): Promise<{ name: string; host: SourceHost | null } | null>;
+  /** A host by its id (an acquired file's Acquisition host); null when it does not exist. */
+  hostById(hostId: number): Promise<SourceHost | null>;
   /**
    * Takes up to `limit` files whose transfers wait for their bytes (SCHE, or FETC under a lapsed
    * lease), due and not expired, most urgent first; their transfers go to FETC with history.
@@ -103,9 +107,18 @@ export interface RetrievalSource {
   host: { hostId: string; login: string; address: string; protocol: string } | null;
 }
 
-/** Opens a path on a destination's Source host; null when the destination has none. */
+/** Reads the files a host acquired otherwise than by listing (a WIS2 subscription's links). */
+export interface AcquiredReader {
+  /** Whether the host's files are read here rather than with its transfer method. */
+  reads(host: SourceHost): boolean;
+  open(host: SourceHost, path: string, signal: AbortSignal): Promise<RetrievalSource>;
+}
+
+/** Opens a path on a destination's Source host, or on the host a file was acquired from. */
 export interface SourceHostOpener {
+  /** Null when the destination names no Source host. */
   open(destination: string, path: string, signal: AbortSignal): Promise<RetrievalSource | null>;
+  openOn(hostId: number, path: string, signal: AbortSignal): Promise<RetrievalSource>;
 }
 
 /** A place kept free in a retriever of this process for a put that claims its file in its own statement. */

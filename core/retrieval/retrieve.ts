@@ -108,6 +108,10 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
 }
 
 async function openSource(deps: RetrievalDeps, claim: RetrievalClaim, signal: AbortSignal): Promise<RetrievalSource> {
+  if (claim.acquiredFrom != null) {
+    if (!deps.sourceHosts) throw new Error(`Acquisition host ${claim.acquiredFrom} cannot be read by this mover`);
+    return deps.sourceHosts.openOn(claim.acquiredFrom, claim.source, signal);
+  }
   // Most destinations name none: their files are read without a lookup of their Source host.
   const onHost =
     claim.sourceHostNamed === false ? null : await deps.sourceHosts?.open(claim.destination, claim.source, signal);

@@ -68,10 +68,12 @@ export function startRetriever(given: RetrievalDeps, options: RetrieverOptions):
     if (held.length === 0) return;
     try {
       const kept = new Set(await repo.renew(options.name, options.leaseMs, held));
-      for (const r of running.values()) {
-        if (!kept.has(r.claim.dataFileId)) {
+      // Only the claims this renewal asked for: one made while it was on its way was not in it.
+      for (const claim of held) {
+        const r = running.get(claim.dataFileId);
+        if (r?.claim === claim && !kept.has(claim.dataFileId)) {
           r.controller.abort(
-            new RetrievalTakenAway(`DataFile ${r.claim.dataFileId} was taken away from ${options.name}`),
+            new RetrievalTakenAway(`DataFile ${claim.dataFileId} was taken away from ${options.name}`),
           );
         }
       }

@@ -61,6 +61,8 @@ export interface NotifiedFile {
   size: number;
   /** When the file was registered: the time the portal shows for it. */
   modifiedAt: Date;
+  /** The time of its data, when its put's metadata gives one (see dataTimeOf): the message's `datetime`. */
+  dataTime?: Date | null;
   /** Base64; null when it can't be known (a deleted file whose source is gone). */
   sha512: string | null;
 }
@@ -129,7 +131,7 @@ export function buildMessage(input: MessageInput): { json: string } | { refused:
       data_id: `${file.destination}/${file.target}`,
       ...(input.metadataId !== null && { metadata_id: input.metadataId }),
       pubtime: input.pubtime.toISOString(),
-      datetime: file.modifiedAt.toISOString(),
+      datetime: (file.dataTime ?? file.modifiedAt).toISOString(),
       ...(file.sha512 !== null && { integrity: { method: 'sha512' as const, value: file.sha512 } }),
     },
     links: [link],

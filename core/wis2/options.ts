@@ -1,4 +1,5 @@
 import { readOptions } from '../hosts/options.ts';
+import { CENTRE_ID, TOPIC_EXPECTED, topicProblem } from './topic.ts';
 
 /**
  * A destination's WIS2 options, in its `data` as its other options (`incoming.*`): `wis2.topic`
@@ -6,9 +7,10 @@ import { readOptions } from '../hosts/options.ts';
  * Polygon for every message; none: null) and `wis2.metadataId` (the WCMP2 record of its data).
  */
 export const WIS2_OPTIONS: Readonly<Record<string, string>> = {
-  'wis2.topic': 'an MQTT topic without wildcards or empty levels, e.g. origin/a/wis2/<centre-id>/data/core/weather',
+  'wis2.topic': TOPIC_EXPECTED,
   'wis2.geometry': 'a GeoJSON Point or Polygon, as JSON',
   'wis2.metadataId': 'the identifier of the dataset’s WCMP2 record, e.g. urn:wmo:md:<centre-id>:<local-id>',
+  'wis2.globalCache': 'the centre id of the Global Cache the destination is, e.g. xx-ecpds-global-cache',
 };
 
 /** A GeoJSON geometry of a WIS2 message: a point or a polygon. */
@@ -20,30 +22,19 @@ export interface Wis2Settings {
   metadataId: string | null;
 }
 
-/** MQTT caps a topic at 65,535 bytes; a WIS2 topic is a few hundred at most. */
-const MAX_TOPIC_BYTES = 1024;
-
 /** Why `value` can't be a destination's option `name`, or null when it can. */
 export function checkWis2Option(name: string, value: string): string | null {
-  const expected = WIS2_OPTIONS[name];
+  const expected = name === 'wis2.topic' ? topicProblem(value) : WIS2_OPTIONS[name];
   if (expected === undefined) return `Unknown WIS2 option ${name}; known: ${Object.keys(WIS2_OPTIONS).join(', ')}`;
   const ok =
     name === 'wis2.topic'
-      ? isTopic(value)
+      ? expected === null
       : name === 'wis2.geometry'
         ? readGeometry(value) !== null
-        : value.trim() !== '' && !/\p{Cc}/u.test(value);
+        : name === 'wis2.globalCache'
+          ? CENTRE_ID.test(value.trim())
+          : value.trim() !== '' && !/\p{Cc}/u.test(value);
   return ok ? null : `Invalid value for ${name}: '${value.slice(0, 200)}' (${expected} expected)`;
-}
-
-/** A topic a publisher may use: no `+` or `#` (they are for subscribing), no empty level, no control character. */
-function isTopic(topic: string): boolean {
-  return (
-    topic !== '' &&
-    new TextEncoder().encode(topic).length <= MAX_TOPIC_BYTES &&
-    !/[+#\p{Cc}]/u.test(topic) &&
-    topic.split('/').every((level) => level.trim() !== '' && level === level.trim())
-  );
 }
 
 function readGeometry(text: string): Wis2Geometry | null {
@@ -89,7 +80,7 @@ export function wis2Settings(data: string): Wis2Settings | null | { invalid: str
   const options = readOptions(data);
   const topic = options.get('wis2.topic')?.trim();
   if (topic === undefined || topic === '') return null;
-  for (const name of Object.keys(WIS2_OPTIONS)) {
+  for (const name of ['wis2.topic', 'wis2.geometry', 'wis2.metadataId']) {
     const value = options.get(name);
     if (value === undefined) continue;
     const reason = checkWis2Option(name, name === 'wis2.topic' ? value.trim() : value);
@@ -101,4 +92,13 @@ export function wis2Settings(data: string): Wis2Settings | null | { invalid: str
     geometry: geometry === undefined ? null : readGeometry(geometry),
     metadataId: options.get('wis2.metadataId')?.trim() ?? null,
   };
+}
+
+/**
+ * The centre id of the Global Cache a destination is (`wis2.globalCache`), or null when it is none: the WIS2
+ * messages its subscriptions receive are republished under `cache/a/wis2/…`, their data served from its copy.
+ */
+export function globalCacheOf(data: string): string | null {
+  const value = readOptions(data).get('wis2.globalCache')?.trim();
+  return value !== undefined && CENTRE_ID.test(value) ? value : null;
 }

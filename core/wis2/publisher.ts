@@ -1,8 +1,11 @@
 import { messageOf } from '../common/errors.ts';
 import type { Logger } from '../ports.ts';
+import { type CachedCopy, cacheMessage, cacheTopic } from './cache-message.ts';
+import { dataTimeOf } from './data-time.ts';
 import { buildMessage, portalFileUrl, versionUrl } from './message.ts';
-import { wis2Settings } from './options.ts';
-import type { OutboxItem, Sha512Reader, Wis2Broker, Wis2OutboxRepo } from './ports.ts';
+import { globalCacheOf, wis2Settings } from './options.ts';
+import type { OutboxItem, ReceivedMessage, Sha512Reader, Wis2Broker, Wis2OutboxRepo } from './ports.ts';
+import { isCoreTopic } from './topic.ts';
 
 export interface PublisherDeps {
   outbox: Wis2OutboxRepo;
@@ -47,7 +50,16 @@ export interface Wis2Publisher {
   stop(): Promise<void>;
 }
 
-type Prepared = { item: OutboxItem } & ({ topic: string; json: string } | { drop: string } | { postpone: string });
+type Prepared = { item: OutboxItem } & (
+  | { topic: string; json: string }
+  | { drop: string }
+  | { postpone: string }
+  | { hold: string }
+);
+
+/** Why a notice of core data waits: its link would need credentials, which WNM forbids for core data. */
+export const CORE_HOLD =
+  'held: core data without an open-access way (an active open-access incoming user associated with the destination)';
 
 /**
  * Publishes the outbox's due rows, in order, until stopped: each message with QoS 1, marked
@@ -135,6 +147,14 @@ async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promi
       const wait = Math.min(options.firstRetryMs * 2 ** p.item.attempts, options.maxRetryMs * 20);
       await deps.outbox.postpone(p.item.id, new Date(deps.clock().getTime() + wait), p.postpone);
     }
+    if ('hold' in p) {
+      // Looked at again within a minute (by default): an open-access user associated meanwhile releases it.
+      const wait = Math.min(options.firstRetryMs * 2 ** p.item.attempts, options.maxRetryMs * 4);
+      await deps.outbox.hold(p.item.id, new Date(deps.clock().getTime() + wait), p.hold);
+      if (p.item.attempts === 0) {
+        deps.logger.warn('WIS2 notification held', { destination: p.item.destination, reason: p.hold });
+      }
+    }
   }
   const sending = prepared.filter((p): p is Prepared & { topic: string; json: string } => 'json' in p);
   // Sent together: MQTT.js writes them in this order on one connection, and the broker keeps it.
@@ -158,27 +178,32 @@ async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promi
 /** What to do with a row: its message, or why it is dropped or must wait. */
 async function prepare(deps: PublisherDeps, item: OutboxItem): Promise<Prepared> {
   if (item.destinationData === null) return { item, drop: 'dropped: the destination was deleted' };
+  const cache = item.origin && globalCacheOf(item.destinationData);
+  if (item.origin && cache) return prepareCached(deps, item, item.origin, cache);
   const settings = wis2Settings(item.destinationData);
   if (settings === null) return { item, drop: 'dropped: the destination has no wis2.topic any more' };
   if ('invalid' in settings) {
     deps.logger.warn('WIS2 notification dropped', { destination: item.destination, reason: settings.invalid });
     return { item, drop: `dropped: ${settings.invalid}` };
   }
-  if (item.kind !== 'deletion' && item.file.deletedAt !== null) {
+  const { file } = item;
+  if (file === null || item.dataFileId === null) return { item, drop: 'dropped: the destination is no Global Cache' };
+  if (item.kind !== 'deletion' && file.deletedAt !== null) {
     return { item, drop: 'dropped: the file was deleted before it was notified' };
   }
+  if (item.openAccessUser === null && isCoreTopic(settings.topic)) return { item, hold: CORE_HOLD };
   const plainHref = portalFileUrl(deps.portalOrigin, item, item.openAccessUser);
   if (plainHref === null) return { item, drop: 'dropped: the path has a segment the portal does not show' };
   // A retrieved file is announced as its stored copy: the link names that version, which keeps serving
   // the bytes announced after an update. A deletion links to the path, whose file is gone.
-  const { stored } = item.file;
+  const { stored } = file;
   const version = item.kind === 'deletion' ? null : stored;
   const href = version === null ? plainHref : versionUrl(plainHref, version.key);
 
-  let sha512 = version?.sha512 ?? item.file.sha512;
+  let sha512 = version?.sha512 ?? file.sha512;
   if (sha512 === null) {
     try {
-      sha512 = await deps.sha512(item.file.source, item.file.size);
+      sha512 = await deps.sha512(file.source, file.size);
       await deps.outbox.rememberSha512(item.dataFileId, item.id, sha512);
     } catch (e) {
       // A deleted file's source may be gone: its deletion is told without the digest.
@@ -191,8 +216,9 @@ async function prepare(deps: PublisherDeps, item: OutboxItem): Promise<Prepared>
     file: {
       destination: item.destination,
       target: item.target,
-      size: version?.size ?? item.file.size,
-      modifiedAt: item.file.registeredAt,
+      size: version?.size ?? file.size,
+      modifiedAt: file.registeredAt,
+      dataTime: dataTimeOf(file.metadata),
       sha512,
     },
     href,
@@ -210,4 +236,31 @@ async function prepare(deps: PublisherDeps, item: OutboxItem): Promise<Prepared>
     return { item, drop: `dropped: ${built.refused}` };
   }
   return { item, topic: settings.topic, json: built.json };
+}
+
+/**
+ * A Global Cache's republication: the message received, under `cache/a/wis2/…`, linking to the stored copy of its
+ * data (the version, so that its digest stays true after an update), or to nothing of the cache's when the data
+ * is not kept (`cache: false`, no file).
+ */
+function prepareCached(deps: PublisherDeps, item: OutboxItem, origin: ReceivedMessage, cache: string): Prepared {
+  const topic = cacheTopic(origin.topic);
+  if (topic === null) return { item, drop: `dropped: ${origin.topic} is no origin/a/wis2 or cache/a/wis2 topic` };
+  let cached: CachedCopy | null = null;
+  if (item.file !== null && item.openAccessUser === null && isCoreTopic(topic)) return { item, hold: CORE_HOLD };
+  if (item.file !== null) {
+    const href = portalFileUrl(deps.portalOrigin, item, item.openAccessUser);
+    if (href === null) return { item, drop: 'dropped: the path has a segment the portal does not show' };
+    const authenticated = item.openAccessUser === null;
+    if (item.kind === 'deletion') cached = { cache, href, authenticated, copy: null };
+    else {
+      const { stored, deletedAt } = item.file;
+      if (deletedAt !== null) return { item, drop: 'dropped: the file was deleted before it was republished' };
+      if (stored === null) return { item, drop: 'dropped: the data was not kept (its retrieval failed)' };
+      cached = { cache, href: versionUrl(href, stored.key), authenticated, copy: stored };
+    }
+  }
+  const built = cacheMessage(origin.message, item.messageId, cached);
+  if ('refused' in built) return { item, drop: `dropped: ${built.refused}` };
+  return { item, topic, json: built.json };
 }

@@ -134,7 +134,13 @@ async function liveOf(tx: Tx, transfers: PlannedTransfer[]) {
 async function insertFile(tx: Tx, file: RegisteredFile) {
   const [row] = await tx
     .insert(dataFiles)
-    .values({ source: file.source, size: file.size, registeredBy: file.registeredBy })
+    .values({
+      source: file.source,
+      size: file.size,
+      registeredBy: file.registeredBy,
+      acquiredFrom: file.acquiredFrom?.hostId ?? null,
+      sourceTime: file.acquiredFrom?.time ?? null,
+    })
     .returning({ id: dataFiles.id });
   return row!.id;
 }

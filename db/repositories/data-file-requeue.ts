@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
-import type { NewTransfer } from '../../core/data-files/ports.ts';
+import type { NewTransfer, RegisteredFile } from '../../core/data-files/ports.ts';
+import type { ReceivedMessage } from '../../core/wis2/ports.ts';
 import type { Database } from '../client.ts';
 import { dataFiles, dataTransfers, transferHistory } from '../schema.ts';
 import { interruption } from './transfers.ts';
@@ -15,7 +16,8 @@ export const startingStatus = (file: { retrieve: boolean }, planned: string) =>
 export async function requeueIn(
   tx: Tx,
   transferId: number,
-  file: { source: string; size: number; comment: string; retrieve: boolean },
+  file: Pick<RegisteredFile, 'source' | 'size' | 'comment' | 'retrieve' | 'acquiredFrom'> &
+    Partial<Pick<RegisteredFile, 'registeredBy'>>,
   transfer: NewTransfer,
 ) {
   const at = new Date();
@@ -50,12 +52,16 @@ export async function requeueIn(
     .insert(transferHistory)
     .values([...interruption(before.status, entry, comment), { ...entry, status: columns.status, comment }]);
   // New bytes: a new instance, retrieved (or measured and hashed at its send) on its own; the copy of
-  // the earlier one stays for the links that announced it.
+  // the earlier one stays for the links that announced it. They are whoever put them's: a portal
+  // user's held upload shows to that user only (db/repositories/portal-shown.ts).
   await tx
     .update(dataFiles)
     .set({
+      ...(file.registeredBy === undefined ? {} : { registeredBy: file.registeredBy }),
       source: file.source,
       size: file.size,
+      acquiredFrom: file.acquiredFrom?.hostId ?? null,
+      sourceTime: file.acquiredFrom?.time ?? null,
       checksum: null,
       sha512: null,
       instance: sql`${dataFiles.instance} + 1`,
@@ -67,7 +73,7 @@ export async function requeueIn(
       fetchAt: null,
     })
     .where(eq(dataFiles.id, row.dataFileId));
-  await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at);
+  await noticeRequeue(tx, { transferId, dataFileId: row.dataFileId, ...transfer }, at, file.acquiredFrom?.notice);
 }
 
 /**
@@ -79,6 +85,7 @@ async function noticeRequeue(
   tx: Tx,
   t: { transferId: number; dataFileId: number; destination: string; target: string; scheduledAt: Date },
   at: Date,
+  origin: ReceivedMessage | undefined,
 ) {
   const now = at.toISOString();
   const unseen = sql`unseen as (
@@ -89,5 +96,5 @@ async function noticeRequeue(
     ),`;
   const kind = sql`case when exists (select 1 from unseen) then 'new' else 'update' end`;
   const notBefore = sql`greatest(${t.scheduledAt.toISOString()}::timestamptz, ${now}::timestamptz)`;
-  await tx.execute(announceTransfer(t, kind, notBefore, unseen));
+  await tx.execute(announceTransfer(t, kind, notBefore, unseen, origin));
 }

@@ -7,7 +7,7 @@ import { dataFilePutRepo } from './data-file-puts.ts';
 import { requeueIn, startingStatus } from './data-file-requeue.ts';
 import { startingRetrieval } from './retrieval.ts';
 import { interruption } from './transfers.ts';
-import { listedAt, mentionsWis2Topic } from './wis2-outbox.ts';
+import { listedAt, mentionsWis2Topic, notifies, ORIGIN_COLUMNS, originValues } from './wis2-outbox.ts';
 
 // A raw row as the drivers give it: bigint columns may come as text, converted below.
 type ExpiredRow = {
@@ -68,15 +68,18 @@ function registerStatement(file: RegisteredFile, transfer: NewTransfer, fetchBy?
         select id, destination, ${status}, now(), ${file.comment} from transfer
         ${fetchHistory}
       ), file as (
-        insert into data_files (id, source, size, registered_by, fetch_mover, fetch_tries, fetch_lease_until)
+        insert into data_files (id, source, size, registered_by, fetch_mover, fetch_tries, fetch_lease_until,
+          acquired_from, source_time)
         select data_file_id, ${file.source}, ${file.size}, ${file.registeredBy}, ${fetchBy?.mover ?? null}::text,
-          ${fetchBy ? 1 : 0}, now() + ${fetchBy?.leaseMs ?? null}::float8 * interval '1 millisecond'
+          ${fetchBy ? 1 : 0}, now() + ${fetchBy?.leaseMs ?? null}::float8 * interval '1 millisecond',
+          ${file.acquiredFrom?.hostId ?? null}::bigint, ${file.acquiredFrom?.time?.toISOString() ?? null}::timestamptz
         from transfer
         returning id, instance, fetch_tries
       ), notice as (
-        insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
-        select t.data_file_id, t.id, t.destination, ${transfer.target}, 'new', ${scheduledAt}::timestamptz
-        from transfer t, destination d where ${mentionsWis2Topic(sql`d.data`)}
+        insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before, ${ORIGIN_COLUMNS})
+        select t.data_file_id, t.id, t.destination, ${transfer.target}, 'new', ${scheduledAt}::timestamptz,
+          ${originValues(file.acquiredFrom?.notice)}
+        from transfer t, destination d where ${notifies(sql`d.data`, file.acquiredFrom?.notice)}
       )
       select exists (select 1 from destination) as found, f.id, f.instance, f.fetch_tries,
         (select coalesce(host_for_source_name, '') <> '' from destination) as source_host
@@ -102,6 +105,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       size: file.size,
       destination: transfer.destination,
       sourceHostNamed: Boolean(row.source_host),
+      acquiredFrom: file.acquiredFrom?.hostId ?? null,
     };
   },
   async findLive(destination, target, uniqueName) {
@@ -167,7 +171,7 @@ export const dataFileRepo = (db: Database): DataFileRepo => ({
       select e.data_file_id, e.id, e.destination, e.target, 'deletion', ${at}::timestamptz
       from expired e join destinations d on d.name = e.destination join data_files f on f.id = e.data_file_id
       where ${mentionsWis2Topic(sql`d.data`)} and f.deleted_at is null
-        and e.status not in ('INIT', 'SCHE', 'FETC') and e.scheduled_at < e.expires_at
+        and e.status not in ('INIT', 'SCHE', 'FETC', 'HOLD') and e.scheduled_at < e.expires_at
       returning id`);
     return rowsOf(rows).length;
   },
@@ -208,21 +212,24 @@ type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
 
 /**
  * The WIS2 notifications of a deleted file, in its transaction: a deletion for each of its
- * transfers the portal showed; the notices of those it did not show yet are withdrawn.
+ * transfers the portal showed to all; the notices of those it did not show yet (queued for later,
+ * or held: an upload before its release) are withdrawn.
  */
 async function noticeDeletion(tx: Tx, dataFileId: number, at: Date): Promise<number> {
   const now = at.toISOString();
   const rows = await tx.execute(sql`
     with withdrawn as (
-      delete from wis2_outbox
-      where data_file_id = ${dataFileId} and done_at is null and not_before > ${now}::timestamptz
+      delete from wis2_outbox o
+      where o.data_file_id = ${dataFileId} and o.done_at is null and (o.not_before > ${now}::timestamptz
+        or exists (select 1 from data_transfers t where t.id = o.transfer_id and t.status = 'HOLD'))
     ), told as (
       update data_transfers set wis2_announced = false where data_file_id = ${dataFileId} and wis2_announced
     )
     insert into wis2_outbox (data_file_id, transfer_id, destination, target, kind, not_before)
     select t.data_file_id, t.id, t.destination, t.target, 'deletion', ${now}::timestamptz
     from data_transfers t join destinations d on d.name = t.destination
-    where t.data_file_id = ${dataFileId} and ${listedAt(sql`t`, now)} and ${mentionsWis2Topic(sql`d.data`)}
+    where t.data_file_id = ${dataFileId} and ${listedAt(sql`t`, now)} and t.status <> 'HOLD'
+      and ${mentionsWis2Topic(sql`d.data`)}
     returning id`);
   return rowsOf(rows).length;
 }

@@ -2,7 +2,7 @@ import { and, asc, count, eq, getTableColumns, inArray, type SQL, sql } from 'dr
 import { isInt32 } from '../../core/common/int32.ts';
 import type { DestinationFilter } from '../../core/destinations/model.ts';
 import type { DestinationRepo } from '../../core/destinations/ports.ts';
-import type { Database } from '../client.ts';
+import { type Database, rowsOf } from '../client.ts';
 import { runPrepared } from '../prepared.ts';
 import {
   countries,
@@ -12,9 +12,11 @@ import {
   incomingAssociations,
   listVersions,
 } from '../schema.ts';
+import { updateMails } from './mail-outbox.ts';
 
-// The list entry is a rendering of the other columns, not part of the record.
-const { listEntry, ...recordColumns } = getTableColumns(destinations);
+// The list entry is a rendering of the other columns, and the creation time is the portal's (a
+// bucket's date): neither is part of the record the API and backups show.
+const { listEntry, createdAt: _created, ...recordColumns } = getTableColumns(destinations);
 
 function filtered({ iso, userId, type, name }: DestinationFilter): SQL | undefined {
   const conditions: SQL[] = [];
@@ -26,6 +28,17 @@ function filtered({ iso, userId, type, name }: DestinationFilter): SQL | undefin
     conditions.push(sql`exists (${associated} and a.user_id = ${userId})`);
   }
   return and(...conditions);
+}
+
+/** An update of a destination, with its `update` mail (mailOnUpdate) in the same statement. */
+async function changeDestination(db: Database, name: string, set: SQL, reason: string) {
+  const rows = rowsOf<{ name: string }>(
+    await db.execute(sql`
+      with changed as (update destinations set ${set} where name = ${name} returning *),
+      mail as (${updateMails(sql`changed`, reason)})
+      select name from changed`),
+  );
+  return rows.length === 1;
 }
 
 export const destinationRepo = (db: Database): DestinationRepo => ({
@@ -86,12 +99,16 @@ export const destinationRepo = (db: Database): DestinationRepo => ({
       .orderBy(asc(countries.iso));
   },
   async setStatus(name, statusCode) {
-    const rows = await db
-      .update(destinations)
-      .set({ statusCode, schedulerStatus: null })
-      .where(eq(destinations.name, name))
-      .returning({ name: destinations.name });
-    return rows.length === 1;
+    return changeDestination(
+      db,
+      name,
+      sql`status_code = ${statusCode}, scheduler_status = null`,
+      `status set to ${statusCode}`,
+    );
+  },
+  async setData(name, data) {
+    // The options may hold secrets: the mail says that they changed, not what they are.
+    return changeDestination(db, name, sql`data = ${data}`, 'options changed');
   },
   async insert(destination) {
     const rows = await db

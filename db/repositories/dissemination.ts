@@ -6,6 +6,8 @@ import { executePrepared, literalLimit, runPrepared } from '../prepared.ts';
 import { dataTransfers, destinationState, destinations } from '../schema.ts';
 import { activeTimeRanges, timeRangesVersion } from './active-time-ranges.ts';
 import { dueQueueRepo } from './due-queue.ts';
+import { endMails, holdMails, startMails } from './mail-outbox.ts';
+import { opsFigures } from './ops-figures.ts';
 import { startLimitRepo } from './start-limits.ts';
 
 type ClaimedRow = {
@@ -43,6 +45,7 @@ function lookLimit(limit: number) {
 export const disseminationRepo = (db: Database): DisseminationRepo => ({
   ...startLimitRepo(db),
   ...dueQueueRepo(db),
+  opsFigures: (now) => opsFigures(db, now),
   async queueDepth() {
     const rows = await db.execute(sql`
       select destination, status, count(*)::int as count from data_transfers
@@ -140,7 +143,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
       ), history as (
         insert into transfer_history (transfer_id, destination, host_id, status, at, comment)
         select id, destination, ${hostId}::text, 'EXEC', ${at}::timestamptz, ${`Claimed by ${mover}`}::text from claimed
-      )
+      ), mail as (${startMails(sql`claimed`, sql`${hostId}::text`)})
       select c.id, c.attempt, c.data_file_id, c.destination, c.target, f.source, f.object_key, f.size, c.priority,
         c.scheduled_at, c.queue_at, c.started_at, o.md5 as stored_md5, o.size as stored_size
       from claimed c join data_files f on f.id = c.data_file_id
@@ -223,6 +226,7 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     const steps = done
       ? sql`values (1, 'DONE', ${outcome.comment}::text, false)`
       : sql`values (1, 'STOP', ${outcome.message}::text, true), (2, 'RETR', ${outcome.requeueComment}::text, false)`;
+    const endReason = sql`${done ? outcome.comment : outcome.message}::text`;
     const rows = await executePrepared(
       db,
       sql`
@@ -232,13 +236,13 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           finished_at = case when ${done}::boolean then ${at}::timestamptz else finished_at end,
           queue_at = coalesce(${queueAt}::timestamptz, queue_at), message = ${message}, updated_at = ${at}::timestamptz
         where id = ${id} and status = 'EXEC' and mover = ${mover} and attempt = ${attempt}
-        returning id, data_file_id, destination, host_id
+        returning id, data_file_id, destination, host_id, target
       ), history as (
         insert into transfer_history (transfer_id, destination, host_id, status, at, sent, comment, error)
         select e.id, e.destination, e.host_id, v.status, ${at}::timestamptz, ${outcome.sent}::bigint, v.comment, v.error
         from ended e cross join (${steps}) v(step, status, comment, error)
         order by v.step
-      ), checksum as (
+      ), ${endMails(sql`ended`, sql`not ${done}::boolean`, endReason, at)}, checksum as (
         -- One update of the file: two of the same row in one statement would keep only one.
         update data_files f set checksum = coalesce(f.checksum, ${done ? outcome.md5 : null}::text),
           filter_name = case when ${filter !== null}::boolean then ${filter?.name ?? null}::text else f.filter_name end,
@@ -411,12 +415,12 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
           message = null, updated_at = ${at}::timestamptz
         from input i
         where t.id = i.id and t.status = 'EXEC' and t.mover = i.mover and t.attempt = i.attempt
-        returning t.id, t.attempt, t.data_file_id, t.destination, t.host_id, i.ord, i.sent, i.comment, i.md5, i.filter_name,
-          i.filter_size, i.filter_md5, i.host_index, i.away
+        returning t.id, t.attempt, t.data_file_id, t.destination, t.host_id, t.target, i.ord, i.sent, i.comment, i.md5,
+          i.filter_name, i.filter_size, i.filter_md5, i.host_index, i.away
       ), history as (
         insert into transfer_history (transfer_id, destination, host_id, status, at, sent, comment, error)
         select id, destination, host_id, 'DONE', ${at}::timestamptz, sent, comment, false from ended order by ord
-      ), checksum as (
+      ), ${endMails(sql`ended`, sql`false`, sql`e.comment`, at)}, checksum as (
         -- One update per file, the last of its ends: two of the same row in one statement would keep only one.
         update data_files f set checksum = coalesce(f.checksum, e.md5),
           filter_name = case when e.filter_name is not null then e.filter_name else f.filter_name end,
@@ -473,10 +477,13 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
     await runPrepared(saved, 'saveFailover');
   },
   async holdDestination(destination) {
-    await db
-      .update(destinations)
-      .set({ statusCode: 'HOLD', schedulerStatus: null })
-      .where(and(eq(destinations.name, destination), inArray(destinations.statusCode, ['WAIT', 'EXEC'])));
+    await db.execute(sql`
+      with held as (
+        update destinations set status_code = 'HOLD', scheduler_status = null
+        where name = ${destination} and status_code in ('WAIT', 'EXEC')
+        returning *
+      )
+      ${holdMails(sql`held`)}`);
   },
   async failDestination(destination) {
     await db

@@ -2,13 +2,16 @@ import { eq, sql } from 'drizzle-orm';
 import type { Repositories } from '../../core/ports.ts';
 import type { Database } from '../client.ts';
 import { countries } from '../schema.ts';
+import { acquisitionRepo } from './acquisition.ts';
 import { clientRepo } from './clients.ts';
 import { consoleRepo } from './console.ts';
 import { dataFileRepo } from './data-files.ts';
 import { destinationRepo } from './destinations.ts';
 import { disseminationRepo } from './dissemination.ts';
+import { hostCheckRepo } from './host-checks.ts';
 import { hostRepo, referenceRepo } from './hosts.ts';
 import { incomingUserRepo } from './incoming-users.ts';
+import { mailOutboxRepo } from './mail-outbox.ts';
 import { metadataRepo } from './metadata.ts';
 import { monitorRepo } from './monitor.ts';
 import { monitoringRepo } from './monitoring.ts';
@@ -36,11 +39,14 @@ export function createRepositories(db: Database): Repositories {
     monitor: monitorRepo(db),
     dataFiles: dataFileRepo(db),
     retrieval: retrievalRepo(db),
+    acquisition: acquisitionRepo(db),
+    hostChecks: hostCheckRepo(db),
     transfers: transferRepo(db),
     dissemination: disseminationRepo(db),
     console: consoleRepo(db),
     portal: portalRepo(db),
     retention: retentionRepo(db),
+    mailOutbox: mailOutboxRepo(db),
     transaction: (work) => db.transaction((tx) => work(createRepositories(tx as unknown as Database))),
     async ping() {
       await db.execute(sql`select 1`);

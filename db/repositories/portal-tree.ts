@@ -3,6 +3,8 @@ import type { PortalEntry, PortalFile, PortalRepo } from '../../core/portal/port
 import { byteOrder } from '../../core/portal/tree.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared } from '../prepared.ts';
+import { folderCounts, folderTimes } from './portal-folders.ts';
+import { heldShownTo, shownAt } from './portal-shown.ts';
 
 type FileRow = {
   id: string | number;
@@ -46,10 +48,6 @@ const FILES = sql.raw(
   'data_transfers t join data_files f on f.id = t.data_file_id left join stored_objects s on s.key = f.object_key',
 );
 const TARGET = sql`t.target collate "C"`;
-/** What the portal's tree shows: not INIT, SCHE or FETC, scheduled, not expired, not deleted. */
-const available = (now: Date) => sql`t.status not in ('INIT', 'SCHE', 'FETC')
-  and t.scheduled_at <= ${now.toISOString()}::timestamptz and t.expires_at > ${now.toISOString()}::timestamptz
-  and f.deleted_at is null`;
 // `nulls last` as in the index (data_transfers_portal): a plain `desc` means nulls first, and
 // Postgres then sorts the destination's rows rather than read them in the index's order.
 const NEWEST_FIRST = sql`order by ${TARGET}, t.id desc nulls last`;
@@ -64,10 +62,15 @@ const lowerBound = (range: PathRange) =>
 const upperBound = (range: PathRange) => (range.upper === null ? sql`` : sql`and ${TARGET} < ${range.upper}`);
 
 /**
- * The newest available transfer of each path of a destination in a range of paths (byte order),
- * as the portal's tree shows them.
+ * The newest transfer shown (shownAt) of each path of a destination in a range of paths (byte
+ * order), as the portal's tree shows them to `viewer`.
  */
-function availableFiles(destination: string, now: Date, range: PathRange & { exact?: string }, limit: number) {
+function availableFiles(
+  destination: string,
+  at: { now: Date; viewer: string | null },
+  range: PathRange & { exact?: string },
+  limit: number,
+) {
   // The type's label only for one file (its INH line), not for every row of a listing.
   const typeLabel =
     range.exact === undefined
@@ -78,7 +81,8 @@ function availableFiles(destination: string, now: Date, range: PathRange & { exa
   return sql`
     select distinct on (${TARGET}) ${FILE_COLUMNS} ${typeLabel}
     from ${FILES}
-    where t.destination = ${destination} ${lowerBound(range)} ${upperBound(range)} ${exact} and ${available(now)}
+    where t.destination = ${destination} ${lowerBound(range)} ${upperBound(range)} ${exact}
+      and ${shownAt(at.now, at.viewer)}
     ${NEWEST_FIRST}
     limit ${limit}`;
 }
@@ -89,13 +93,19 @@ function availableFiles(destination: string, now: Date, range: PathRange & { exa
  * directory at once (its bound, as pastDirectory). Where most paths lie in subdirectories, this
  * reads one row per entry, where the batches of availableFiles read every path below them.
  */
-function directoryWalk(destination: string, prefix: string, now: Date, range: PathRange, limit: number) {
+function directoryWalk(
+  destination: string,
+  prefix: string,
+  at: { now: Date; viewer: string | null },
+  range: PathRange,
+  limit: number,
+) {
   const rest = sql`substr(t.target, length(${prefix}::text) + 1)`;
   const step = (from: SQL) => sql`
     select ${FILE_COLUMNS}, case when strpos(${rest}, '/') > 0
         then ${prefix}::text || split_part(${rest}, '/', 1) || '0' else t.target end as bound
     from ${FILES}
-    where t.destination = ${destination} ${from} ${upperBound(range)} and ${available(now)}
+    where t.destination = ${destination} ${from} ${upperBound(range)} and ${shownAt(at.now, at.viewer)}
     ${NEWEST_FIRST}
     limit 1`;
   return sql`
@@ -131,19 +141,22 @@ function pastAnyPrefix(prefix: string): string | null {
 
 export const portalTree = (
   db: Database,
-): Pick<PortalRepo, 'list' | 'file' | 'version' | 'registered' | 'files' | 'recordChecksum'> => ({
-  async files(destination, prefix, now, page) {
+): Pick<
+  PortalRepo,
+  'list' | 'file' | 'version' | 'registered' | 'files' | 'recordChecksum' | 'folderTimes' | 'folderCounts'
+> => ({
+  async files(destination, prefix, now, page, viewer = null) {
     const lower =
       page.after !== null && byteOrder(page.after, prefix) >= 0
         ? { lower: page.after, inclusive: false }
         : { lower: prefix === '' ? null : prefix, inclusive: true };
     const range = { ...lower, upper: pastAnyPrefix(prefix) };
     const rows = rowsOf<FileRow>(
-      await executePrepared(db, availableFiles(destination, now, range, page.limit), 'portalFiles'),
+      await executePrepared(db, availableFiles(destination, { now, viewer }, range, page.limit), 'portalFiles'),
     );
     return rows.filter((r) => r.target.startsWith(prefix)).map(toFile);
   },
-  async list(destination, prefix, now, page) {
+  async list(destination, prefix, now, page, viewer = null) {
     const entries: PortalEntry[] = [];
     const upper = pastPrefix(prefix);
     let lower = page.after === null ? (prefix === '' ? null : prefix) : `${prefix}${page.after}`;
@@ -159,8 +172,8 @@ export const portalTree = (
       const range = { lower, inclusive, upper };
       const rows = rowsOf<FileRow>(
         walking
-          ? await executePrepared(db, directoryWalk(destination, prefix, now, range, batch), 'portalWalk')
-          : await executePrepared(db, availableFiles(destination, now, range, batch), 'portalList'),
+          ? await executePrepared(db, directoryWalk(destination, prefix, { now, viewer }, range, batch), 'portalWalk')
+          : await executePrepared(db, availableFiles(destination, { now, viewer }, range, batch), 'portalList'),
       );
       let skipping: string | null = null;
       for (const row of rows) {
@@ -184,21 +197,37 @@ export const portalTree = (
       }
       if (rows.length < batch) break;
     }
+    if (page.times) {
+      // A directory's time is its newest file's: one statement for the page's directories.
+      const directories = entries.filter((e) => e.type === 'directory');
+      const times = await folderTimes(
+        db,
+        directories.map((d) => ({ destination, path: `${prefix}${d.name}` })),
+        now,
+        viewer,
+      );
+      directories.forEach((d, i) => {
+        d.modifiedAt = times[i] ?? null;
+      });
+    }
     return entries;
   },
-  async file(destination, path, now) {
+  folderTimes: (folders, now, viewer = null) => folderTimes(db, folders, now, viewer),
+  folderCounts: (folders, now, viewer, cap) => folderCounts(db, folders, now, viewer, cap),
+  async file(destination, path, now, viewer = null) {
     const rows = rowsOf<FileRow>(
       await executePrepared(
         db,
-        availableFiles(destination, now, { lower: null, inclusive: true, upper: null, exact: path }, 1),
+        availableFiles(destination, { now, viewer }, { lower: null, inclusive: true, upper: null, exact: path }, 1),
         'portalFile',
       ),
     );
     return rows[0] ? toFile(rows[0]) : null;
   },
-  async version(destination, path, objectKey, now) {
+  async version(destination, path, objectKey, now, viewer = null) {
     // Not only the newest transfer's: an update makes the path's transfer wait for its new copy, while
     // the version announced before stays served. Its row goes with the object (core/retention/objects.ts).
+    // A held transfer hides its current bytes only (heldShownTo): a version released before stays served.
     const at = now.toISOString();
     const rows = rowsOf<FileRow>(
       await db.execute(sql`
@@ -210,6 +239,7 @@ export const portalTree = (
         where s.key = ${objectKey} and t.destination = ${destination} and ${TARGET} = ${path}
           and t.status <> 'INIT' and t.scheduled_at <= ${at}::timestamptz and t.expires_at > ${at}::timestamptz
           and f.deleted_at is null
+          and (${heldShownTo(viewer)} or f.object_key is distinct from s.key)
         order by t.id desc
         limit 1`),
     );

@@ -12,6 +12,7 @@ import {
   portalSubscribers,
   portalTraffic,
 } from '../schema.ts';
+import { portalBuckets } from './portal-buckets.ts';
 import { portalKeys } from './portal-keys.ts';
 import { portalTree } from './portal-tree.ts';
 
@@ -312,6 +313,7 @@ export const portalRepo = (db: Database): PortalRepo => ({
 
   ...portalTree(db),
   ...portalKeys(db),
+  ...portalBuckets(db),
 });
 
 const numbers = (row: Record<keyof Traffic, string | number> | undefined): Traffic => ({

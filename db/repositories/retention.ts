@@ -45,15 +45,17 @@ const batchOf = (row: CountRow | undefined): PurgedBatch => ({
 });
 
 export const retentionRepo = (db: Database): RetentionRepo => ({
-  async purgeAged(before, limit) {
+  async purgeAged(before, limit, now = new Date()) {
     // The retired index's own condition comes first, so that the walk reads ended transfers only.
+    // A transfer the portal still shows and WIS2 announced stays until its expiry, whose sweep announces
+    // its deletion (data-files.ts, noticeExpired): purged now, it would leave the portal untold.
     const rows = await purge(
       db,
       sql``,
       sql`
       select id from data_transfers
       where status in ('DONE', 'FAIL', 'STOP') and updated_at < ${before.toISOString()}::timestamptz
-        and mover is null
+        and mover is null and not (wis2_announced and expires_at > ${now.toISOString()}::timestamptz)
       order by updated_at limit ${limit}::int
       for update skip locked`,
       { state: sql`0`, update: sql``, select: sql`` },

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer } from '../../core/retrieval/ports.ts';
+import type { RetrievalClaim, RetrievalRepo, RetrievedTransfer, SourceHost } from '../../core/retrieval/ports.ts';
 import { type Database, rowsOf } from '../client.ts';
 import { executePrepared, literalLimit } from '../prepared.ts';
 
@@ -11,6 +11,7 @@ type ClaimRow = {
   size: string | number;
   destination: string;
   source_host: boolean;
+  acquired_from: string | number | null;
 };
 
 type TransferRow = {
@@ -70,12 +71,33 @@ type SourceHostRow = {
   filter_name: string | null;
 };
 
+/** The columns of a host that sourceHostOfRow reads, from `hosts h` and `transfer_methods m`. */
+export const HOST_COLUMNS = sql`h.hostid, m.ectrans_module_name as module, h.host, h.login, h.passwd_sealed, h.dir,
+  h.data, h.active, h.filter_name`;
+
+export type HostRow = Omit<SourceHostRow, 'name'> & { hostid: string | number };
+
+export const sourceHostOfRow = (r: HostRow): SourceHost => ({
+  hostId: String(r.hostid),
+  module: r.module,
+  host: r.host ?? '',
+  login: r.login ?? '',
+  passwdSealed: r.passwd_sealed,
+  dir: r.dir ?? '',
+  data: r.data,
+  maxConnections: null,
+  retryCount: null,
+  retryFrequency: null,
+  network: null,
+  filterName: r.filter_name,
+  active: r.active !== false,
+});
+
 export const retrievalRepo = (db: Database): RetrievalRepo => ({
   async sourceHostOf(destination) {
     const rows = rowsOf<SourceHostRow>(
       await db.execute(sql`
-        select d.host_for_source_name as name, h.hostid, m.ectrans_module_name as module, h.host, h.login,
-          h.passwd_sealed, h.dir, h.data, h.active, h.filter_name
+        select d.host_for_source_name as name, ${HOST_COLUMNS}
         from destinations d
         left join hosts h on h.hostid =
           case when d.host_for_source_name ~ '^[0-9]{1,18}$' then d.host_for_source_name::bigint end
@@ -84,25 +106,18 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
     );
     const r = rows[0];
     if (!r) return null;
-    if (r.hostid === null) return { name: r.name, host: null };
-    return {
-      name: r.name,
-      host: {
-        hostId: String(r.hostid),
-        module: r.module,
-        host: r.host ?? '',
-        login: r.login ?? '',
-        passwdSealed: r.passwd_sealed,
-        dir: r.dir ?? '',
-        data: r.data,
-        maxConnections: null,
-        retryCount: null,
-        retryFrequency: null,
-        network: null,
-        filterName: r.filter_name,
-        active: r.active !== false,
-      },
-    };
+    const { hostid } = r;
+    return { name: r.name, host: hostid === null ? null : sourceHostOfRow({ ...r, hostid }) };
+  },
+  async hostById(hostId) {
+    const rows = rowsOf<SourceHostRow>(
+      await db.execute(sql`
+        select ${HOST_COLUMNS} from hosts h
+        left join transfer_methods m on m.name = h.transfer_method_name
+        where h.hostid = ${hostId}`),
+    );
+    const r = rows[0];
+    return r && r.hostid !== null ? sourceHostOfRow({ ...r, hostid: r.hostid }) : null;
   },
   async claim(mover, leaseMs, limit) {
     // The scan walks the retrieval index in urgency order and skips, by their file, those held by a
@@ -132,7 +147,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         update data_files f set fetch_mover = ${mover}, fetch_tries = f.fetch_tries + 1,
           fetch_lease_until = now() + ${leaseMs} * interval '1 millisecond'
         from picked where f.id = picked.id
-        returning f.id, f.instance, f.fetch_tries, f.source, f.size
+        returning f.id, f.instance, f.fetch_tries, f.source, f.size, f.acquired_from
       ), moved as (
         update data_transfers t set status = 'FETC', updated_at = now()
         from claimed c where t.data_file_id = c.id and t.status = 'SCHE'
@@ -141,7 +156,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
         insert into transfer_history (transfer_id, destination, status, at, comment)
         select id, destination, 'FETC', now(), ${startingRetrieval(mover)} from moved
       )
-      select c.id, c.instance, c.fetch_tries, c.source, c.size, first.destination,
+      select c.id, c.instance, c.fetch_tries, c.source, c.size, c.acquired_from, first.destination,
         coalesce(d.host_for_source_name, '') <> '' as source_host
       from claimed c
       left join lateral (
@@ -158,6 +173,7 @@ export const retrievalRepo = (db: Database): RetrievalRepo => ({
       size: Number(r.size),
       destination: r.destination,
       sourceHostNamed: Boolean(r.source_host),
+      acquiredFrom: r.acquired_from === null ? null : Number(r.acquired_from),
     }));
   },
   async renew(mover, leaseMs, files) {

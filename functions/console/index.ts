@@ -6,6 +6,7 @@ import { authPages } from './pages/auth.tsx';
 import { clientPages } from './pages/clients.tsx';
 import { fieldPages } from './pages/fields.tsx';
 import { incomingUserPages } from './pages/incoming-users.tsx';
+import { monitorAcquisitionPage } from './pages/monitor-acquisition.tsx';
 import { monitorDestinationPage } from './pages/monitor-destination.tsx';
 import { monitorDestinationPages } from './pages/monitor-destinations.tsx';
 import { monitorProductPages } from './pages/monitor-products.tsx';
@@ -45,6 +46,7 @@ export function consoleApp(options: ConsoleOptions) {
   auditPage(app);
   monitorDestinationPages(app);
   monitorDestinationPage(app);
+  monitorAcquisitionPage(app);
   monitorProductPages(app);
   return app;
 }

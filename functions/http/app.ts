@@ -9,6 +9,7 @@ import type { Caller, Logger, Ports } from '../../core/ports.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import { type ConsoleOptions, consoleApp } from '../console/index.ts';
 import { type PortalOptions, portalApp } from '../portal/index.ts';
+import { portalFallback } from '../portal/not-found.tsx';
 import { type PortalPagesOptions, portalPages } from '../portal/pages/index.ts';
 import { portalSessionIdentity } from '../portal/session.ts';
 import { parseFormBody, parseJsonBody, readBodyText } from './body.ts';
@@ -18,6 +19,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { accessLog, framingRefused, requestId, requestMetrics, secureOnly } from './middleware.ts';
 import { opsRoutes } from './ops.ts';
 import { honoPath, routesInMatchOrder } from './routes.ts';
+import { s3ListenerApp } from './s3-listener.ts';
 
 export interface AppOptions {
   logger: Logger;
@@ -72,6 +74,8 @@ export function createApp(options: AppOptions) {
     const { portsFor, clientAddress } = options;
     app.route('/console', consoleApp({ ...options.console, portsFor, clientAddress }));
   }
+  // The S3 endpoint at the root of a listener of its own (ECPDS_PORTAL_S3_PORT), for the shell to serve.
+  let s3: ReturnType<typeof s3ListenerApp> | null = null;
   if (options.portal) {
     const { portsFor, clientAddress } = options;
     const { cookieSecret, origin, registrationLimits, ...files } = options.portal;
@@ -79,11 +83,16 @@ export function createApp(options: AppOptions) {
     const sessionIdentity = files.sessionIdentity ?? portalSessionIdentity(pages);
     app.route('/portal', portalPages(pages, sessionIdentity));
     app.route('/portal', portalApp({ ...files, portsFor, clientAddress, sessionIdentity }));
+    const { logger, trustProxy } = options;
+    s3 = s3ListenerApp({ ...files, portsFor, clientAddress }, { logger, trustProxy, metrics });
   }
 
-  app.notFound(() => plain(404, 'Not found'));
+  // Under /portal, a browser's 404 is a page of the portal, and `/portal/` leads to the files.
+  app.notFound((c) =>
+    options.portal && c.req.path.startsWith('/portal/') ? portalFallback(c) : plain(404, 'Not found'),
+  );
   app.onError((error, c) => errorResponse(error, c.get('requestId') ?? 'unknown', options.logger));
-  return app;
+  return Object.assign(app, { s3 });
 }
 
 /** The catalogue's operations (and 405 for their other methods), /healthz, /metrics and the docs. */

@@ -2,8 +2,12 @@ import type { Hono } from 'hono';
 import { authenticate, parseBasicAuthorization } from '../../core/api-clients/auth.ts';
 import { storeHealth } from '../../core/store/health.ts';
 import { PRODUCT } from '../../core/system/version.ts';
+import { renderAcquisition, renderGlobalCache } from './acquisition-metrics.ts';
+import { renderAlertFigures, renderReachability } from './alert-metrics.ts';
 import type { AppOptions, Env } from './app.ts';
 import { plain } from './errors.ts';
+import { renderHostChecks } from './host-check-metrics.ts';
+import { renderMailOutbox } from './mail-metrics.ts';
 import { type Metrics, renderEngine } from './metrics.ts';
 import { renderRetention, renderStore } from './retention-metrics.ts';
 
@@ -53,10 +57,38 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
       );
     }
     const ports = await options.portsFor(c);
-    const engine = renderEngine(await ports.repos.dissemination.queueDepth(), options.engineStats?.snapshot() ?? null);
-    const retention = renderRetention(await ports.repos.retention.totals());
-    const store = renderStore(await ports.repos.retention.storeUsage());
-    return new Response(metrics.render() + engine + retention + store, {
+    const storeUp = ports.store ? storeHealth(ports.store).then((h) => h.status === 'ok') : Promise.resolve(null);
+    let fromDatabase = '';
+    try {
+      fromDatabase = await withTimeout(
+        (async () => {
+          const engine = renderEngine(
+            await ports.repos.dissemination.queueDepth(),
+            options.engineStats?.snapshot() ?? null,
+          );
+          const retention = renderRetention(await ports.repos.retention.totals());
+          const store = renderStore(await ports.repos.retention.storeUsage());
+          const acquisition =
+            renderAcquisition(await ports.repos.acquisition.totals()) +
+            renderGlobalCache(await ports.repos.acquisition.cacheTotals());
+          const now = ports.clock();
+          const alerts = renderAlertFigures(await ports.repos.dissemination.opsFigures(now), now);
+          const mail = renderMailOutbox(await ports.repos.mailOutbox.pending());
+          const hostChecks = renderHostChecks(await ports.repos.hostChecks.series());
+          return engine + retention + store + acquisition + alerts + mail + hostChecks;
+        })(),
+        PING_TIMEOUT_MS,
+      );
+    } catch (e) {
+      // Still an answer, with ecpds_database_up 0: the alert on it then names the cause, where a failed
+      // scrape would only say that the target is down.
+      options.logger.warn('metrics without the database', {
+        requestId: c.get('requestId'),
+        reason: e instanceof Error ? e.message : String(e),
+      });
+    }
+    const reachability = renderReachability(fromDatabase !== '', await storeUp);
+    return new Response(metrics.render() + fromDatabase + reachability, {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     });
   });
@@ -120,7 +152,10 @@ export const opsPaths = {
     get: {
       operationId: 'metrics',
       summary: 'Prometheus metrics: requests by service and status, latency histogram, requests in flight',
-      description: 'Permission `metrics`, or no credentials at all when the deployment sets ECPDS_METRICS_PUBLIC=1.',
+      description:
+        'Permission `metrics`, or no credentials at all when the deployment sets ECPDS_METRICS_PUBLIC=1. Also ' +
+        "the figures of docs/ops/prometheus-alerts.yml (per destination, the outboxes, movers' leases), and " +
+        '`ecpds_database_up` 0 instead of them while the database does not answer.',
       tags: [METRICS_PERMISSION],
       security: [{ basic: [] }, {}],
       responses: {

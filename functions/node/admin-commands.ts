@@ -1,3 +1,4 @@
+import { runOutput } from '../../core/acquisition/output.ts';
 import * as apiClients from '../../core/api-clients/clients.ts';
 import { changeTransfer, type TransferAction } from '../../core/dissemination/manual.ts';
 import { type DestinationAction, setDestinationStatus } from '../../core/dissemination/operator.ts';
@@ -21,8 +22,13 @@ import { openRuntime, type Runtime } from './runtime.ts';
 /** Who the audit trail names for a change made on the command line. */
 export const CLI_ACTOR = 'cli';
 
-/** CLI commands log to stderr so their stdout stays machine-readable. */
+/**
+ * CLI commands log to stderr so their stdout stays machine-readable. A command a running server
+ * runs for the command line (command-server.ts) uses that server's database and ports, so its
+ * change is the server's own (sessions see it at their next request).
+ */
 export async function withRuntime<T>(ctx: CommandContext, work: (runtime: Runtime) => Promise<T>): Promise<T> {
+  if (ctx.attached) return work(ctx.attached);
   const logger = jsonLogger((l) => ctx.io.stderr.write(l));
   const runtime = await openRuntime(parseConfig(ctx.io.env), logger, { hold: false });
   try {
@@ -88,6 +94,10 @@ export async function transferPriority(ctx: CommandContext, id: number, priority
 
 export async function transferShow(ctx: CommandContext, id: number) {
   ctx.out(await withRuntime(ctx, ({ ports }) => showTransfer(ports, id)));
+}
+
+export async function hostOutput(ctx: CommandContext, hostId: number) {
+  ctx.out(await withRuntime(ctx, ({ ports }) => runOutput(ports, hostId)));
 }
 
 export async function webuser(ctx: CommandContext, grant: boolean, id: string, category: string) {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { parsePriority } from '../../core/dissemination/priority.ts';
+import { addDestinationOptionCommand } from './cli-destination.ts';
 import { commandGroup, usageOf } from './cli-help.ts';
 import { addIncomingCommands } from './cli-incoming.ts';
 import type { CommandContext } from './cli-io.ts';
@@ -52,6 +53,7 @@ export function addAdminCommands(program: Command, ctx: CommandContext) {
   addClientCommands(program, ctx);
   addDestinationCommands(program, ctx);
   addTransferCommands(program, ctx);
+  addHostCommands(program, ctx);
   addWebuserCommands(program, ctx);
   addIncomingCommands(program, ctx);
   addFieldsCommands(program, ctx);
@@ -136,8 +138,9 @@ function addClientCommands(program: Command, ctx: CommandContext) {
 }
 
 function addDestinationCommands(program: Command, ctx: CommandContext) {
+  // The group's usage lines (usageOf) name `option` too.
   const usage = (group: Command) => `usage: ecpds-edge destination start|hold|stop <name>\n\n${usageOf(group)}`;
-  const destination = commandGroup(program, 'destination', 'start, hold or stop a destination', usage);
+  const destination = commandGroup(program, 'destination', 'start, hold or stop a destination; its options', usage);
   for (const [action, description] of [
     ['start', 'start sending (a new, restored or demo destination sends nothing until started)'],
     ['hold', 'stop sending until started again'],
@@ -153,6 +156,7 @@ function addDestinationCommands(program: Command, ctx: CommandContext) {
         await (await bodies()).destination(ctx, action, name);
       });
   }
+  addDestinationOptionCommand(destination, ctx);
 }
 
 const STATUSES = ['INIT', 'SCHE', 'FETC', 'WAIT', 'EXEC', 'DONE', 'RETR', 'STOP', 'FAIL', 'HOLD', 'INTR'];
@@ -215,6 +219,20 @@ function addTransferCommands(program: Command, ctx: CommandContext) {
     .action(async (id: string | undefined) => {
       const checked = transferId(id, 'show');
       await (await bodies()).transferShow(ctx, checked);
+    });
+}
+
+function addHostCommands(program: Command, ctx: CommandContext) {
+  const usage = (group: Command) => `usage: ecpds-edge host output <id>\n\n${usageOf(group)}`;
+  const host = commandGroup(program, 'host', 'Acquisition hosts and their runs', usage);
+  host
+    .command('output')
+    .usage('<id>')
+    .description('the last run of an Acquisition host: each entry listed, selected or not, and why')
+    .argument('[id]')
+    .action(async (id: string | undefined) => {
+      if (!id || !/^[1-9]\d{0,15}$/.test(id)) throw new ConfigError('host output needs the <id> of a host');
+      await (await bodies()).hostOutput(ctx, Number(id));
     });
 }
 

@@ -8,10 +8,19 @@ import { ConfigError } from './config.ts';
 
 /**
  * `ecpds-edge incoming ...`: an incoming user's data portal access (permissions, options,
- * subscribers). Arguments are checked here, before the database is opened; the bodies are in
+ * subscribers, keys). Arguments are checked here, before the database is opened; the bodies are in
  * incoming-commands.ts.
  */
-const bodies = () => import('./incoming-commands.ts');
+type Bodies = typeof import('./incoming-commands.ts');
+
+/**
+ * Runs a body here, or hands the whole command to the running server that holds the embedded
+ * database (command-forward.ts), which runs it as its own change, with the same output.
+ */
+async function run(ctx: CommandContext, body: (bodies: Bodies) => Promise<void>) {
+  if (await (await import('./command-forward.ts')).handedToServer(ctx)) return;
+  await body(await import('./incoming-commands.ts'));
+}
 
 const INCOMING_ID = /^[A-Za-z0-9_.@]{1,128}$/;
 const SUBSCRIBER_ID = /^[1-9]\d{0,15}$/;
@@ -45,11 +54,12 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
     .argument('[operations...]')
     .action(async (id: string | undefined, action: string | undefined, operations: string[]) => {
       const user = userId(id, permissionUsage);
-      if (action === undefined) return (await bodies()).permissionList(ctx, user);
+      if (action === undefined) return run(ctx, (b) => b.permissionList(ctx, user));
       if (action !== 'grant' && action !== 'revoke') {
         throw new ConfigError(`unknown permission action '${action}' (grant or revoke expected)\n\n${permissionUsage}`);
       }
-      await (await bodies()).permissionChange(ctx, user, action, portalOperations(operations));
+      const checked = portalOperations(operations);
+      await run(ctx, (b) => b.permissionChange(ctx, user, action, checked));
     });
 
   const optionUsage = 'usage: ecpds-edge incoming option <id> [<name> [<value>] | <name> --unset]';
@@ -66,19 +76,19 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
       const user = userId(id, optionUsage);
       if (name === undefined) {
         if (o.unset) throw new ConfigError(`--unset needs the <name> of an option\n\n${optionUsage}`);
-        return (await bodies()).optionList(ctx, user);
+        return run(ctx, (b) => b.optionList(ctx, user));
       }
       if (o.unset) {
         if (value !== undefined) throw new ConfigError('give a <value> or --unset, not both');
-        return (await bodies()).optionSet(ctx, user, name, null);
+        return run(ctx, (b) => b.optionSet(ctx, user, name, null));
       }
       // An unknown name is refused even to show it: a typo should not read as "not set".
       const refusal = checkPortalOption(name, value?.trim() ?? '');
       if (refusal !== null && (value !== undefined || !Object.hasOwn(PORTAL_OPTIONS, name))) {
         throw new ConfigError(refusal);
       }
-      if (value === undefined) return (await bodies()).optionShow(ctx, user, name);
-      await (await bodies()).optionSet(ctx, user, name, value);
+      if (value === undefined) return run(ctx, (b) => b.optionShow(ctx, user, name));
+      await run(ctx, (b) => b.optionSet(ctx, user, name, value));
     });
 
   const subscriberUsage =
@@ -94,7 +104,7 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
       const user = userId(id, subscriberUsage);
       if (action === undefined || action === 'list') {
         if (subscriber !== undefined) throw new ConfigError(`list takes no <subscriberId>\n\n${subscriberUsage}`);
-        return (await bodies()).subscriberList(ctx, user);
+        return run(ctx, (b) => b.subscriberList(ctx, user));
       }
       if (action !== 'approve' && action !== 'revoke') {
         throw new ConfigError(`unknown subscriber action '${action}' (list, approve or revoke expected)`);
@@ -104,7 +114,7 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
           `subscriber ${action} needs the number of a subscriber (see \`ecpds-edge incoming subscriber ${user} list\`)`,
         );
       }
-      await (await bodies()).subscriberChange(ctx, user, action, Number(subscriber));
+      await run(ctx, (b) => b.subscriberChange(ctx, user, action, Number(subscriber)));
     });
 
   const keyUsage = 'usage: ecpds-edge incoming key <id> [list | add <public key line> | remove <SHA256:fingerprint>]';
@@ -122,15 +132,15 @@ export function addIncomingCommands(program: Command, ctx: CommandContext) {
       const user = userId(id, keyUsage);
       if (action === undefined || action === 'list') {
         if (words.length > 0) throw new ConfigError(`list takes nothing more\n\n${keyUsage}`);
-        return (await bodies()).keyList(ctx, user);
+        return run(ctx, (b) => b.keyList(ctx, user));
       }
       if (action !== 'add' && action !== 'remove') {
         throw new ConfigError(`unknown key action '${action}' (list, add or remove expected)\n\n${keyUsage}`);
       }
       if (words.length === 0) throw new ConfigError(keyUsage);
-      if (action === 'add') return (await bodies()).keyAdd(ctx, user, words.join(' '));
+      if (action === 'add') return run(ctx, (b) => b.keyAdd(ctx, user, words.join(' ')));
       if (words.length !== 1) throw new ConfigError(`remove takes one fingerprint\n\n${keyUsage}`);
-      await (await bodies()).keyRemove(ctx, user, words[0]!);
+      await run(ctx, (b) => b.keyRemove(ctx, user, words[0]!));
     });
 }
 

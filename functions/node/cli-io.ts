@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { Runtime } from './runtime.ts';
 
 /**
  * Where a command reads and writes. The bin passes the process's own streams; tests pass
@@ -20,7 +21,16 @@ export interface CliIo {
 export class CommandContext {
   exitCode = 0;
 
-  constructor(readonly io: CliIo) {}
+  /**
+   * `argv`: the command line as given, which a command can hand to the server holding the embedded
+   * database (command-forward.ts). `attached`: in that server, its open database, which the
+   * command's body then uses instead of opening one (admin-commands.ts's withRuntime).
+   */
+  constructor(
+    readonly io: CliIo,
+    readonly argv: readonly string[] = [],
+    readonly attached: Runtime | null = null,
+  ) {}
 
   /** One value on stdout: a string as it is, anything else as indented JSON. */
   out(value: unknown) {

@@ -43,6 +43,10 @@ export interface NodeConfig {
    * once per mover, and where the local store keeps them (`<data dir>/store` by default).
    */
   retrieval: { enabled: boolean; concurrency: number; store: StoreConfig };
+  /** Acquisition hosts listed at once over every mover (0: none here), and how often due ones are looked for. */
+  acquisition: { runs: number; pollMs: number };
+  /** Host checks at once over every server (0: none here), how often due hosts are looked for, each one's limit. */
+  hostChecks: { concurrency: number; pollMs: number; timeoutMs: number };
   /** The SMTP server of the portal's e-mails; null: none, and self-service registration is unavailable. */
   mail: MailConfig | null;
   portal: PortalConfig;
@@ -82,6 +86,8 @@ export interface PortalConfig {
   s3Domain: string | null;
   /** The port of the portal's SFTP server, on the same address as HTTPS; null: no SFTP server. */
   sftpPort: number | null;
+  /** The port of the portal's S3 listener (S3 at its root), on the address of HTTPS; null: none. */
+  s3Port: number | null;
   /** The portal's public address (ECPDS_PORTAL_URL), without the trailing '/'; null: not configured. */
   publicUrl: string | null;
   /** Registrations mailed per client address (an hour) and per e-mail (a day). */
@@ -185,6 +191,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       concurrency: e.ECPDS_RETRIEVAL_CONCURRENCY,
       store: storeConfigIn(env, e.ECPDS_DATA_DIR),
     },
+    acquisition: { runs: e.ECPDS_ACQUISITION_RUNS, pollMs: e.ECPDS_ACQUISITION_POLL_MS },
+    hostChecks: {
+      concurrency: e.ECPDS_HOST_CHECKS,
+      pollMs: e.ECPDS_HOST_CHECK_POLL_MS,
+      timeoutMs: e.ECPDS_HOST_CHECK_TIMEOUT_MS,
+    },
     mover: {
       enabled: e.ECPDS_MOVER,
       name: e.ECPDS_MOVER_NAME ?? `${os.hostname()}-${process.pid}`,
@@ -202,6 +214,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?
       uploadDir,
       s3Domain: e.ECPDS_PORTAL_S3_DOMAIN,
       sftpPort: e.ECPDS_PORTAL_SFTP_PORT === 0 ? null : e.ECPDS_PORTAL_SFTP_PORT,
+      s3Port: e.ECPDS_PORTAL_S3_PORT === 0 ? null : e.ECPDS_PORTAL_S3_PORT,
       publicUrl,
       registrationLimits: {
         ...REGISTRATION_LIMITS,

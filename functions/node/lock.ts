@@ -8,7 +8,8 @@ import { ConfigError } from './config.ts';
  */
 const lockFile = (dataDir: string) => path.join(dataDir, 'server.lock');
 
-function holder(dataDir: string): number | null {
+/** The pid of the running server that holds the data dir (not this process), or null. */
+export function holder(dataDir: string): number | null {
   try {
     const pid = Number(fs.readFileSync(lockFile(dataDir), 'utf8').trim());
     if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return null;

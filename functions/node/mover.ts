@@ -1,4 +1,7 @@
 import v8 from 'node:v8';
+import { startAcquirer } from '../../core/acquisition/acquirer.ts';
+import type { Wis2Intake } from '../../core/acquisition/wis2-intake.ts';
+import { subscriptionReader } from '../../core/acquisition/wis2-source.ts';
 import { type Mover, startMover } from '../../core/dissemination/mover.ts';
 import { sweep } from '../../core/retention/sweep.ts';
 import { startRetriever } from '../../core/retrieval/retriever.ts';
@@ -12,6 +15,8 @@ import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
 import { nodeSourceReader } from './sources.ts';
 import { fileSpool } from './spool.ts';
 import { probeRuntimeStore } from './store-probe.ts';
+import { nodeWis2Intake } from './wis2-intake.ts';
+import { mqttSubscriber } from './wis2-subscribe.ts';
 
 /**
  * A data mover on this runtime's database, with the Node transfer methods and source reader.
@@ -38,7 +43,10 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     },
     mover,
   );
-  const retriever = startNodeRetriever(runtime, config, mover);
+  // Shared: the bytes a subscription verified are read by this process's retriever rather than downloaded again.
+  const wis2 = nodeWis2Intake();
+  const retriever = startNodeRetriever(runtime, config, mover, wis2);
+  const acquirer = startNodeAcquirer(runtime, config, mover, wis2);
   // A put elsewhere has files to retrieve as well as to send: both are woken, here and by NOTIFY.
   const wake = () => {
     started.wake();
@@ -54,13 +62,38 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
     ...started,
     async stop(deadlineMs: number) {
       offered();
-      await Promise.all([started.stop(deadlineMs), retriever.stop()]);
+      await Promise.all([started.stop(deadlineMs), retriever.stop(), acquirer?.stop()]);
+    },
+  };
+}
+
+/** Lists the Acquisition hosts when due; their files need the store, so none runs without one. */
+function startNodeAcquirer(runtime: Runtime, config: NodeConfig, mover: MoverConfig, intake: Wis2Intake) {
+  if (!runtime.ports.store || config.acquisition.runs === 0) return null;
+  // Its own methods: listing sessions are kept apart from the sends' and closed with the acquirer.
+  const methods = nodeTransferMethods({ fileRoots: mover.fileRoots });
+  const ctx = { ports: runtime.ports, requestId: `acquisition:${mover.name}`, caller: null };
+  const acquirer = startAcquirer(
+    { ctx, methods, wis2: { intake, subscriber: mqttSubscriber() } },
+    {
+      name: mover.name,
+      concurrency: config.acquisition.runs,
+      most: config.acquisition.runs,
+      leaseMs: mover.leaseMs,
+      pollMs: config.acquisition.pollMs,
+    },
+  );
+  return {
+    ...acquirer,
+    async stop() {
+      await acquirer.stop();
+      await Promise.all(Object.values(methods).map((m) => m.close()));
     },
   };
 }
 
 /** Retrieves the registered files into the store, next to the mover that sends them (none without a store). */
-function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverConfig) {
+function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverConfig, wis2: Wis2Intake) {
   const { store } = runtime.ports;
   if (!store) return null;
   // Its own methods: a Source host's sessions are kept apart from the sends' and closed with the retriever.
@@ -71,7 +104,7 @@ function startNodeRetriever(runtime: Runtime, config: NodeConfig, mover: MoverCo
       repo: runtime.ports.repos.retrieval,
       store,
       sources: nodeSourceReader({ roots: config.sourceRoots, hosts: config.sourceHosts }),
-      sourceHosts: sourceHostOpener(runtime.ports, runtime.ports.repos.retrieval, methods),
+      sourceHosts: sourceHostOpener(runtime.ports, runtime.ports.repos.retrieval, methods, subscriptionReader(wis2)),
       summing: parallelSumming(),
     },
     {

@@ -44,6 +44,8 @@ export function nodeUploadStore(dir: string, limits?: MultipartLimits): UploadSt
       try {
         await pipeline(Readable.from(body, { objectMode: false }), out);
       } catch (e) {
+        // A body refused before its file was open: the open still creates the file, after an rm now would run.
+        if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
         await fs.promises.rm(temporary, { force: true });
         throw e;
       }

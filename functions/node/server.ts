@@ -1,14 +1,11 @@
 import fs from 'node:fs';
-import type { Server } from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
-import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { bootstrapWebAdmin } from '../../core/console/sign-in.ts';
 import { registerDataFile } from '../../core/data-files/handlers.ts';
 import type { EngineStats } from '../../core/dissemination/stats.ts';
-import type { Ports } from '../../core/ports.ts';
+import type { Logger, Ports } from '../../core/ports.ts';
 import { sweep as sweepAndPurge } from '../../core/retention/sweep.ts';
 import {
   addDemoPortalUser,
@@ -19,17 +16,18 @@ import {
 } from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
+import { startCommandServer } from './command-server.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
+import { listenerUrl, listenHttp } from './listener.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
-import { refusePlainHttp } from './plain-http.ts';
 import { nodeUploadStore, removeStaleMultipart } from './portal-uploads.ts';
 import { bootstrapAdmin, provisionProperties } from './provision.ts';
 import { openRuntime } from './runtime.ts';
-import { logServerErrors } from './server-errors.ts';
 import { isWithin, nodeSourceReader } from './sources.ts';
-import { limitStartups } from './startups.ts';
 import { probeRuntimeStore } from './store-probe.ts';
 import { loadTls } from './tls.ts';
+
+type Tls = Awaited<ReturnType<typeof loadTls>>;
 
 export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineStats) {
   const portal = {
@@ -84,18 +82,26 @@ async function startSftp(config: NodeConfig, ports: Ports, portal: ReturnType<ty
 }
 
 /**
- * Node's server options for a connection that has not sent its request yet: the TLS handshake's
- * deadline, and the headers' (checked often enough for a short one to hold: Node looks every 30 s
- * by default). A client sending a header byte now and then is closed when the deadline passes.
+ * The portal's S3 endpoint at the root of its own port, next to HTTPS, over TLS as HTTPS is (plain
+ * HTTP behind a trusted proxy); not when ECPDS_PORTAL_S3_PORT is 0.
  */
-function connectionTimeouts(timeouts: NodeConfig['timeouts']) {
-  return {
-    handshakeTimeout: timeouts.handshakeMs,
-    headersTimeout: timeouts.headersMs,
-    // Node wants the whole request's deadline beyond the headers'; its own default otherwise.
-    requestTimeout: Math.max(300_000, timeouts.headersMs + 1),
-    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeouts.headersMs / 4))),
-  };
+async function startS3(config: NodeConfig, app: ReturnType<typeof nodeApp>, tls: Tls | null, logger: Logger) {
+  const port = config.portal.s3Port;
+  if (port === null || app.s3 === null) return null;
+  try {
+    const listening = await listenHttp(app.s3.fetch, config, {
+      port,
+      tls,
+      logger,
+      errorMessage: 'portal s3 server error',
+    });
+    return { ...listening, url: listenerUrl(listening.server, config.host, port, tls !== null) };
+  } catch (e) {
+    throw new ConfigError(
+      `cannot start the portal's S3 listener on ${config.host}:${port} ` +
+        `(ECPDS_PORTAL_S3_PORT; 0 turns it off): ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
 }
 
 /** The peer address, or behind a trusted proxy the first X-Forwarded-For hop. */
@@ -149,26 +155,11 @@ export async function runServer(config: NodeConfig) {
 
   const app = nodeApp(config, ports, runtime.engineStats);
   const tls = config.trustProxy ? null : await loadTls(config);
-  let dropPlainHttp = () => {};
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve(
-      {
-        fetch: app.fetch,
-        hostname: config.host,
-        port: config.port,
-        serverOptions: { ...tls, ...connectionTimeouts(config.timeouts) },
-        ...(tls && { createServer: https.createServer }),
-      },
-      () => {
-        s.off('error', reject);
-        logServerErrors(s, logger, 'https server error');
-        resolve(s as Server);
-      },
-    );
-    if (tls) dropPlainHttp = refusePlainHttp(s as https.Server, config.timeouts);
-    limitStartups(s as Server, config.maxStartups);
-    // A port in use or an address not on this host: a message, not an unhandled 'error' event.
-    s.once('error', reject);
+  const { server, dropPlainHttp } = await listenHttp(app.fetch, config, {
+    port: config.port,
+    tls,
+    logger,
+    errorMessage: 'https server error',
   }).catch(async (e: unknown) => {
     await runtime.close();
     throw new ConfigError(
@@ -180,16 +171,31 @@ export async function runServer(config: NodeConfig) {
     await runtime.close();
     throw e;
   });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `${tls ? 'https' : 'http'}://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const s3 = await startS3(config, app, tls, logger).catch(async (e: unknown) => {
+    server.close();
+    await sftp?.close();
+    await runtime.close();
+    throw e;
+  });
+  // With the embedded database, `ecpds-edge incoming ...` reaches it through this server (Postgres takes them).
+  const commands = config.databaseUrl ? null : await startCommandServer(runtime, logger);
+  const url = listenerUrl(server, config.host, config.port, tls !== null);
   // Created once the address is bound, so a failed start cannot leave an admin whose secret was never shown.
   const bootstrapSecret = config.propertiesFile ? null : await bootstrapAdmin(ports);
   const webAdminPassword = await bootstrapWebAdmin(ports);
+  // Taken from here on: whoever reads 'listening' may signal at once, before the rest has started.
+  let signalled: string | null = null;
+  let onSignal = (signal: string) => void (signalled ??= signal);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   logger.info('listening', { url, version: VERSION, database: runtime.handle.kind, trustProxy: config.trustProxy });
   if (sftp) {
     logger.info('portal sftp listening', { port: sftp.port, hostKey: sftp.fingerprint });
     stdout.write(`Data portal SFTP on ${config.host}:${sftp.port}, host key ${sftp.fingerprint}\n`);
+  }
+  if (s3) {
+    logger.info('portal s3 listening', { url: s3.url });
+    stdout.write(`Data portal S3 on ${s3.url}\n`);
   }
   if (bootstrapSecret) {
     stdout.write(
@@ -226,9 +232,17 @@ export async function runServer(config: NodeConfig) {
   sweep?.unref();
   const mover = config.mover.enabled ? (await import('./mover.ts')).startNodeMover(runtime, config) : null;
   if (mover) logger.info('mover started', { mover: config.mover.name, concurrency: config.mover.concurrency });
+  const hostChecker =
+    config.hostChecks.concurrency > 0
+      ? (await import('./host-checks.ts')).startHostChecker(ports, {
+          ...config.hostChecks,
+          fileRoots: config.mover.fileRoots,
+        })
+      : null;
   const wis2 = config.wis2;
   const notifier = wis2 ? (await import('./wis2.ts')).startNodeWis2Publisher(runtime, { ...config, wis2 }, url) : null;
   if (wis2) logger.info('WIS2 notifications on', { broker: wis2.broker, portal: wis2.portalUrl ?? url });
+  const mails = config.mail ? (await import('./mail-sender.ts')).startNodeMailSender(runtime, config, url) : null;
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -236,23 +250,31 @@ export async function runServer(config: NodeConfig) {
     stopping = true;
     logger.info('stopping', { signal });
     if (sweep) clearInterval(sweep);
-    const force = setTimeout(() => server.closeAllConnections?.(), 8000);
+    const force = setTimeout(() => {
+      server.closeAllConnections?.();
+      s3?.server.closeAllConnections?.();
+    }, 8000);
     force.unref();
     await Promise.all([
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections?.();
-        dropPlainHttp();
-      }),
+      ...[{ server, dropPlainHttp }, ...(s3 ? [s3] : [])].map(
+        (l) =>
+          new Promise<void>((resolve) => {
+            l.server.close(() => resolve());
+            l.server.closeIdleConnections?.();
+            l.dropPlainHttp();
+          }),
+      ),
       sftp?.close(),
+      commands?.close(),
     ]);
-    await mover?.stop(config.mover.drainMs);
+    await Promise.all([mover?.stop(config.mover.drainMs), hostChecker?.stop()]);
     await notifier?.stop();
+    await mails?.stop();
     await runtime.close();
     logger.info('stopped', {});
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
-  return { server, url, stop, sftp };
+  onSignal = (signal) => void stop(signal);
+  if (signalled) onSignal(signalled);
+  return { server, url, stop, sftp, s3 };
 }

@@ -45,6 +45,8 @@ export function mqttBroker(url: string, logger: Logger, broker: string): Wis2Bro
       false,
     );
     client.on('error', (e) => logger.warn('MQTT broker error', { broker, reason: e.message }));
+    // Every publish in flight listens for the close until it is answered: many at once are no leak.
+    client.setMaxListeners(0);
     logger.info('connected to the MQTT broker', { broker });
     current = { client };
     return current;

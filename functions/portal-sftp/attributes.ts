@@ -4,8 +4,8 @@ import type { PortalEntry, PortalFile } from '../../core/portal/ports.ts';
 
 /**
  * What SFTP says of the tree's entries: files and directories, writable where the user may put
- * files, with a size and a time only for the `size` and `mtime` permissions (as the HTTPS listing).
- * The owner is the user, for `ls -l`.
+ * files, with a size and a time only for the `size` and `mtime` permissions (as the HTTPS listing):
+ * a directory's time is its newest file's (core/portal/folders.ts). The owner is the user, for `ls -l`.
  */
 
 const S_IFDIR = 0o040000;
@@ -13,9 +13,9 @@ const S_IFREG = 0o100000;
 
 type Who = Pick<PortalIdentity, 'permissions' | 'userId'>;
 
-export function directoryAttributes(who: Who): Attributes {
+export function directoryAttributes(who: Who, modifiedAt: Date | null = null): Attributes {
   const mode = S_IFDIR | (who.permissions.includes('put') ? 0o755 : 0o555);
-  return { mode, uid: 0, gid: 0 } as Attributes;
+  return { mode, uid: 0, gid: 0, ...timesOf(modifiedAt, who) } as Attributes;
 }
 
 export function fileAttributes(file: PortalFile, who: Who): Attributes {
@@ -25,16 +25,19 @@ export function fileAttributes(file: PortalFile, who: Who): Attributes {
     gid: 0,
   };
   if (who.permissions.includes('size')) attrs.size = file.size;
-  if (who.permissions.includes('mtime')) {
-    const seconds = Math.floor(file.modifiedAt.getTime() / 1000);
-    attrs.atime = seconds;
-    attrs.mtime = seconds;
-  }
-  return attrs as Attributes;
+  return { ...attrs, ...timesOf(file.modifiedAt, who) } as Attributes;
+}
+
+/** A time as SFTP's seconds, for a user with `mtime`; none when unknown (never 1970's zero). */
+function timesOf(at: Date | null, who: Who): Partial<Attributes> {
+  if (at === null || !who.permissions.includes('mtime')) return {};
+  const seconds = Math.floor(at.getTime() / 1000);
+  return { atime: seconds, mtime: seconds };
 }
 
 export function entryOf(entry: PortalEntry, who: Who): FileEntry {
-  const attrs = entry.type === 'file' ? fileAttributes(entry.file, who) : directoryAttributes(who);
+  const attrs =
+    entry.type === 'file' ? fileAttributes(entry.file, who) : directoryAttributes(who, entry.modifiedAt ?? null);
   return { filename: entry.name, longname: longName(entry.name, attrs, who.userId), attrs };
 }
 

@@ -14,6 +14,7 @@ import { logServerErrors } from '../node/server-errors.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
 import { SFTP, serveSubsystem } from './subsystem.ts';
+import { serveSumCommand } from './sum-commands.ts';
 
 export interface PortalSftpOptions {
   ports: Ports;
@@ -70,7 +71,8 @@ const ALGORITHMS = {
 /**
  * The data portal over SFTP (and `scp`, which speaks SFTP by default): ssh2's server on its own
  * port, with the portal's login check for passwords and the user's own keys, and nothing but the
- * `sftp` subsystem once logged in: no shell, no command, no forwarding.
+ * `sftp` subsystem once logged in, and the sums of its files (md5sum, sha512sum): no shell, no other
+ * command, no forwarding.
  */
 export async function startPortalSftp(options: PortalSftpOptions): Promise<PortalSftpServer> {
   const { ports } = options;
@@ -211,8 +213,18 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
             sftp.end();
           });
         });
-        // Nothing else runs here: no shell, no command (legacy `scp -O`), no terminal, no agent.
-        for (const refused of ['pty', 'shell', 'exec', 'x11', 'auth-agent', 'env', 'subsystem', 'signal']) {
+        // The only commands are the sums rclone asks for (md5sum, sha512sum: sum-commands.ts); any other
+        // command (legacy `scp -O`) is refused. Nothing else runs here: no shell, no terminal, no agent.
+        session.on('exec', (accept, reject, info) =>
+          serveSumCommand(info.command, accept, reject, {
+            ports,
+            identity,
+            touch: () => {
+              lastActivity = Date.now();
+            },
+          }),
+        );
+        for (const refused of ['pty', 'shell', 'x11', 'auth-agent', 'env', 'subsystem', 'signal']) {
           session.on(refused, (_accept: unknown, reject?: () => void) => reject?.());
         }
       });

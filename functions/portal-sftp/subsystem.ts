@@ -3,18 +3,19 @@ import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { checkDownloadQuota, type PortalIdentity, PortalLoginRefused } from '../../core/portal/access.ts';
+import { folderTime, listDestinations, listFolder, mayMakeDirectory } from '../../core/portal/folders.ts';
 import { mayList } from '../../core/portal/listing-rule.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalEntry, PortalOperation } from '../../core/portal/ports.ts';
 import { mayStill } from '../../core/portal/revocation.ts';
 import { ruledPath, type SftpPlace, sftpPath, sftpPlace, sftpSegments } from '../../core/portal/sftp-paths.ts';
 import { startPortalTransfer } from '../../core/portal/transfers.ts';
-import { destinationEntries } from '../../core/portal/tree.ts';
-import { deletePortalFile, registerUpload } from '../../core/portal/uploads.ts';
+import { deletePortalFile, registerUpload, treeViewer } from '../../core/portal/uploads.ts';
 import type { Ports } from '../../core/ports.ts';
 import { PortalAnswer } from '../portal/errors.ts';
 import { receiveUpload, type UploadMover, type UploadStore } from '../portal/upload.ts';
 import { directoryAttributes, entryOf, fileAttributes } from './attributes.ts';
+import { checkFile } from './check-file.ts';
 import { DownloadHandle, SourceChanged, UploadBody } from './file-handles.ts';
 
 const { STATUS_CODE, OPEN_MODE } = ssh2.utils.sftp;
@@ -70,8 +71,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
   const { ports } = deps;
   const handles = new Map<number, Handle>();
   let nextHandle = 1;
-  /** Directories made by MKDIR that no file is in yet: they last for the session (see README). */
-  const madeDirectories = new Set<string>();
+  /** Directories made by MKDIR that no file is in yet, and when: they last for the session (see README). */
+  const madeDirectories = new Map<string, Date>();
 
   const answer = (id: number, work: () => Promise<void>) => {
     work().then(deps.touch, (e: unknown) => {
@@ -145,21 +146,31 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     if (!ok) throw denied();
   };
   const now = () => ports.clock();
-  const fileAt = (place: Extract<SftpPlace, { kind: 'below' }>) =>
-    ports.repos.portal.file(place.destination, place.path, now());
-  const isDirectory = async (place: Extract<SftpPlace, { kind: 'below' }>) => {
-    if (madeDirectories.has(`${place.destination}/${place.path}`)) return true;
-    const below = await ports.repos.portal.list(place.destination, `${place.path}/`, now(), { after: null, limit: 1 });
-    return below.length > 0;
+  // The tree as this user sees it: its own held uploads among the files (treeViewer).
+  const fileAt = (place: BelowPlace, who: PortalIdentity) =>
+    ports.repos.portal.file(place.destination, place.path, now(), treeViewer(who));
+  const isDirectory = async (place: BelowPlace, who: PortalIdentity) =>
+    madeDirectories.has(`${place.destination}/${place.path}`) ||
+    (await isDirectoryOfFiles(place.destination, place.path, who));
+  const isDirectoryOfFiles = async (destination: string, path: string, who: PortalIdentity) => {
+    const page = { after: null, limit: 1 };
+    return (await ports.repos.portal.list(destination, `${path}/`, now(), page, treeViewer(who))).length > 0;
+  };
+  /** A directory's attributes, its time its newest file's (core/portal/folders.ts), or when MKDIR made it. */
+  const directoryOf = async (place: SftpPlace, who: PortalIdentity) => {
+    if (place.kind === 'root') return directoryAttributes(who, await folderTime(ports, who, null));
+    const path = place.kind === 'below' ? place.path : '';
+    const time = await folderTime(ports, who, place.destination, path);
+    return directoryAttributes(who, time ?? madeDirectories.get(`${place.destination}/${path}`) ?? null);
   };
 
   const statOf = async (path: string) => {
     const who = await deps.identity();
     const place = placeOf(path, who);
-    if (place.kind !== 'below') return directoryAttributes(who);
-    const file = await fileAt(place);
+    if (place.kind !== 'below') return directoryOf(place, who);
+    const file = await fileAt(place, who);
     if (file !== null) return fileAttributes(file, who);
-    if (await isDirectory(place)) return directoryAttributes(who);
+    if (await isDirectory(place, who)) return directoryOf(place, who);
     throw noSuchFile();
   };
 
@@ -180,7 +191,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (handle === undefined) throw failure('Invalid handle');
       const who = await stillAllowed(handle);
       if (handle.kind === 'read') sftp.attrs(id, fileAttributes(handle.download.file, who));
-      else if (handle.kind === 'dir') sftp.attrs(id, directoryAttributes(who));
+      else if (handle.kind === 'dir') sftp.attrs(id, await directoryOf(handle.place, who));
       else sftp.attrs(id, { mode: 0o100644 } as FileEntry['attrs']);
     }),
   );
@@ -192,25 +203,23 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (!mayList(who, place.kind === 'root' ? null : place.destination, place.kind === 'below' ? place.path : '')) {
         throw denied();
       }
-      if (place.kind === 'below' && (await fileAt(place)) !== null) throw failure('Not a directory');
-      if (place.kind === 'below' && !(await isDirectory(place))) throw noSuchFile();
+      if (place.kind === 'below' && (await fileAt(place, who)) !== null) throw failure('Not a directory');
+      if (place.kind === 'below' && !(await isDirectory(place, who))) throw noSuchFile();
       // Directories made in this session and still empty are listed after the others.
       const prefix = place.kind === 'root' ? null : place.kind === 'destination' ? '' : `${place.path}/`;
       const extra: FileEntry[] = [];
       if (prefix !== null) {
         const destination = (place as Exclude<SftpPlace, { kind: 'root' }>).destination;
-        for (const made of madeDirectories) {
+        for (const [made, at] of madeDirectories) {
           const rest = made.slice(destination.length + 1);
           if (!made.startsWith(`${destination}/${prefix}`) || rest.slice(prefix.length).includes('/')) continue;
-          if (await isDirectoryOfFiles(destination, rest)) continue;
-          extra.push(entryOf({ type: 'directory', name: rest.slice(prefix.length) }, who));
+          if (await isDirectoryOfFiles(destination, rest, who)) continue;
+          extra.push(entryOf({ type: 'directory', name: rest.slice(prefix.length), modifiedAt: at }, who));
         }
       }
       sftp.handle(id, newHandle({ kind: 'dir', place, after: null, extra, done: false }));
     }),
   );
-  const isDirectoryOfFiles = async (destination: string, path: string) =>
-    (await ports.repos.portal.list(destination, `${path}/`, now(), { after: null, limit: 1 })).length > 0;
 
   sftp.on('READDIR', (id, raw) =>
     answer(id, async () => {
@@ -220,10 +229,10 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (handle.done) return sftp.status(id, STATUS_CODE.EOF);
       const page = { after: handle.after, limit: READDIR_BATCH };
       let entries: PortalEntry[];
-      if (handle.place.kind === 'root') entries = destinationEntries(who.destinations, page);
+      if (handle.place.kind === 'root') entries = await listDestinations(ports, who, page);
       else {
         const prefix = handle.place.kind === 'destination' ? '' : `${handle.place.path}/`;
-        entries = await ports.repos.portal.list(handle.place.destination, prefix, now(), page);
+        entries = await listFolder(ports, who, handle.place.destination, prefix, page);
       }
       const last = entries.at(-1);
       if (last !== undefined) handle.after = last.type === 'directory' ? `${last.name}/` : last.name;
@@ -249,8 +258,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (writing) return openForWriting(id, who, place, flags);
       require(who, 'get', place);
       await checkDownloadQuota(ports, who, { login: who.userId, address: deps.address, protocol: SFTP });
-      const file = await fileAt(place);
-      if (file === null) throw (await isDirectory(place)) ? failure('Is a directory') : noSuchFile();
+      const file = await fileAt(place, who);
+      if (file === null) throw (await isDirectory(place, who)) ? failure('Is a directory') : noSuchFile();
       const transfer = await startPortalTransfer(ports, who, {
         protocol: SFTP,
         server: deps.serverName,
@@ -283,8 +292,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
     require(who, 'put', place);
     if (deps.uploads === null) throw unsupported('Uploading');
     if ((flags & OPEN_MODE.APPEND) !== 0) throw unsupported('Appending to a file');
-    if ((flags & OPEN_MODE.EXCL) !== 0 && (await fileAt(place)) !== null) throw failure('File exists');
-    if (await isDirectory(place)) throw failure('Is a directory');
+    if ((flags & OPEN_MODE.EXCL) !== 0 && (await fileAt(place, who)) !== null) throw failure('File exists');
+    if (await isDirectory(place, who)) throw failure('Is a directory');
     const body = new UploadBody();
     const writeHandle: WriteHandle = { kind: 'write', place, body, finished: Promise.resolve() };
     const upload = receiveUpload(
@@ -368,8 +377,8 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       const place = placeOf(path, who);
       if (place.kind !== 'below') throw denied();
       require(who, 'delete', place);
-      const file = await fileAt(place);
-      if (file === null) throw (await isDirectory(place)) ? failure('Is a directory') : noSuchFile();
+      const file = await fileAt(place, who);
+      if (file === null) throw (await isDirectory(place, who)) ? failure('Is a directory') : noSuchFile();
       await deletePortalFile(ports, who, file, `sftp-${deps.address}`);
       sftp.status(id, STATUS_CODE.OK);
     }),
@@ -381,11 +390,12 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       const place = placeOf(path, who);
       // The root's directories are the user's destinations, made by the operator only.
       if (place.kind !== 'below') throw place.kind === 'root' ? denied() : failure('File exists');
-      require(who, 'mkdir', place);
-      if ((await fileAt(place)) !== null || (await isDirectory(place))) throw failure('File exists');
+      // The one rule of every protocol: `put` implies it (core/portal/folders.ts).
+      if (!mayMakeDirectory(who, place.destination, place.path)) throw denied();
+      if ((await fileAt(place, who)) !== null || (await isDirectory(place, who))) throw failure('File exists');
       const parent = place.path.includes('/') ? place.path.slice(0, place.path.lastIndexOf('/')) : null;
-      if (parent !== null && !(await isDirectory({ ...place, path: parent }))) throw noSuchFile();
-      madeDirectories.add(`${place.destination}/${place.path}`);
+      if (parent !== null && !(await isDirectory({ ...place, path: parent }, who))) throw noSuchFile();
+      madeDirectories.set(`${place.destination}/${place.path}`, now());
       sftp.status(id, STATUS_CODE.OK);
     }),
   );
@@ -395,9 +405,9 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       const place = placeOf(path, who);
       if (place.kind !== 'below') throw denied();
       require(who, 'rmdir', place);
-      if (await isDirectoryOfFiles(place.destination, place.path)) throw failure('Directory not empty');
+      if (await isDirectoryOfFiles(place.destination, place.path, who)) throw failure('Directory not empty');
       if (!madeDirectories.delete(`${place.destination}/${place.path}`)) {
-        throw (await fileAt(place)) !== null ? failure('Not a directory') : noSuchFile();
+        throw (await fileAt(place, who)) !== null ? failure('Not a directory') : noSuchFile();
       }
       sftp.status(id, STATUS_CODE.OK);
     }),
@@ -412,9 +422,9 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       if (old.destination !== renamed.destination) throw failure('A file cannot move to another destination');
       require(who, 'rename', old);
       require(who, 'rename', renamed);
-      const file = await fileAt(old);
-      if (file === null) throw (await isDirectory(old)) ? unsupported('Renaming a directory') : noSuchFile();
-      if ((await fileAt(renamed)) !== null || (await isDirectory(renamed))) throw failure('File exists');
+      const file = await fileAt(old, who);
+      if (file === null) throw (await isDirectory(old, who)) ? unsupported('Renaming a directory') : noSuchFile();
+      if ((await fileAt(renamed, who)) !== null || (await isDirectory(renamed, who))) throw failure('File exists');
       // The bytes move with the name when they are an upload; a name of the upload store is its path.
       const moved = (await deps.uploads?.move(file.source, renamed.destination, renamed.path)) ?? null;
       try {
@@ -450,11 +460,24 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       sftp.status(id, STATUS_CODE.OK);
     }),
   );
-  for (const event of ['READLINK', 'SYMLINK', 'EXTENDED'] as const) {
+  for (const event of ['READLINK', 'SYMLINK'] as const) {
     sftp.on(event, (id: number) => {
       sftp.status(id, STATUS_CODE.OP_UNSUPPORTED, `${event} is not supported here`);
     });
   }
+  // The check-file extensions (a file's known sums, check-file.ts); any other extension is not supported.
+  sftp.on('EXTENDED', (id, name, data) =>
+    answer(id, async () => {
+      const readHandle = async (raw: Buffer) => {
+        const handle = handleOf(raw);
+        if (handle?.kind !== 'read') throw failure('Invalid handle');
+        await stillAllowed(handle);
+        return handle.download.file;
+      };
+      const status = await checkFile(sftp, id, name, data, { ports, identity: deps.identity, readHandle });
+      if (status !== null) throw new Refusal(status.code, status.message);
+    }),
+  );
 
   /** Closes what the client left open: downloads are accounted, unfinished uploads discarded. */
   return async function closeAll() {

@@ -1,7 +1,7 @@
 import { shownSource } from '../../core/data-files/sources.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
-import { answerDownload, type DownloadRequest, servedFile } from '../../core/portal/download.ts';
+import { answerDownload, type DownloadRequest, type ServedFile, servedFile } from '../../core/portal/download.ts';
 import { contentTypeOf } from '../../core/portal/media-types.ts';
 import type { PortalFile } from '../../core/portal/ports.ts';
 import { downloadQuotaExceeded } from '../../core/portal/quota-ledger.ts';
@@ -61,9 +61,11 @@ export async function downloadAnswer(
   request: DownloadRequest & { download: boolean },
   destination: string,
   file: PortalFile,
+  /** The file's validators as this protocol serves them (S3's always have an ETag). */
+  served: ServedFile = servedFile(file),
 ): Promise<Response> {
   const { ports } = deps;
-  const answer = answerDownload(servedFile(file), request, ports.clock());
+  const answer = answerDownload(served, request, ports.clock());
   if (answer.status !== 200 && answer.status !== 206) {
     return new Response(null, { status: answer.status, headers: answer.headers });
   }

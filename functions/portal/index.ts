@@ -1,8 +1,10 @@
 import { Hono } from 'hono';
 import { PORTAL_CSS } from './assets.ts';
 import { portalError } from './errors.ts';
+import { notFoundForBrowsers } from './not-found.tsx';
 import type { PortalOptions } from './options.ts';
 import { s3Routes } from './s3/index.ts';
+import { PORTAL_SCRIPT } from './script.ts';
 import { serveTree } from './tree-routes.ts';
 import { DATA_BASE, dataVisitor, openAccessVisitor } from './who.ts';
 
@@ -18,17 +20,19 @@ const HOME_BASE = '/portal/home/';
  */
 export function portalApp(options: PortalOptions) {
   const app = new Hono();
-  app.get(
-    '/assets/portal.css',
-    () =>
-      new Response(PORTAL_CSS, {
-        headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
-      }),
-  );
+  const asset = (body: string, type: string) => () =>
+    new Response(body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600' } });
+  app.get('/assets/portal.css', asset(PORTAL_CSS, 'text/css; charset=utf-8'));
+  app.get('/assets/portal.js', asset(PORTAL_SCRIPT, 'text/javascript; charset=utf-8'));
+  // The portal's own address leads to the files (`/portal/`, a path of its own under strict routing,
+  // is the app's fallback: portalFallback).
+  app.get('/', () => found(DATA_BASE));
 
   // The S3 endpoint answers its own errors, in S3's XML.
   app.route('/', s3Routes(options));
 
+  app.use('/data/*', notFoundForBrowsers);
+  app.use('/home/*', notFoundForBrowsers);
   app.all('/data', () => redirect(DATA_BASE));
   app.all('/data/*', async (c) => {
     const ports = await options.portsFor(c);
@@ -61,3 +65,5 @@ export function portalApp(options: PortalOptions) {
 const rawPath = (url: string) => new URL(url).pathname;
 
 const redirect = (location: string) => new Response(null, { status: 301, headers: { location } });
+/** A redirect that is not remembered: where the start leads may change. */
+const found = (location: string) => new Response(null, { status: 302, headers: { location } });

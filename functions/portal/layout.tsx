@@ -1,15 +1,20 @@
 import { raw } from 'hono/html';
 import type { Child } from 'hono/jsx';
 
-/** The portal's pages: one shell, its one stylesheet served by the app itself (no external assets). */
+/**
+ * The portal's pages: one shell, its one stylesheet and one script served by the app itself (no
+ * external assets). Only a page that names its policy's nonce loads the script.
+ */
 export interface PortalPageProps {
   title: string;
   /** Who is logged in through a browser session, for the log-out form; none for Basic or open access. */
   session?: { login: string; csrf: string } | null;
+  /** The nonce of the page's policy (page-headers.ts), for its script; none: no script. */
+  scriptNonce?: string | null;
   children?: Child;
 }
 
-export function PortalPage({ title, session, children }: PortalPageProps) {
+export function PortalPage({ title, session, scriptNonce, children }: PortalPageProps) {
   return (
     <>
       {raw('<!doctype html>')}
@@ -20,10 +25,12 @@ export function PortalPage({ title, session, children }: PortalPageProps) {
           <meta name="referrer" content="no-referrer" />
           <title>{`${title} · Data Portal`}</title>
           <link rel="stylesheet" href="/portal/assets/portal.css" />
+          {scriptNonce && <script src="/portal/assets/portal.js" nonce={scriptNonce} defer />}
         </head>
         <body>
           <header>
-            <a class="brand" href={session ? '/portal/data/' : '/portal/login'}>
+            {/* /portal/ leads to the files, or to the login first. */}
+            <a class="brand" href="/portal/">
               Data Portal
             </a>
             {session && (

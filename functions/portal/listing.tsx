@@ -1,6 +1,11 @@
-import { encodePath, encodeSegment, type ListingRow } from '../../core/portal/tree.ts';
+import { encodePath, type ListingRow } from '../../core/portal/tree.ts';
+import { isoSeconds } from './format.ts';
 import { PortalPage } from './layout.tsx';
+import { ListingTable } from './listing-table.tsx';
 import { OpenAccessNotice } from './open-access.tsx';
+import { pageHeaderValues, scriptNonce } from './page-headers.ts';
+import { UploadedNotice, UploadForm } from './upload-form.tsx';
+import type { UploadedFile } from './upload-receipt.ts';
 import type { Visitor } from './who.ts';
 
 /** A page of a directory of the tree, as the route found it. */
@@ -15,6 +20,8 @@ export interface Listing {
   limit: number | null;
   /** A browser session that may upload here gets the form. */
   uploadForm: boolean;
+  /** The files the session's last upload here registered, for its confirmation. */
+  uploaded?: readonly UploadedFile[];
 }
 
 type ListingType = 'html' | 'json' | 'csv';
@@ -48,7 +55,12 @@ export function listingResponse(listing: Listing, accept: string | undefined): R
       : `${directory}?after=${encodeURIComponent(listing.next)}${limitParameter(listing.limit)}`;
   const link: Record<string, string> = nextHref === null ? {} : { link: `<${nextHref}>; rel="next"` };
   if (type === 'json') {
-    const body = listing.rows.map((r) => ({ ...r, lastModified: r.lastModified && isoSeconds(r.lastModified) }));
+    const body = listing.rows.map((r) => ({
+      name: r.name,
+      type: r.type,
+      size: r.size,
+      lastModified: r.lastModified && isoSeconds(r.lastModified),
+    }));
     return Response.json(body, { headers: { ...HEADERS, ...link } });
   }
   if (type === 'csv') {
@@ -62,25 +74,26 @@ export function listingResponse(listing: Listing, accept: string | undefined): R
       headers: { 'content-type': 'text/csv; charset=utf-8', ...HEADERS, ...link },
     });
   }
-  const html = <ListingPage listing={listing} directory={directory} nextHref={nextHref} />;
-  return new Response(`${html}`, { headers: { 'content-type': 'text/html; charset=UTF-8', ...HEADERS } });
+  // The page's script is named by a nonce of this answer alone (page-headers.ts).
+  const nonce = scriptNonce();
+  const html = <ListingPage listing={listing} directory={directory} nextHref={nextHref} nonce={nonce} />;
+  return new Response(`${html}`, {
+    headers: { 'content-type': 'text/html; charset=UTF-8', ...HEADERS, ...pageHeaderValues(nonce) },
+  });
 }
 
 const limitParameter = (limit: number | null) => (limit === null ? '' : `&limit=${limit}`);
 
-/** A time as ISO 8601 in UTC, to the second (as Last-Modified has it). */
-const isoSeconds = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z');
-
 /** RFC 4180: quoted when it holds a comma, a quote or a line break. */
 const csvField = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 
-function ListingPage(props: { listing: Listing; directory: string; nextHref: string | null }) {
+function ListingPage(props: { listing: Listing; directory: string; nextHref: string | null; nonce: string }) {
   const { listing, directory, nextHref } = props;
   const { visitor, segments, rows } = listing;
   const home = visitor.base === '/portal/data/' ? 'Data' : `home/${visitor.identity.userId}`;
   const title = segments.length === 0 ? home : `${segments.join('/')}/`;
   return (
-    <PortalPage title={title} session={visitor.session}>
+    <PortalPage title={title} session={visitor.session} scriptNonce={props.nonce}>
       <nav class="crumbs" aria-label="Where you are">
         <a href={visitor.base}>{home}</a>
         {segments.map((segment, i) => (
@@ -94,47 +107,8 @@ function ListingPage(props: { listing: Listing; directory: string; nextHref: str
       {visitor.base !== '/portal/data/' && segments.length === 0 && (
         <OpenAccessNotice userId={visitor.identity.userId} />
       )}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col" class="size">
-                Size (bytes)
-              </th>
-              <th scope="col">Modified (UTC)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {segments.length > 0 && (
-              <tr>
-                <td>
-                  <a href="../">../</a>
-                </td>
-                <td class="size" />
-                <td />
-              </tr>
-            )}
-            {rows.map((row) => {
-              const name = row.type === 'directory' ? `${row.name}/` : row.name;
-              const href = row.type === 'directory' ? `${encodeSegment(row.name)}/` : encodeSegment(row.name);
-              return (
-                <tr>
-                  <td>
-                    <a href={href}>{name}</a>
-                  </td>
-                  <td class="size">{row.type === 'file' ? (row.size ?? '—') : ''}</td>
-                  <td>
-                    {row.lastModified && (
-                      <time datetime={isoSeconds(row.lastModified)}>{isoSeconds(row.lastModified)}</time>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <UploadedNotice files={listing.uploaded ?? []} rows={rows} />
+      <ListingTable rows={rows} up={segments.length > 0} />
       {rows.length === 0 && <p class="notice">Nothing here yet.</p>}
       {nextHref !== null && (
         <p>
@@ -143,16 +117,7 @@ function ListingPage(props: { listing: Listing; directory: string; nextHref: str
           </a>
         </p>
       )}
-      {listing.uploadForm && visitor.session && (
-        <form method="post" enctype="multipart/form-data" action={directory}>
-          <input type="hidden" name="csrf" value={visitor.session.csrf} />
-          <label>
-            Upload a file here
-            <input type="file" name="file" required />
-          </label>
-          <button type="submit">Upload</button>
-        </form>
-      )}
+      {listing.uploadForm && visitor.session && <UploadForm action={directory} csrf={visitor.session.csrf} />}
     </PortalPage>
   );
 }

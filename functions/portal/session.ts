@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie';
 import { tokenMatches } from '../../core/common/crypto.ts';
 import type { PortalIdentity } from '../../core/portal/access.ts';
@@ -98,20 +98,3 @@ export const CSRF_REFUSED =
 export async function refuseWithoutCsrf(c: Context, expected: string): Promise<Response | null> {
   return (await csrfMatches(c, expected)) ? null : c.text(CSRF_REFUSED, 403);
 }
-
-/**
- * The portal's pages are about one person's files and forms: never cached, never framed, no
- * script, nothing from elsewhere (the stylesheet is the app's own).
- */
-export const pageHeaders: MiddlewareHandler = async (c, next) => {
-  await next();
-  c.header('Cache-Control', 'no-store');
-  c.header(
-    'Content-Security-Policy',
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; " +
-      "base-uri 'none'",
-  );
-  c.header('X-Frame-Options', 'DENY');
-  c.header('X-Content-Type-Options', 'nosniff');
-  c.header('Referrer-Policy', 'no-referrer');
-};

@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
 import { constantTimeEqualText } from '../../core/common/crypto.ts';
+import { listDestinations, listFolder, withFolderFiles } from '../../core/portal/folders.ts';
 import { mayList } from '../../core/portal/listing-rule.ts';
 import { allowed } from '../../core/portal/options.ts';
 import type { PortalOperation } from '../../core/portal/ports.ts';
 import {
   cursorAfter,
-  destinationEntries,
   encodePath,
   isSafeSegment,
   listingRows,
@@ -14,16 +14,17 @@ import {
   type TreeTarget,
   treeTarget,
 } from '../../core/portal/tree.ts';
-import { deletePortalFile } from '../../core/portal/uploads.ts';
+import { deletePortalFile, treeViewer } from '../../core/portal/uploads.ts';
 import type { Ports } from '../../core/ports.ts';
 import { VERSION_PARAMETER } from '../../core/wis2/message.ts';
 import { plain } from '../http/errors.ts';
 import { downloadAnswer, downloadRequest } from './download.ts';
 import { notFoundAnswer, PortalAnswer, permissionDenied } from './errors.ts';
-import { listingResponse } from './listing.tsx';
+import { listingResponse, listingType } from './listing.tsx';
 import { formBoundary, formParts } from './multipart.ts';
 import type { PortalOptions } from './options.ts';
 import { receiveUpload, type UploadDeps, uploadsUnavailable } from './upload.ts';
+import { readReceipts, receiptOf, UPLOADED_PARAMETER, uploadedFiles } from './upload-receipt.ts';
 import type { Visitor } from './who.ts';
 
 /** One request of the tree below `visitor.base`; `rest` is the path after it, still percent-encoded. */
@@ -75,7 +76,13 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
       const version = c.req.query(VERSION_PARAMETER);
       if (version !== undefined) {
         if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, HEAD');
-        const stored = await ports.repos.portal.version(target.destination, target.path, version, ports.clock());
+        const stored = await ports.repos.portal.version(
+          target.destination,
+          target.path,
+          version,
+          ports.clock(),
+          treeViewer(visitor.identity),
+        );
         if (stored === null) return notFoundAnswer();
         requirePermission(visitor, 'get', ruled);
         const request = downloadRequest((name) => c.req.header(name), method, c.req.query('download') === '1');
@@ -88,12 +95,16 @@ export async function serveTree(c: Context, options: PortalOptions, ports: Ports
           stored,
         );
       }
-      const file = await ports.repos.portal.file(target.destination, target.path, ports.clock());
+      const viewer = treeViewer(visitor.identity);
+      const file = await ports.repos.portal.file(target.destination, target.path, ports.clock(), viewer);
       if (file === null) {
-        const below = await ports.repos.portal.list(target.destination, `${target.path}/`, ports.clock(), {
-          after: null,
-          limit: 1,
-        });
+        const below = await ports.repos.portal.list(
+          target.destination,
+          `${target.path}/`,
+          ports.clock(),
+          { after: null, limit: 1 },
+          viewer,
+        );
         if (below.length > 0 && method !== 'DELETE') return moved(`${visitor.base}${encodePath(path.segments)}/`, c);
         return notFoundAnswer();
       }
@@ -142,26 +153,38 @@ async function listDirectory(
         };
   if (!mayList(who, listed.destination, listed.directory)) throw new PortalAnswer(permissionDenied());
   if (target.kind === 'root') {
-    entries = destinationEntries(who.destinations, asked);
+    entries = await listDestinations(ports, who, asked);
   } else {
-    entries = await ports.repos.portal.list(target.destination, target.prefix, ports.clock(), asked);
+    entries = await listFolder(ports, who, target.destination, target.prefix, asked);
     segments = [target.destination, ...target.prefix.split('/').filter((s) => s !== '')];
     // A directory exists while a file is below it; a destination's own always does.
     if (entries.length === 0 && page.after === null && target.prefix !== '') return notFoundAnswer();
   }
-  const rows = listingRows(entries.slice(0, page.limit), who);
+  const listedRows = listingRows(entries.slice(0, page.limit), who);
+  // Folders' file counts are for the eye: only the HTML page pays for them.
+  const rows =
+    listingType(c.req.header('accept')) === 'html'
+      ? await withFolderFiles(ports, who, listed.destination, target.kind === 'root' ? '' : target.prefix, listedRows)
+      : listedRows;
   const last = rows.at(-1);
   const next = entries.length > page.limit && last !== undefined ? cursorAfter(last) : null;
   const uploadForm = visitor.session !== null && target.kind === 'directory' && who.permissions.includes('put');
   const limit = c.req.query('limit') === undefined ? null : page.limit;
-  return listingResponse({ visitor, segments, rows, next, limit, uploadForm }, c.req.header('accept'));
+  const receipts =
+    visitor.session === null ? [] : readReceipts(c.req.queries(UPLOADED_PARAMETER) ?? [], visitor.session.csrf);
+  const uploaded =
+    target.kind === 'directory' && receipts.length > 0
+      ? await uploadedFiles(ports, target.destination, target.prefix, receipts)
+      : [];
+  return listingResponse({ visitor, segments, rows, next, limit, uploadForm, uploaded }, c.req.header('accept'));
 }
 
 /**
  * The upload form of a directory's page (multipart/form-data with the session's `csrf` first, then
  * one or more `file` parts; or the token in X-CSRF-Token): only for a browser session whose token
  * it carries. Each file is one
- * upload, as a PUT of its name in that directory would be; the browser goes back to the page.
+ * upload, as a PUT of its name in that directory would be; the browser goes back to the page, which
+ * confirms the files registered.
  */
 async function formUpload(
   c: Context,
@@ -175,7 +198,7 @@ async function formUpload(
   if (visitor.session === null) return refused();
   if (boundary === null || c.req.raw.body === null) return plain(400, 'A multipart/form-data body is expected');
   let tokenOk = headerToken(c, visitor);
-  let uploads = 0;
+  const receipts: string[] = [];
   for await (const part of formParts(c.req.raw.body, boundary)) {
     if (part.name === 'csrf') {
       tokenOk ||= constantTimeEqualText(await smallText(part.body), visitor.session.csrf);
@@ -184,13 +207,15 @@ async function formUpload(
       if (!isSafeSegment(part.filename)) return plain(400, 'Invalid file name');
       const path = `${target.prefix}${part.filename}`;
       requirePermission(visitor, 'put', `${target.destination}/${path}`);
-      await receiveUpload(deps, visitor, { destination: target.destination, path }, part.body, null);
-      uploads++;
+      const uploaded = await receiveUpload(deps, visitor, { destination: target.destination, path }, part.body, null);
+      receipts.push(receiptOf(visitor.session.csrf, uploaded));
     }
   }
   if (!tokenOk) return refused();
-  if (uploads === 0) return plain(400, 'No file was given');
-  return new Response(null, { status: 303, headers: { location: c.req.path } });
+  if (receipts.length === 0) return plain(400, 'No file was given');
+  // Back to the folder's page, which confirms what was registered (upload-receipt.ts).
+  const query = receipts.map((r) => `${UPLOADED_PARAMETER}=${encodeURIComponent(r)}`).join('&');
+  return new Response(null, { status: 303, headers: { location: `${c.req.path}?${query}` } });
 }
 
 /**

@@ -59,22 +59,50 @@ export interface AzureBlob {
  * is the blob's name.
  */
 export function azureBlob(host: HostConnection, file: OutgoingFile): AzureBlob {
-  const raw = host.options.raw;
   const path = joinRemote(host.directory, file.target).replace(/^\/+/, '');
-  let container = raw.get('containerName')?.trim() ?? '';
-  let name = path;
-  if (container === '') {
-    const slash = path.indexOf('/');
-    container = slash > 0 ? path.slice(0, slash) : '';
-    name = path.slice(slash + 1);
-  }
+  const { container, name } = containerAndName(host, path);
   if (container === '' || name === '') {
     throw invalid(`No Azure container and blob in ${path}: set azure.containerName or give it as the first directory`);
   }
-  const endpoint = azureEndpoint(host);
-  const base = endpoint.pathname.replace(/\/+$/, '');
   const encoded = [container, ...name.split('/')].map(encodeURIComponent).join('/');
-  return { url: new URL(`${endpoint.origin}${base}/${encoded}`), label: `${container}/${name}` };
+  return { url: new URL(`${accountUrl(host)}/${encoded}`), label: `${container}/${name}` };
+}
+
+/** A listing's container (`url`, without a query) and the prefix of the blobs it lists. */
+export interface AzureListing extends AzureBlob {
+  prefix: string;
+}
+
+/**
+ * What a listing of `directory` (from the account's root) asks for. Split as `azureBlob` splits
+ * `<directory>/<name>`, so that each blob listed is the one a fetch of that path reads, in the same
+ * container, whichever way `directory` is slashed.
+ */
+export function azureListing(host: HostConnection, directory: string): AzureListing {
+  const path = `${directory.replace(/\/+$/, '')}/`.replace(/^\/+/, '');
+  const { container, name: prefix } = containerAndName(host, path);
+  if (container === '') {
+    throw invalid(`No Azure container in ${directory}: set azure.containerName or give it as the first directory`);
+  }
+  return {
+    url: new URL(`${accountUrl(host)}/${encodeURIComponent(container)}`),
+    label: `${container}/${prefix}`,
+    prefix,
+  };
+}
+
+/** `azure.containerName` and the whole path, or else the path's first segment and what follows it. */
+function containerAndName(host: HostConnection, path: string) {
+  const named = host.options.raw.get('containerName')?.trim() ?? '';
+  if (named !== '') return { container: named, name: path };
+  const slash = path.indexOf('/');
+  return { container: slash > 0 ? path.slice(0, slash) : '', name: path.slice(slash + 1) };
+}
+
+/** The account's endpoint, without a trailing slash. */
+function accountUrl(host: HostConnection) {
+  const endpoint = azureEndpoint(host);
+  return `${endpoint.origin}${endpoint.pathname.replace(/\/+$/, '')}`;
 }
 
 function azureEndpoint(host: HostConnection): URL {

@@ -1,23 +1,34 @@
 import { createHash } from 'node:crypto';
+import type { ListedEntry } from '../../core/acquisition/selection.ts';
 import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
+import { progressWatch } from '../../core/dissemination/progress-watch.ts';
+import { listedBlobs } from './azure-list.ts';
 import {
   AZURE_VERSION,
   type AzureBlob,
   type AzureSettings,
   azureBlob,
+  azureListing,
   azureSettings,
   blockSizeFor,
   sharedKey,
 } from './azure-target.ts';
 import { partsOf, slicesOf, untilAborted } from './s3.ts';
+import { queryOf, uniqueEntries, xmlValue } from './s3-wire.ts';
 import { fetchFailure, requestBody, type SizedSource, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
 
 /** How the requests are authorised: Shared Key signing, or a SAS token added to each URL. */
 type Credentials = { account: string; key: string } | { sas: URLSearchParams };
+
+export interface AzureDependencies {
+  fetch?: typeof fetch;
+  /** The most entries a List Blobs page holds (maxresults); the service's default (5000) when none. */
+  listPageSize?: number;
+}
 
 /**
  * The `azure` method: the file as a block blob, over the Blob service's REST API and fetch (the
@@ -31,7 +42,7 @@ type Credentials = { account: string; key: string } | { sas: URLSearchParams };
  * them; uncommitted blocks are discarded by the next commit, or by the service after a week.
  * Requests the server stops reading, or does not answer, for `ectrans.streamTimeout` are aborted.
  */
-export function azureMethod(dependencies: { fetch?: typeof fetch } = {}): TransferMethod {
+export function azureMethod(dependencies: AzureDependencies = {}): TransferMethod {
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
   const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
   return {
@@ -74,6 +85,19 @@ export function azureMethod(dependencies: { fetch?: typeof fetch } = {}): Transf
         const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
         if (!response.body) throw new Error(`Azure Get Blob ${blob.label} failed: no body in the reply`);
         return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+      } finally {
+        watch.clear();
+      }
+    },
+    async list(host, directory, signal) {
+      signal.throwIfAborted();
+      const where = azureListing(host, directory);
+      // No ectrans.putTimeOut: a listing puts nothing. A server that stops answering still ends it.
+      const watch = progressWatch(signal, { putTimeoutMs: null, streamTimeoutMs: host.options.streamTimeoutMs });
+      try {
+        const credentials = await credentialsOf(host, send, watch);
+        const client = new AzureClient(where, credentials, send, watch);
+        return await client.list(where.prefix, dependencies.listPageSize ?? null);
       } finally {
         watch.clear();
       }
@@ -186,6 +210,39 @@ class AzureClient {
     }
     if (failure) throw (failure as { error: unknown }).error;
     return ids;
+  }
+
+  /** The blobs under `prefix` in the container, one level deep, over every page of List Blobs. */
+  async list(prefix: string, pageSize: number | null): Promise<ListedEntry[]> {
+    const entries: ListedEntry[] = [];
+    let marker: string | null = null;
+    do {
+      const query = queryOf({
+        restype: 'container',
+        comp: 'list',
+        prefix,
+        delimiter: '/',
+        maxresults: pageSize === null ? null : String(pageSize),
+        marker,
+      });
+      const response = await this.call('List Blobs', 'GET', query, {}, null, this.watch.signal);
+      const page = await this.replyText('List Blobs', response);
+      entries.push(...listedBlobs(page, prefix));
+      marker = xmlValue(page, 'NextMarker') || null;
+    } while (marker !== null);
+    return uniqueEntries(entries);
+  }
+
+  /** A whole answer (a page of a listing can be more than a failure's reason keeps); the abort's reason on abort. */
+  private async replyText(what: string, response: Response) {
+    try {
+      const text = await response.text();
+      this.watch.moved();
+      return text;
+    } catch (error) {
+      if (this.watch.signal.aborted) throw this.watch.signal.reason ?? error;
+      throw this.failed(what, fetchFailure(error));
+    }
   }
 
   private async putBlock(id: string, n: number, block: Uint8Array, useMD5: boolean, signal: AbortSignal) {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { deliverFile, type RemoteFiles } from '../../core/dissemination/deliver.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
+import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
 import { isWithin } from '../node/sources.ts';
 
 /**
@@ -57,14 +58,24 @@ export function fileRemote(root: string): RemoteFiles {
  * mover write anywhere else.
  */
 export function fileMethod(roots: readonly string[]): TransferMethod {
+  const allowed = (host: { directory: string }) => {
+    const directory = path.resolve(host.directory || '.');
+    if (!roots.some((root) => isWithin(path.resolve(root), directory))) {
+      throw new Error(`Directory ${host.directory} is not under a file host root (ECPDS_FILE_HOST_ROOTS)`);
+    }
+    return directory;
+  };
   return {
     async send(host, file, source, signal) {
-      const directory = path.resolve(host.directory || '.');
-      if (!roots.some((root) => isWithin(path.resolve(root), directory))) {
-        throw new Error(`Directory ${host.directory} is not under a file host root (ECPDS_FILE_HOST_ROOTS)`);
-      }
+      const directory = allowed(host);
       await fs.promises.mkdir(directory, { recursive: true });
       return deliverFile(fileRemote(directory), deliveryFor({ ...host, directory: '' }, file), source, signal);
+    },
+    async check(host, file, signal) {
+      const directory = allowed(host);
+      // The directory must be there and writable, as a send would need it.
+      await fs.promises.access(directory, fs.constants.W_OK);
+      return checkRemoteFiles(fileRemote(directory), '', file, signal);
     },
     async close() {},
   };

@@ -4,8 +4,10 @@ import type { Client } from 'basic-ftp';
 import { type DeliverySteps, deliverFile } from '../../core/dissemination/deliver.ts';
 import type { DeliveryExtras } from '../../core/dissemination/delivery-options.ts';
 import { readFlag } from '../../core/dissemination/method-options.ts';
-import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
+import { deliveryFor, type HostConnection, type TransferMethod } from '../../core/dissemination/methods.ts';
+import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
 import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient, reason } from './ftp-connect.ts';
+import { ftpEntries } from './ftp-list.ts';
 import { ftpRemote } from './ftp-remote.ts';
 import { idleSessions } from './idle-sessions.ts';
 
@@ -50,6 +52,17 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
     return { client, known: new Set() };
   };
 
+  /** A session of its own, ended by the caller: a read or a listing shares none of the sends' sessions. */
+  async function ownSession(host: HostConnection, signal: AbortSignal) {
+    if (closed) throw new Error(`The ${kind} method is closed`);
+    const target = ftpTarget(kind, host);
+    const client = await openClient(target, signal);
+    options.onConnect?.(target);
+    const onAbort = () => client.close();
+    signal.addEventListener('abort', onAbort, { once: true });
+    return { target, client, detach: () => signal.removeEventListener('abort', onAbort) };
+  }
+
   return {
     async send(host, file, source, signal) {
       if (closed) throw new Error(`The ${kind} method is closed`);
@@ -68,7 +81,9 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       for (;;) {
         const { session, reused } = await idle.acquire(key, host, () => open(target, signal));
         let grace: ReturnType<typeof setTimeout> | undefined;
-        const onAbort = () => void (grace = setTimeout(() => session.client.close(), ABORT_GRACE_MS));
+        const onAbort = () => {
+          grace = setTimeout(() => session.client.close(), ABORT_GRACE_MS);
+        };
         signal.addEventListener('abort', onAbort, { once: true });
         try {
           const remote = ftpRemote(session.client, { deleteOnRename, known: session.known }, signal);
@@ -90,18 +105,13 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       }
     },
     async fetch(host, path, signal) {
-      if (closed) throw new Error(`The ${kind} method is closed`);
-      // A session of its own, ended once the file is read: a read is not a send, and shares none of its sessions.
-      const target = ftpTarget(kind, host);
-      const client = await openClient(target, signal);
-      options.onConnect?.(target);
-      const onAbort = () => client.close();
-      signal.addEventListener('abort', onAbort, { once: true });
+      // Ended once the file is read.
+      const { target, client, detach } = await ownSession(host, signal);
       let size: number;
       try {
         size = await client.size(path);
       } catch (error) {
-        signal.removeEventListener('abort', onAbort);
+        detach();
         client.close();
         if (signal.aborted) throw signal.reason;
         throw new Error(`Cannot be read (${reason(error, target.password)})`);
@@ -121,8 +131,42 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
             client.close();
           },
         )
-        .finally(() => signal.removeEventListener('abort', onAbort));
+        .finally(detach);
       return { size, stream };
+    },
+    async list(host, directory, signal) {
+      const { target, client, detach } = await ownSession(host, signal);
+      try {
+        // An abort as the login ended found neither openClient's listener nor this one.
+        signal.throwIfAborted();
+        const entries = await ftpEntries(client, directory);
+        await endClient(client);
+        // An abort while the session ended cut it short; the entries are not wanted any more.
+        signal.throwIfAborted();
+        return entries;
+      } catch (error) {
+        client.close();
+        if (signal.aborted) throw signal.reason;
+        throw new Error(reason(error, target.password));
+      } finally {
+        detach();
+      }
+    },
+    async check(host, file, signal) {
+      // A session of its own, logged in now: an idle one kept for sends would prove nothing.
+      const { target, client, detach } = await ownSession(host, signal);
+      try {
+        const remote = ftpRemote(client, { deleteOnRename: false, known: new Set() }, signal);
+        const done = await checkRemoteFiles(remote, host.directory, file, signal);
+        await endClient(client);
+        return done;
+      } catch (error) {
+        client.close();
+        if (signal.aborted) throw signal.reason;
+        throw new Error(reason(error, target.password));
+      } finally {
+        detach();
+      }
     },
     async close() {
       closed = true;

@@ -6,6 +6,7 @@ import type { HostConnection, OutgoingFile, TransferMethod } from '../../core/di
 import { getFile } from './get-file.ts';
 import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
+import { indexEntries } from './web-listing.ts';
 
 /**
  * The `http` method: the file as the body of one PUT (or POST with `http.usePost`) to
@@ -19,6 +20,9 @@ import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
  * Authentication: Basic from the host's login and password when a login is set, and/or
  * `http.authheader`, one header line `Name: value` sent as is (e.g. `Authorization: Bearer …`
  * or `X-Api-Key: …`); it replaces a Basic Authorization header when it is one.
+ *
+ * An Acquisition host's directory is listed from its index page (nginx `autoindex`, Apache
+ * `mod_autoindex`): the entries it links to, each file's size and time from a HEAD request.
  */
 export function httpMethod(dependencies: { fetch?: typeof fetch } = {}): TransferMethod {
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
@@ -42,6 +46,13 @@ export function httpMethod(dependencies: { fetch?: typeof fetch } = {}): Transfe
       const url = httpUrl({ ...host, directory: '' }, { target: path, size: 0 });
       const { 'content-length': _, 'content-type': __, ...headers } = httpHeaders(host, { target: path, size: 0 });
       return getFile(send, url, headers, signal, `HTTP GET ${url.origin}${url.pathname}`);
+    },
+    async list(host, directory, signal) {
+      const url = httpUrl({ ...host, directory: '' }, { target: directory, size: 0 });
+      // The index page of a directory is at its URL with a trailing slash (without, servers redirect).
+      if (!url.pathname.endsWith('/')) url.pathname += '/';
+      const { 'content-length': _, 'content-type': __, ...headers } = httpHeaders(host, { target: directory, size: 0 });
+      return indexEntries({ send, url, headers, directory, signal });
     },
     async close() {},
   };

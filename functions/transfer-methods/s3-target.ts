@@ -75,22 +75,42 @@ export const DNS_BUCKET = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
  */
 export function s3Object(host: HostConnection, file: OutgoingFile, settings: S3Settings): S3Object {
   const path = joinRemote(host.directory, file.target).replace(/^\/+/, '');
-  let bucket = host.options.raw.get('bucketName')?.trim() ?? '';
-  let rest = path;
-  if (bucket === '') {
-    const slash = path.indexOf('/');
-    bucket = slash > 0 ? path.slice(0, slash) : '';
-    rest = path.slice(slash + 1);
-  }
+  const { bucket, rest } = bucketAndRest(host, path);
   if (bucket === '' || rest === '') {
     throw invalid(`No S3 bucket and key in ${path}: set s3.bucketName or give the bucket as the first directory`);
   }
   const key = (host.options.raw.get('prefix') ?? '') + rest;
+  return { bucket, key, url: s3Url(host, settings, bucket, key), label: `${bucket}/${key}` };
+}
+
+/**
+ * What a listing of `directory` (from the bucket's root) asks for: its `key` is the prefix, its `url`
+ * the bucket's. Split as `s3Object` splits `<directory>/<name>`, so that each object listed is the
+ * one a fetch of that path reads, in the same bucket, whichever way `directory` is slashed.
+ */
+export function s3Listing(host: HostConnection, directory: string, settings: S3Settings): S3Object {
+  const path = `${directory.replace(/\/+$/, '')}/`.replace(/^\/+/, '');
+  const { bucket, rest } = bucketAndRest(host, path);
+  if (bucket === '') {
+    throw invalid(`No S3 bucket in ${directory}: set s3.bucketName or give the bucket as the first directory`);
+  }
+  const key = (host.options.raw.get('prefix') ?? '') + rest;
+  return { bucket, key, url: s3Url(host, settings, bucket, ''), label: `${bucket}/${key}` };
+}
+
+/** `s3.bucketName` and the whole path, or else the path's first segment and what follows it. */
+function bucketAndRest(host: HostConnection, path: string) {
+  const named = host.options.raw.get('bucketName')?.trim() ?? '';
+  if (named !== '') return { bucket: named, rest: path };
+  const slash = path.indexOf('/');
+  return { bucket: slash > 0 ? path.slice(0, slash) : '', rest: path.slice(slash + 1) };
+}
+
+/** The object's URL; with an empty key, the bucket's (`endpoint/bucket`, or `bucket.endpoint/`). */
+function s3Url(host: HostConnection, settings: S3Settings, bucket: string, key: string) {
   const endpoint = s3Endpoint(host, settings);
   const base = endpoint.pathname.replace(/\/+$/, '');
   const virtual = !settings.pathStyle && !IP_HOST.test(endpoint.hostname) && DNS_BUCKET.test(bucket);
-  const url = virtual
-    ? new URL(`${endpoint.protocol}//${bucket}.${endpoint.host}${base}/${encodeKey(key)}`)
-    : new URL(`${endpoint.origin}${base}/${encodeKey(bucket)}/${encodeKey(key)}`);
-  return { bucket, key, url, label: `${bucket}/${key}` };
+  if (virtual) return new URL(`${endpoint.protocol}//${bucket}.${endpoint.host}${base}/${encodeKey(key)}`);
+  return new URL(`${endpoint.origin}${base}/${encodeKey(bucket)}${key === '' ? '' : `/${encodeKey(key)}`}`);
 }

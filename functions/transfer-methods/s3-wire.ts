@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AwsV4Signer } from 'aws4fetch';
+import type { ListedEntry } from '../../core/acquisition/selection.ts';
 
 /**
  * What the S3 clients share (the `s3` transfer method and the S3 object store): SigV4 over fetch,
@@ -53,12 +54,23 @@ export async function signedS3Request(
   return fetchFn(signed.url.toString(), init);
 }
 
-/** Path segments encoded as SigV4 signs them (encodeURIComponent, plus `!'()*`). */
-export const encodeKey = (key: string) =>
-  key
-    .split('/')
-    .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
-    .join('/');
+/** Text encoded as SigV4 signs it (encodeURIComponent, plus `!'()*`). */
+const encodeText = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/** Path segments encoded as SigV4 signs them. */
+export const encodeKey = (key: string) => key.split('/').map(encodeText).join('/');
+
+/**
+ * A query string, the parameters without a value left out, encoded as SigV4 signs it. A space is
+ * `%20`: a `+` (as URLSearchParams writes one) is a space to the signer but may be a plus to the
+ * server, and the signatures would then differ.
+ */
+export const queryOf = (params: Record<string, string | null>) =>
+  Object.entries(params)
+    .filter((param): param is [string, string] => param[1] !== null && param[1] !== '')
+    .map(([name, value]) => `${name}=${encodeText(value)}`)
+    .join('&');
 
 export const completeXml = (etags: string[]) =>
   `<CompleteMultipartUpload>${etags
@@ -74,7 +86,7 @@ export const plainEtag = (etag: string | null) => {
 };
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
-const unescapeXml = (s: string) =>
+export const unescapeXml = (s: string) =>
   s.replace(/&(amp|lt|gt|quot|apos|#(\d+)|#x([0-9a-fA-F]+));/g, (_, e: string, dec?: string, hex?: string) =>
     dec ? String.fromCodePoint(Number(dec)) : hex ? String.fromCodePoint(Number.parseInt(hex, 16)) : ENTITIES[e]!,
   );
@@ -88,6 +100,55 @@ export function xmlValue(xml: string, tag: string): string | null {
 /** The inner text of each `<tag>…</tag>` element, in order (elements with no nested `tag`). */
 export function xmlElements(xml: string, tag: string): string[] {
   return [...xml.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1]!);
+}
+
+/**
+ * The entries of a ListObjectsV2 page (with delimiter `/`) directly under `prefix`: its objects as
+ * files, its common prefixes as directories. The object named by the prefix itself (a console's
+ * folder marker) is no entry.
+ */
+export function listedObjects(xml: string, prefix: string): ListedEntry[] {
+  const files = xmlElements(xml, 'Contents').map((object): ListedEntry => {
+    const size = xmlValue(object, 'Size') ?? '';
+    return {
+      name: nameUnder(prefix, xmlValue(object, 'Key')),
+      type: 'file',
+      size: /^\d+$/.test(size) ? Number(size) : null,
+      time: dateOf(xmlValue(object, 'LastModified')),
+    };
+  });
+  const directories = xmlElements(xml, 'CommonPrefixes').map(
+    (common): ListedEntry => ({
+      name: nameUnder(prefix, xmlValue(common, 'Prefix')).replace(/\/$/, ''),
+      type: 'directory',
+      size: null,
+      time: null,
+    }),
+  );
+  return [...files, ...directories].filter((entry) => entry.name !== '');
+}
+
+/** What follows `prefix` in a key (a basename, with the delimiter `/`); '' for a key not under it. */
+export const nameUnder = (prefix: string, key: string | null) =>
+  key?.startsWith(prefix) ? key.slice(prefix.length) : '';
+
+/** A date the server wrote (ISO 8601, RFC 1123); null when there is none or it does not read. */
+export function dateOf(text: string | null): Date | null {
+  const time = text === null ? Number.NaN : Date.parse(text);
+  return Number.isNaN(time) ? null : new Date(time);
+}
+
+/**
+ * Each entry once, the first of a name and type kept: s3rver lists a common prefix that sorts after
+ * a page's last key on that page and again on the next, and other servers may do as much.
+ */
+export function uniqueEntries(entries: Iterable<ListedEntry>): ListedEntry[] {
+  const seen = new Map<string, ListedEntry>();
+  for (const entry of entries) {
+    const key = `${entry.type}:${entry.name}`;
+    if (!seen.has(key)) seen.set(key, entry);
+  }
+  return [...seen.values()];
 }
 
 /** What of an error reply a message keeps: a reason, not the server's whole answer. */

@@ -1,15 +1,29 @@
 import { createHash } from 'node:crypto';
+import type { ListedEntry } from '../../core/acquisition/selection.ts';
 import { invalid } from '../../core/common/errors.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import type { FetchedFile, HostConnection, OutgoingFile, TransferMethod } from '../../core/dissemination/methods.ts';
-import { partSizeFor, type S3Object, type S3Settings, s3Object, s3Settings } from './s3-target.ts';
-import { completeXml, plainEtag, s3Reason, sha256, signedS3Request, xmlValue } from './s3-wire.ts';
+import { progressWatch } from '../../core/dissemination/progress-watch.ts';
+import { partSizeFor, type S3Object, type S3Settings, s3Listing, s3Object, s3Settings } from './s3-target.ts';
+import {
+  completeXml,
+  listedObjects,
+  plainEtag,
+  queryOf,
+  s3Reason,
+  sha256,
+  signedS3Request,
+  uniqueEntries,
+  xmlValue,
+} from './s3-wire.ts';
 import { fetchFailure, requestBody, type SizedSource, sendError, sizedSource } from './sized-source.ts';
 import { answerText, uploadWatch } from './upload-watch.ts';
 
 export interface S3Dependencies {
   /** The fetch to send with; tests give one that reaches virtual-hosted names without DNS. */
   fetch?: typeof fetch;
+  /** The most keys a ListObjectsV2 page holds (max-keys); the server's default (S3's: 1000) when none. */
+  listPageSize?: number;
 }
 
 /** How long aborting a multipart upload may take once the send itself has failed. */
@@ -51,6 +65,19 @@ export function s3Method(dependencies: S3Dependencies = {}): TransferMethod {
       const settings = s3Settings(host.options.raw);
       const object = s3Object({ ...host, directory: '' }, { target: path, size: 0 }, settings);
       return new S3Client(host, object, settings, send, () => undefined).get(signal);
+    },
+    async list(host, directory, signal) {
+      signal.throwIfAborted();
+      const settings = s3Settings(host.options.raw);
+      const where = s3Listing(host, directory, settings);
+      // No ectrans.putTimeOut: a listing puts nothing. A server that stops answering still ends it.
+      const watch = progressWatch(signal, { putTimeoutMs: null, streamTimeoutMs: host.options.streamTimeoutMs });
+      try {
+        const client = new S3Client(host, where, settings, send, watch.moved);
+        return await client.list(dependencies.listPageSize ?? null, watch.signal);
+      } finally {
+        watch.clear();
+      }
     },
     async close() {},
   };
@@ -95,6 +122,32 @@ class S3Client {
     const length = response.headers.get('content-length');
     const size = length !== null && /^\d+$/.test(length) ? Number(length) : null;
     return { size, stream: response.body as unknown as AsyncIterable<Uint8Array> };
+  }
+
+  /** The entries under the object's key as a prefix, one level deep, over every page of ListObjectsV2. */
+  async list(pageSize: number | null, signal: AbortSignal): Promise<ListedEntry[]> {
+    const entries: ListedEntry[] = [];
+    let token: string | null = null;
+    do {
+      const page = await this.listPage(pageSize, token, signal);
+      entries.push(...listedObjects(page, this.object.key));
+      token = xmlValue(page, 'IsTruncated') === 'true' ? (xmlValue(page, 'NextContinuationToken') ?? '') : null;
+      // Stopping there would leave the rest of the directory out as if it were not there.
+      if (token === '') throw this.failed('ListObjectsV2', 'a truncated page with no NextContinuationToken');
+    } while (token !== null);
+    return uniqueEntries(entries);
+  }
+
+  private async listPage(pageSize: number | null, token: string | null, signal: AbortSignal) {
+    const query = queryOf({
+      'list-type': '2',
+      prefix: this.object.key,
+      delimiter: '/',
+      'max-keys': pageSize === null ? null : String(pageSize),
+      'continuation-token': token,
+    });
+    const response = await this.call('ListObjectsV2', 'GET', `?${query}`, {}, null, signal);
+    return this.replyText('ListObjectsV2', response, signal);
   }
 
   async multipart(file: OutgoingFile, sized: SizedSource, signal: AbortSignal): Promise<Delivered> {
@@ -201,6 +254,18 @@ class S3Client {
     const response = await signedS3Request(this.fetchFn, credentials, this.settings.region, request);
     this.moved();
     return response;
+  }
+
+  /** A whole answer (a page of a listing can be more than a failure's reason keeps); the abort's reason on abort. */
+  private async replyText(what: string, response: Response, signal: AbortSignal) {
+    try {
+      const text = await response.text();
+      this.moved();
+      return text;
+    } catch (error) {
+      if (signal.aborted) throw signal.reason ?? error;
+      throw this.failed(what, fetchFailure(error));
+    }
   }
 
   private async check(what: string, response: Response) {

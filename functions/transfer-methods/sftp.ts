@@ -8,6 +8,7 @@ import {
   type OutgoingFile,
   type TransferMethod,
 } from '../../core/dissemination/methods.ts';
+import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
 import { idleSessions } from './idle-sessions.ts';
 import { DEFAULT_TUNING, sftpRemote, type WriteTuning } from './sftp-remote.ts';
 import { connect, credentialsOf, type SftpSession, sessionKey } from './sftp-session.ts';
@@ -108,6 +109,24 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         throw redacted(error, host.password);
       } finally {
         await idle.release(session, clean);
+      }
+    },
+    async check(host, file, signal) {
+      signal.throwIfAborted();
+      // A connection of its own: a check proves the host takes a new login now.
+      const session = await connect(host, credentialsOf(host), signal).catch((error) => {
+        throw redacted(error, host.password);
+      });
+      const remote = sftpRemote(session, signal, tuning);
+      try {
+        return await checkRemoteFiles(remote, host.directory, file, signal);
+      } catch (error) {
+        throw redacted(error, host.password);
+      } finally {
+        remote.dispose();
+        // A check cut at its timeout does not wait for a server that stopped answering to end the session.
+        if (signal.aborted) session.drop(new Error('Host check aborted'));
+        else await session.end();
       }
     },
     async close() {

@@ -4,6 +4,7 @@ import { deliveryFor, type HostConnection, type TransferMethod } from '../../cor
 import { getFile } from './get-file.ts';
 import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
+import { propfindEntries } from './web-listing.ts';
 
 /**
  * The `webdav` method (RFC 4918), over fetch: the file PUT under a temporary name (the file's
@@ -14,6 +15,7 @@ import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
  * directly. URLs are `<webdav.scheme>://<host>[:port]<webdav.path>/<dir>/<target>`, https by
  * default; Basic authentication from the host's login and password. Requests the server stops
  * reading, or does not answer, for `ectrans.streamTimeout` are aborted, their connections closed.
+ * An Acquisition host's directory is listed with PROPFIND (`Depth: 1`).
  */
 export function webdavMethod(dependencies: { fetch?: typeof fetch } = {}): TransferMethod {
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
@@ -37,17 +39,23 @@ export function webdavMethod(dependencies: { fetch?: typeof fetch } = {}): Trans
       }
     },
     fetch(host, path, signal) {
-      const url = new URL(
-        `${webdavBase(host)}/${path
-          .split('/')
-          .filter((s) => s !== '')
-          .map(encodeURIComponent)
-          .join('/')}`,
-      );
+      const url = urlOn(host, path);
       return getFile(send, url, basicAuthorization(host), signal, `WebDAV GET ${url.origin}${url.pathname}`);
+    },
+    // At the URL `fetch` reads the members under, with the trailing slash a collection's URL has.
+    async list(host, directory, signal) {
+      const url = urlOn(host, directory, true);
+      return propfindEntries({ send, url, headers: basicAuthorization(host), directory, signal });
     },
     async close() {},
   };
+}
+
+/** The URL of `path` under the host's base URL: the caller has put the host's directory in front if one applies. */
+function urlOn(host: HostConnection, path: string, collection = false): URL {
+  const segments = path.split('/').filter((s) => s !== '');
+  const tail = collection && segments.length > 0 ? '/' : '';
+  return new URL(`${webdavBase(host)}/${segments.map(encodeURIComponent).join('/')}${tail}`);
 }
 
 const basicAuthorization = (host: HostConnection): Record<string, string> =>

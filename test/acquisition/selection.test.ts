@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidFilter, parseAgeFilter, parseSizeFilter } from '../../core/acquisition/filters.ts';
-import { readListingLines } from '../../core/acquisition/listing-lines.ts';
+import { readListingLines, replaceTokens } from '../../core/acquisition/listing-lines.ts';
 import { judge, type ListedEntry, rulesOf } from '../../core/acquisition/selection.ts';
 
 /** Which listed entries an acquisition takes, and why it leaves the others. */
@@ -15,7 +15,8 @@ const file = (name: string, size: number | null = 100, time: Date | null = ago(H
 });
 const rules = (line: string, host: Array<[string, string]> = []) => {
   const options = new Map(host);
-  return rulesOf(readListingLines(line, options, {}, now)[0]!, options);
+  const read = readListingLines(line, options, {}, now)[0]!;
+  return rulesOf(read, options, (text) => replaceTokens(text, { host: options, line: read.options, tokens: {}, now }));
 };
 const outcome = (entry: ListedEntry, line: string, host: Array<[string, string]> = []) =>
   judge(entry, rules(line, host), now);
@@ -66,6 +67,30 @@ describe('entries', () => {
     expect(outcome(link, '/in/', [['acquisition.useSymlink', 'yes']])).toEqual({ selected: true });
     // A link's listed size is the link's own: filesize does not apply to it.
     expect(outcome({ ...link, size: 10 }, '[useSymlink=yes;filesize=>>1000]/in/')).toEqual({ selected: true });
+  });
+
+  it('wildcardFilter takes whole names as a shell would; regexPattern a match anywhere, its tokens replaced', () => {
+    const wild: Array<[string, string]> = [['acquisition.wildcardFilter', 'obs_??.b*']];
+    expect(outcome(file('obs_01.bufr'), '/in/', wild)).toEqual({ selected: true });
+    expect(outcome(file('obs_1.bufr'), '/in/', wild)).toEqual({
+      selected: false,
+      reason: 'name not matching wildcardFilter obs_??.b*',
+    });
+    // Dots and other regular expression characters are themselves.
+    expect(outcome(file('obs_01xbufr'), '[wildcardFilter=obs_01.bufr]/in/')).toMatchObject({ selected: false });
+    expect(outcome(file('a.grib'), '[regexPattern=\\.grib$]/in/')).toEqual({ selected: true });
+    expect(outcome(file('a.grib.tmp'), '[regexPattern=\\.grib$]/in/')).toEqual({
+      selected: false,
+      reason: 'name not matching regexPattern \\.grib$',
+    });
+    // $date as in the directory (dateformat yyyyMMdd); $namePattern the line's {regex}.
+    const dated: Array<[string, string]> = [['acquisition.regexPattern', '_$date_($namePattern)']];
+    expect(outcome(file('x_20260309_a1.grib'), '/in/{.*a\\d.*}', dated)).toEqual({ selected: true });
+    expect(outcome(file('x_20260308_a1.grib'), '/in/{.*a\\d.*}', dated)).toEqual({
+      selected: false,
+      reason: 'name not matching regexPattern _20260309_(.*a\\d.*)',
+    });
+    expect(() => rules('/in/', [['acquisition.regexPattern', '(']])).toThrow(InvalidFilter);
   });
 
   it('names, sizes and ages that fail say so', () => {

@@ -163,7 +163,8 @@ describe('the portal pages in headless Chromium', needs('chromium'), () => {
   it('logs out, after which the files need a login again', async () => {
     await page.goto(`${base}/portal/data/`);
     await submit(() => button('Log out').click());
-    expect(new URL(page.url()).pathname).toBe('/portal/login');
+    expect(new URL(page.url()).pathname).toBe('/portal/logout');
+    expect(await heading()).toBe('Logged out');
     expect((await context.cookies(`${base}/portal/data/`)).some((c) => c.name === 'ecpds_portal')).toBe(false);
     await page.goto(`${base}/portal/data/`);
     expect(`${new URL(page.url()).pathname}${new URL(page.url()).search}`).toBe(

@@ -248,7 +248,7 @@ describe('a session', () => {
     expect((await whoami(agent)).who).not.toBeNull();
     const key = agent.sessionKey()!;
     const out = await agent.request('POST', '/portal/logout', { csrf: who.csrf });
-    expect([out.status, out.location]).toEqual([303, '/portal/login']);
+    expect([out.status, out.location]).toEqual([303, '/portal/logout']);
     expect(agent.jar.has('ecpds_portal')).toBe(false);
     expect(await h.ports.repos.portal.session(key)).toBeNull();
     expect((await whoami(agent)).who).toBeNull();

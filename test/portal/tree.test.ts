@@ -114,8 +114,16 @@ describe("the portal's listings", () => {
   it('never serves a file as a page: only a few types a browser shows in place', () => {
     expect(contentTypeOf('dir/x.html')).toBe('application/octet-stream');
     expect(contentTypeOf('x.svg')).toBe('application/octet-stream');
-    expect(contentTypeOf('x.grib2')).toBe('application/octet-stream');
+    expect(contentTypeOf('x.exe')).toBe('application/octet-stream');
     expect(contentTypeOf('notes.TXT')).toBe('text/plain; charset=utf-8');
+  });
+
+  it('gives the data formats WIS2 names their WMO media types', () => {
+    expect(contentTypeOf('a/synop.bufr')).toBe('application/bufr');
+    expect(contentTypeOf('t2m.grib2')).toBe('application/grib');
+    expect(contentTypeOf('T.GRIB')).toBe('application/grib');
+    expect(contentTypeOf('sst.nc')).toBe('application/netcdf');
+    expect(contentTypeOf('obs.geojson')).toBe('application/geo+json');
   });
 });
 

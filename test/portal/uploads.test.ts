@@ -316,11 +316,13 @@ describe('the upload form of a browser session', () => {
   it("shows the form with the session's token on a directory's page", needs('curl'), async () => {
     const page = await h.call('GET', '/portal/data/DEST/in/', { headers: { cookie, accept: 'text/html' } });
     expect(page.status).toBe(200);
-    expect(page.text).toContain('<form method="post" enctype="multipart/form-data" action="/portal/data/DEST/in/">');
+    expect(page.text).toContain(
+      '<form class="upload" method="post" enctype="multipart/form-data" action="/portal/data/DEST/in/">',
+    );
     expect(page.text).toContain(`<input type="hidden" name="csrf" value="${SESSION.csrf}"/>`);
     // A Basic login has no session: no form.
     const basicPage = await h.call('GET', '/portal/data/DEST/in/', { auth: basic('alice', 'Secret-1') });
-    expect(basicPage.text).not.toContain('<form method="post" enctype');
+    expect(basicPage.text).not.toContain('enctype="multipart/form-data"');
   });
 
   it('uploads the files of the form and sends the browser back to the page', needs('curl'), async () => {
@@ -339,7 +341,8 @@ describe('the upload form of a browser session', () => {
       url('DEST/in/'),
     ]);
     expect(r.stdout.toString()).toMatch(/^HTTP\/1\.1 303/);
-    expect(r.stdout.toString()).toMatch(/\r\nlocation: \/portal\/data\/DEST\/in\/\r\n/i);
+    // Back to the page, with the receipt that has it confirm the file (functions/portal/upload-receipt.ts).
+    expect(r.stdout.toString()).toMatch(/\r\nlocation: \/portal\/data\/DEST\/in\/\?uploaded=\d+\.n\.[^&\r]+\r\n/i);
     const back = await tool('curl', ['-sSk', '-b', cookie, url('DEST/in/from%20form.bin')]);
     expect(md5(back.stdout)).toBe(md5(bytes));
     const transfer = (await h.db.select().from(dataTransfers).where(eq(dataTransfers.target, 'in/from form.bin')))[0]!;

@@ -234,6 +234,45 @@ describe('retrieved once', () => {
     expect(asked.filter((limit) => limit < 2)).toEqual([]);
   });
 
+  it('a file claimed while a renewal is on its way is not taken for one the renewal lost', async () => {
+    const puts = [];
+    for (let i = 0; i < 8; i++) puts.push(await s.put('ONCE_D', { size: 700 + i }));
+    const repo = s.h.ports.repos.retrieval;
+    const slow = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const retriever = startRetriever(
+      {
+        ...s.deps,
+        // Renewals every 100 ms, each answered 250 ms later; each file read for 300 ms: claims land during renewals.
+        // The leases written are a minute long, so that none lapses on a busy machine: only the race is left.
+        repo: {
+          ...repo,
+          claim: (mover, _leaseMs, limit) => repo.claim(mover, 60_000, limit),
+          renew: async (mover, _leaseMs, held) => {
+            await slow(250);
+            return repo.renew(mover, 60_000, held);
+          },
+        },
+        sources: {
+          open: async (...args) => {
+            await slow(300);
+            return s.deps.sources.open(...args);
+          },
+        },
+      },
+      { name: 'mover-renewing', concurrency: 2, leaseMs: 300, pollMs: 20, gatherMs: 0 },
+    );
+    try {
+      for (const put of puts) await s.eventually(async () => (await s.objectsOf(put.fileId)).length === 1 || undefined);
+    } finally {
+      await retriever.stop();
+    }
+    // Each retrieved on its first claim: none aborted as taken away.
+    for (const put of puts) {
+      const [file] = await s.h.db.select().from(dataFiles).where(eq(dataFiles.id, put.fileId));
+      expect(file!.fetchTries, `DataFile ${put.fileId}`).toBe(1);
+    }
+  });
+
   it('long retrievals hold a place freed beside them for gatherMs at most', async () => {
     let release = () => {};
     const gate = new Promise<void>((resolve) => {

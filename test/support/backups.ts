@@ -13,8 +13,14 @@ export interface TestHost {
   networkCode?: string;
   filterName?: string;
   nickname?: string;
-  /** `Dissemination` when left out; `Source` for a destination's Source host. */
+  /** `Dissemination` when left out; `Source` for a destination's Source host, `Acquisition` for one listed. */
   type?: string;
+  /** An Acquisition host's time between runs, in ms. */
+  acquisitionFrequency?: number;
+  /** Host checks (core/host-checks): on, every `checkFrequency` ms, writing and removing `checkFilename`. */
+  check?: boolean;
+  checkFrequency?: number;
+  checkFilename?: string;
 }
 
 let hostids = 5000;

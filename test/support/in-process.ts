@@ -33,7 +33,7 @@ export async function runMain(
     stdout: stdout.stream,
     stderr: stderr.stream,
     stdin: Readable.from(options.input === undefined ? [] : [options.input]),
-    env: { ECPDS_DEMO: '0', ECPDS_PORTAL_SFTP_PORT: '0', ...options.env },
+    env: { ECPDS_DEMO: '0', ECPDS_PORTAL_SFTP_PORT: '0', ECPDS_PORTAL_S3_PORT: '0', ...options.env },
     cwd: options.cwd,
   });
   return { status, stdout: stdout.text(), stderr: stderr.text() };

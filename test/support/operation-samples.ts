@@ -52,6 +52,7 @@ export const operationSamples = (f: SampleFixture): Record<OperationId, Sample> 
   destinationGet: { params: { name: f.destination } },
   destinationTypeList: {},
   destinationCountryList: {},
+  destinationOption: { form: { destination: f.destination, name: 'scheduler.lifetime', value: '3d' } },
 
   metadataFields: {},
   metadataGet: { params: { name: f.destination } },

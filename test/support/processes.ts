@@ -19,8 +19,8 @@ export function childEnv(extra: Record<string, string | undefined>): NodeJS.Proc
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!INHERITED_OUT.test(k)) env[k] = v;
   for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
-  // No portal SFTP server unless a test asks for one: servers of parallel tests would share its port.
-  return { ECPDS_DEMO: '0', HOST: '127.0.0.1', ECPDS_PORTAL_SFTP_PORT: '0', ...env };
+  // No portal SFTP server nor S3 listener unless a test asks for one: servers of parallel tests would share their ports.
+  return { ECPDS_DEMO: '0', HOST: '127.0.0.1', ECPDS_PORTAL_SFTP_PORT: '0', ECPDS_PORTAL_S3_PORT: '0', ...env };
 }
 
 const temps: string[] = [];

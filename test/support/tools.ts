@@ -23,6 +23,7 @@ interface ToolSpec {
 const TOOLS = {
   sshd: { files: ['/usr/sbin/sshd', '/usr/lib/openssh/sftp-server'], packages: ['openssh-server'] },
   sftp: { command: 'sftp', packages: ['openssh-client'] },
+  ssh: { command: 'ssh', packages: ['openssh-client'] },
   scp: { command: 'scp', packages: ['openssh-client'] },
   'ssh-keygen': { command: 'ssh-keygen', packages: ['openssh-client'] },
   'ssh-keyscan': { command: 'ssh-keyscan', packages: ['openssh-client'] },
@@ -34,13 +35,22 @@ const TOOLS = {
   },
   openssl: { command: 'openssl', packages: ['openssl'] },
   nginx: { files: ['/usr/sbin/nginx'], packages: ['nginx'] },
+  'nginx-dav-ext': {
+    files: ['/usr/lib/nginx/modules/ngx_http_dav_ext_module.so'],
+    packages: ['libnginx-mod-http-dav-ext'],
+  },
   mosquitto: { files: ['/usr/sbin/mosquitto'], packages: ['mosquitto'] },
+  mosquitto_sub: { command: 'mosquitto_sub', packages: ['mosquitto-clients'] },
   chromium: { files: ['/usr/bin/chromium'], packages: ['chromium'] },
   rclone: { command: 'rclone', packages: ['rclone'] },
   wget: { command: 'wget', packages: ['wget'] },
   curl: { command: 'curl', packages: ['curl'] },
   aws: { command: 'aws', packages: ['awscli'] },
+  s3cmd: { command: 's3cmd', packages: ['s3cmd'] },
+  lftp: { command: 'lftp', packages: ['lftp'] },
   jq: { command: 'jq', packages: ['jq'] },
+  // Checks and tests docs/ops/prometheus-alerts.yml.
+  promtool: { command: 'promtool', packages: ['prometheus'] },
   ps: { command: 'ps', packages: ['procps'] },
   // The Node filters run them from /usr/bin.
   zstd: { files: ['/usr/bin/zstd'], packages: ['zstd'] },

@@ -10,7 +10,10 @@ import { destinationDetail, destinationStatus } from '../../../core/monitor/moni
 import type { MonitoredHost } from '../../../core/monitor/ports.ts';
 import { Csrf, ErrorNote } from '../layout.tsx';
 import type { ConsoleEnv } from '../session.ts';
+import { destinationWis2Route, Wis2Topic, wis2View } from './destination-wis2.tsx';
+import { AcquisitionHosts } from './monitor-acquisition.tsx';
 import { Counts, CurrentHost, DestinationActions, destinationPath, LastError } from './monitor-destinations.tsx';
+import { HostChecks } from './monitor-host-checks.tsx';
 import { backTo, bytes, monitorPage, SentChart, Status, when, withError } from './monitor-parts.tsx';
 import { PriorityForm, transferPriorityRoute } from './transfer-priority.tsx';
 
@@ -46,7 +49,7 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
       throw e;
     });
     if (!detail) return monitorPage(c, 'Not found', <p>No destination named {name}.</p>, 404);
-    const { destination: d, hosts, transfers, next, hours } = detail;
+    const { destination: d, hosts, acquisition, transfers, next, hours } = detail;
     const csrf = c.get('user')!.csrf;
     const base = destinationPath(name);
     const listOf = (extra: Record<string, string>) => {
@@ -55,6 +58,8 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
     };
     const here = listOf(before === undefined ? {} : { before: String(before) });
     const now = c.get('ports').clock().getTime();
+    const wis2 = await wis2View(c.get('ports'), name);
+    const checks = await c.get('ports').repos.hostChecks.ofDestination(name);
     return monitorPage(
       c,
       `Destination ${name}`,
@@ -115,6 +120,9 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
           </table>
         </div>
         {hosts.length === 0 && <p>No dissemination host.</p>}
+        <AcquisitionHosts hosts={acquisition} />
+        <HostChecks hosts={checks} />
+        <Wis2Topic name={name} view={wis2} csrf={csrf} />
 
         <SentChart hours={hours} />
 
@@ -231,6 +239,7 @@ export function monitorDestinationPage(app: Hono<ConsoleEnv>) {
   });
 
   transferPriorityRoute(app);
+  destinationWis2Route(app);
   app.post('/monitor/transfers/:id/:action', async (c) => {
     const idText = c.req.param('id');
     const action = c.req.param('action');

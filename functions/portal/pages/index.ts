@@ -1,7 +1,9 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { pageHeaders, portalSessionIdentity } from '../session.ts';
+import { pageHeaders } from '../page-headers.ts';
+import { portalSessionIdentity } from '../session.ts';
 import { loginPages } from './login.tsx';
+import { logoutPages } from './logout.tsx';
 import { type RegistrationOptions, registrationPages } from './register.tsx';
 
 export type PortalPagesOptions = RegistrationOptions;
@@ -23,6 +25,7 @@ export function portalPages(options: PortalPagesOptions, identify = portalSessio
     app.post(path, bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('The form is too large', 413) }));
   }
   loginPages(app, options, identify);
+  logoutPages(app, options);
   registrationPages(app, options);
   return app;
 }

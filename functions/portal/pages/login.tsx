@@ -2,17 +2,10 @@ import type { Context, Hono } from 'hono';
 import { isServiceError } from '../../../core/common/errors.ts';
 import { PortalLoginRefused } from '../../../core/portal/access.ts';
 import { LOGIN_FAILED } from '../../../core/portal/login.ts';
-import { logout, openSession } from '../../../core/portal/sessions.ts';
+import { openSession } from '../../../core/portal/sessions.ts';
 import { ErrorNote, PortalPage } from '../layout.tsx';
 import { openAccessHome } from '../open-access.tsx';
-import {
-  CSRF_REFUSED,
-  clearPortalSession,
-  type PortalSessionOptions,
-  type PortalSessionUser,
-  sessionToken,
-  setPortalSession,
-} from '../session.ts';
+import { type PortalSessionOptions, type PortalSessionUser, setPortalSession } from '../session.ts';
 import { FORM_REFUSED, formToken, formTokenMatches } from './form-token.ts';
 
 /** Where a login leads when it names no page of its own. */
@@ -105,15 +98,5 @@ export function loginPages(app: Hono, options: PortalSessionOptions, identify: I
       }
       throw e;
     }
-  });
-
-  app.post('/logout', async (c) => {
-    const token = await sessionToken(c, options.cookieSecret);
-    const body = await c.req.parseBody();
-    if (token !== null && !(await logout(await options.portsFor(c), token, body.csrf))) {
-      return c.text(CSRF_REFUSED, 403);
-    }
-    clearPortalSession(c);
-    return c.redirect('/portal/login', 303);
   });
 }

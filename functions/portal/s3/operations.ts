@@ -3,9 +3,12 @@ import { mayList, mayShow } from '../../../core/portal/listing-rule.ts';
 import { allowed } from '../../../core/portal/options.ts';
 import type { PortalOperation } from '../../../core/portal/ports.ts';
 import { isServableKey, listObjects, MAX_KEYS } from '../../../core/portal/s3-objects.ts';
-import { deletePortalFile } from '../../../core/portal/uploads.ts';
+import { s3ServedFile } from '../../../core/portal/s3-served.ts';
+import { deletePortalFile, treeViewer } from '../../../core/portal/uploads.ts';
 import { downloadAnswer, downloadRequest } from '../download.ts';
+import { copyObject, uploadPartCopy } from './copy.ts';
 import { accessDenied, notImplemented, S3Failure } from './errors.ts';
+import { putFolderMarker } from './folder-marker.ts';
 import type { S3Request } from './index.ts';
 import { abortMultipart, completeMultipart, createMultipart, putObject, uploadPart } from './uploads.ts';
 import { S3 } from './who.ts';
@@ -82,7 +85,8 @@ async function listAnswer(r: S3Request) {
   const who = visitor.identity;
   if (!mayList(who, r.bucket, slash < 0 ? '' : prefix.slice(0, slash))) throw accessDenied();
   const visible = (name: string) => mayShow(who, r.bucket, name);
-  const listing = await listObjects(r.ports, r.bucket, { prefix, delimiter, after, maxKeys, visible });
+  const viewer = treeViewer(who);
+  const listing = await listObjects(r.ports, r.bucket, { prefix, delimiter, after, maxKeys, visible, viewer });
   const { permissions } = who;
   const xml = listObjectsXml(listing, {
     version,
@@ -102,8 +106,9 @@ async function listAnswer(r: S3Request) {
   return xmlAnswer(xml);
 }
 
-/** A request of an object: GetObject, HeadObject, PutObject, DeleteObject and the multipart upload's steps. */
+/** A request of an object: GetObject, HeadObject, PutObject, CopyObject, DeleteObject, the multipart upload's steps. */
 export async function objectAnswer(r: S3Request, key: string): Promise<Response> {
+  if (r.c.req.method === 'PUT' && key.endsWith('/')) return putFolderMarker(r, key);
   if (!isServableKey(key)) throw invalidArgument('Invalid object key: empty, "." and ".." segments are refused');
   const method = r.c.req.method;
   if ([...r.query.keys()].some((k) => UNSERVED.has(k))) throw notImplemented();
@@ -114,12 +119,18 @@ export async function objectAnswer(r: S3Request, key: string): Promise<Response>
     case 'HEAD':
       if (uploadId !== undefined) throw notImplemented('Listing the parts of a multipart upload is not implemented.');
       return getObject(r, key, method);
-    case 'PUT':
+    case 'PUT': {
       requirePermission(r, 'put', ruled);
-      if (r.c.req.header('x-amz-copy-source') !== undefined)
-        throw notImplemented('Copying objects is not implemented.');
-      if (uploadId !== undefined) return uploadPart(r, key, uploadId, r.query.get('partNumber') ?? '');
+      const copySource = r.c.req.header('x-amz-copy-source');
+      const partNumber = r.query.get('partNumber') ?? '';
+      if (copySource !== undefined) {
+        return uploadId === undefined
+          ? copyObject(r, key, copySource)
+          : uploadPartCopy(r, key, uploadId, partNumber, copySource);
+      }
+      if (uploadId !== undefined) return uploadPart(r, key, uploadId, partNumber);
       return putObject(r, key);
+    }
     case 'POST':
       requirePermission(r, 'put', ruled);
       if (r.query.has('uploads')) return createMultipart(r, key);
@@ -131,7 +142,7 @@ export async function objectAnswer(r: S3Request, key: string): Promise<Response>
         return abortMultipart(r, key, uploadId);
       }
       requirePermission(r, 'delete', ruled);
-      const file = await r.ports.repos.portal.file(r.bucket, key, r.ports.clock());
+      const file = await r.ports.repos.portal.file(r.bucket, key, r.ports.clock(), treeViewer(r.visitor.identity));
       if (file !== null) await deletePortalFile(r.ports, r.visitor.identity, file, r.requestId);
       return new Response(null, { status: 204 });
     }
@@ -143,7 +154,7 @@ export async function objectAnswer(r: S3Request, key: string): Promise<Response>
 async function getObject(r: S3Request, key: string, method: 'GET' | 'HEAD') {
   requirePermission(r, 'get', `${r.bucket}/${key}`);
   const { ports, c } = r;
-  const file = await ports.repos.portal.file(r.bucket, key, ports.clock());
+  const file = await ports.repos.portal.file(r.bucket, key, ports.clock(), treeViewer(r.visitor.identity));
   if (file === null) {
     if (method === 'HEAD') return new Response(null, { status: 404 });
     throw new S3Failure(404, 'NoSuchKey', 'The specified key does not exist.');
@@ -159,7 +170,7 @@ async function getObject(r: S3Request, key: string, method: 'GET' | 'HEAD') {
     recheckMs: r.options.recheckMs,
     protocol: S3,
   };
-  const answer = await downloadAnswer(deps, r.visitor, request, r.bucket, file);
+  const answer = await downloadAnswer(deps, r.visitor, request, r.bucket, file, s3ServedFile(file));
   const resource = new URL(c.req.url).pathname;
   const failure = (code: string, message: string, headers: Record<string, string> = {}) =>
     method === 'HEAD'

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { STREAMING_PAYLOAD, STREAMING_UNSIGNED_TRAILER } from '../../../core/portal/s3-signature.ts';
 import { startPortalTransfer } from '../../../core/portal/transfers.ts';
-import { quotaExceeded, receiveUpload } from '../upload.ts';
+import { type MultipartStore, quotaExceeded, receiveUpload } from '../upload.ts';
 import { awsChunkedBody } from './chunked.ts';
 import { notImplemented, S3Failure } from './errors.ts';
 import type { S3Request } from './index.ts';
@@ -54,21 +54,54 @@ export async function createMultipart(r: S3Request, key: string) {
 }
 
 export async function uploadPart(r: S3Request, key: string, uploadId: string, partNumber: string) {
+  const { store, number } = await partTarget(r, key, uploadId, partNumber);
+  const payload = payloadOf(r);
+  const part = await storePart(r, store, uploadId, number, payload.body, payload.length);
+  if (payload.length !== null && part.bytes !== payload.length) {
+    throw new S3Failure(
+      400,
+      'IncompleteBody',
+      'You did not provide the number of bytes specified by the Content-Length HTTP header.',
+    );
+  }
+  return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+}
+
+/** The store of the user's own upload, and the part number asked for (1 to the store's maximum). */
+export async function partTarget(r: S3Request, key: string, uploadId: string, partNumber: string) {
   const store = await ownUpload(r, key, uploadId);
-  const { maxParts, maxPartBytes } = store.limits;
+  return { store, number: partNumberOf(store, partNumber) };
+}
+
+function partNumberOf(store: MultipartStore, partNumber: string) {
+  const { maxParts } = store.limits;
   if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > maxParts) {
     throw new S3Failure(400, 'InvalidArgument', `Part number must be an integer between 1 and ${maxParts}, inclusive`);
   }
-  const payload = payloadOf(r);
+  return Number(partNumber);
+}
+
+/**
+ * Stores one part of an upload, from a request's body or a copy's source: it counts against the
+ * user's connections while it comes, and its bytes against the upload quota, shared with the user's
+ * other uploads and parts running.
+ */
+export async function storePart(
+  r: S3Request,
+  store: MultipartStore,
+  uploadId: string,
+  partNumber: number,
+  body: AsyncIterable<Uint8Array>,
+  length: number | null,
+) {
+  const { maxPartBytes } = store.limits;
   const tooLarge = () =>
     new S3Failure(
       400,
       'EntityTooLarge',
       `Your proposed upload exceeds the maximum allowed size of a part (${maxPartBytes} bytes).`,
     );
-  if (payload.length !== null && payload.length > maxPartBytes) throw tooLarge();
-  // A part counts against the user's connections while it comes, and its bytes against the quota,
-  // shared with the user's other uploads and parts running.
+  if (length !== null && length > maxPartBytes) throw tooLarge();
   const transfer = await startPortalTransfer(r.ports, r.visitor.identity, {
     protocol: S3,
     server: r.options.serverName,
@@ -77,7 +110,7 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
   });
   let bytes = 0;
   async function* counted() {
-    for await (const chunk of payload.body) {
+    for await (const chunk of body) {
       bytes += chunk.byteLength;
       if (bytes > maxPartBytes) throw tooLarge();
       if (transfer.allow(chunk.byteLength) < chunk.byteLength) throw quotaExceeded();
@@ -85,16 +118,8 @@ export async function uploadPart(r: S3Request, key: string, uploadId: string, pa
     }
   }
   try {
-    if (payload.length !== null && payload.length > transfer.left()) throw quotaExceeded();
-    const part = await store.receivePart(uploadId, Number(partNumber), counted());
-    if (payload.length !== null && part.bytes !== payload.length) {
-      throw new S3Failure(
-        400,
-        'IncompleteBody',
-        'You did not provide the number of bytes specified by the Content-Length HTTP header.',
-      );
-    }
-    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+    if (length !== null && length > transfer.left()) throw quotaExceeded();
+    return await store.receivePart(uploadId, partNumber, counted());
   } finally {
     await transfer.finish({ bytes, file: null });
   }
@@ -171,7 +196,7 @@ async function ownUpload(r: S3Request, key: string, uploadId: string) {
   return store;
 }
 
-const uploadDeps = (r: S3Request) => {
+export const uploadDeps = (r: S3Request) => {
   if (r.options.uploads === null) throw notImplemented('Uploads are not available on this server');
   return {
     ports: r.ports,

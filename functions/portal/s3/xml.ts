@@ -1,6 +1,7 @@
-import { entityTagOf, servedFile } from '../../../core/portal/download.ts';
+import { entityTagOf } from '../../../core/portal/download.ts';
 import type { PortalFile } from '../../../core/portal/ports.ts';
 import type { ObjectListing } from '../../../core/portal/s3-objects.ts';
+import { s3ServedFile } from '../../../core/portal/s3-served.ts';
 
 /** The S3 endpoint's answers in S3's XML. */
 
@@ -32,12 +33,13 @@ export function s3Error(
   return xmlAnswer(body, status, { 'x-amz-request-id': extra.requestId, ...extra.headers });
 }
 
-/** ETag of a file: its MD5 when known (quoted, as S3 sends it), the one its downloads carry. */
-export const etagOf = (file: PortalFile) => entityTagOf(servedFile(file));
+/** ETag of a file: its MD5 when known (quoted, as S3 sends it), the one its downloads carry (s3ServedFile). */
+export const etagOf = (file: PortalFile) => entityTagOf(s3ServedFile(file));
 
-export function listBucketsXml(owner: string, buckets: readonly string[], created: Date) {
+/** ListBuckets: each bucket (a destination) with its creation date. */
+export function listBucketsXml(owner: string, buckets: ReadonlyArray<{ name: string; created: Date }>) {
   const list = buckets
-    .map((name) => `<Bucket>${element('Name', name)}${element('CreationDate', created.toISOString())}</Bucket>`)
+    .map((b) => `<Bucket>${element('Name', b.name)}${element('CreationDate', b.created.toISOString())}</Bucket>`)
     .join('');
   const who = `<Owner>${element('ID', owner)}${element('DisplayName', owner)}</Owner>`;
   return `<ListAllMyBucketsResult xmlns="${XMLNS}">${who}<Buckets>${list}</Buckets></ListAllMyBucketsResult>`;
@@ -108,6 +110,16 @@ export const initiateMultipartXml = (bucket: string, key: string, uploadId: stri
 export const completeMultipartXml = (location: string, bucket: string, key: string, etag: string) =>
   `<CompleteMultipartUploadResult xmlns="${XMLNS}">${element('Location', location)}${element('Bucket', bucket)}` +
   `${element('Key', key)}${element('ETag', etag)}</CompleteMultipartUploadResult>`;
+
+/** CopyObject's answer: the copy's entity tag and time. */
+export const copyObjectXml = (etag: string, modified: Date) =>
+  `<CopyObjectResult xmlns="${XMLNS}">${element('LastModified', modified.toISOString())}` +
+  `${element('ETag', etag)}</CopyObjectResult>`;
+
+/** UploadPartCopy's answer: the part's entity tag and time. */
+export const copyPartXml = (etag: string, modified: Date) =>
+  `<CopyPartResult xmlns="${XMLNS}">${element('LastModified', modified.toISOString())}` +
+  `${element('ETag', etag)}</CopyPartResult>`;
 
 /** The parts a CompleteMultipartUpload names, in its order: numbers and ETags (unquoted). */
 export function completedParts(body: string): Array<{ partNumber: number; etag: string }> | null {

@@ -4,24 +4,33 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from '../support.ts';
+import { serveS3Listener } from './support.ts';
 
 /**
  * The AWS command line (`aws s3`, botocore) against the portal's S3 endpoint over real HTTPS, where
- * it is installed: listing, downloading and uploading (small and multipart) as its users script it.
+ * it is installed: listing, downloading and uploading (small and multipart) as its users script it,
+ * under /portal/s3 of the main port and at the root of the S3 listener, where copies are made too.
  */
 let s: PortalScene;
+let listener: Awaited<ReturnType<typeof serveS3Listener>>;
 
 beforeAll(async () => {
   s = await portalScene();
   await s.h.addDestination('DEST');
-  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put'] }, ['DEST']);
+  await s.h.addDestination('OUT');
+  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST', 'OUT']);
   await putFile(s.h, s.admin, s.sources, 'DEST', 'a.txt', bytesOf(1000, 1));
   await putFile(s.h, s.admin, s.sources, 'DEST', 'sub/b.bin', bytesOf(300_000, 2));
+  listener = await serveS3Listener(s.h);
 }, scaled(60_000));
-afterAll(() => s?.close());
+afterAll(async () => {
+  await listener?.close();
+  await s?.close();
+});
 
-const aws = (...args: string[]) =>
-  tool('aws', ['--endpoint-url', `${s.url}/portal/s3`, '--no-verify-ssl', '--region', 'us-east-1', ...args], {
+const aws = (...args: string[]) => awsAt(`${s.url}/portal/s3`, ...args);
+const awsAt = (endpoint: string, ...args: string[]) =>
+  tool('aws', ['--endpoint-url', endpoint, '--no-verify-ssl', '--region', 'us-east-1', ...args], {
     env: {
       AWS_ACCESS_KEY_ID: 'alice',
       AWS_SECRET_ACCESS_KEY: 'Secret-1',
@@ -67,5 +76,47 @@ describe('aws s3 (the AWS command line)', needs('aws'), () => {
     );
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toMatch(/SignatureDoesNotMatch/);
+  });
+
+  it('on the S3 listener: copies between buckets (in parts above 8 MiB), gets a range, heads and removes', async () => {
+    const at = (...args: string[]) => awsAt(listener.url, ...args);
+    expect((await at('s3', 'ls')).stdout.toString()).toMatch(/ DEST\n.* OUT\n$/s);
+    const small = await at('s3', 'cp', 's3://DEST/a.txt', 's3://OUT/copies/a.txt');
+    expect(small.code, small.stderr).toBe(0);
+    const big = bytesOf(9 * 1024 * 1024 + 7, 4);
+    fs.writeFileSync(path.join(s.work, 'nine.bin'), big);
+    expect((await at('s3', 'cp', path.join(s.work, 'nine.bin'), 's3://DEST/in/nine.bin')).code).toBe(0);
+    // Above its multipart threshold (8 MiB), the CLI copies in parts: UploadPartCopy, as its debug log says.
+    const parts = await at('--debug', 's3', 'cp', 's3://DEST/in/nine.bin', 's3://OUT/copies/nine.bin');
+    expect(parts.code, parts.stderr.slice(-2000)).toBe(0);
+    expect(parts.stderr).toMatch(/operation_name=UploadPartCopy|UploadPartCopy/);
+    const listed = (await at('s3', 'ls', '--recursive', 's3://OUT/')).stdout.toString();
+    expect(listed).toMatch(/ 1000 copies\/a\.txt\n.* 9437191 copies\/nine\.bin\n$/s);
+    const back = path.join(s.work, 'nine-back.bin');
+    expect((await at('s3', 'cp', 's3://OUT/copies/nine.bin', back)).code).toBe(0);
+    expect(md5(fs.readFileSync(back))).toBe(md5(big));
+
+    const range = path.join(s.work, 'range.bin');
+    const got = await at(
+      's3api',
+      'get-object',
+      '--bucket',
+      'DEST',
+      '--key',
+      'sub/b.bin',
+      '--range',
+      'bytes=10-19',
+      range,
+    );
+    expect(got.code, got.stderr).toBe(0);
+    expect(JSON.parse(got.stdout.toString())).toMatchObject({ ContentLength: 10, ContentRange: 'bytes 10-19/300000' });
+    expect(md5(fs.readFileSync(range))).toBe(md5(bytesOf(300_000, 2).subarray(10, 20)));
+    const head = await at('s3api', 'head-object', '--bucket', 'OUT', '--key', 'copies/a.txt');
+    expect(JSON.parse(head.stdout.toString())).toMatchObject({
+      ContentLength: 1000,
+      ETag: `"${md5(bytesOf(1000, 1))}"`,
+    });
+    expect((await at('s3', 'rm', 's3://OUT/copies/a.txt')).code).toBe(0);
+    expect((await at('s3', 'ls', '--recursive', 's3://OUT/')).stdout.toString()).not.toContain('a.txt');
   });
 });

@@ -52,3 +52,14 @@ describe("ECPDS_PORTAL_S3_*: the multipart uploads' limits", () => {
     expect(() => parseConfig({ ECPDS_PORTAL_S3_MAX_PART_MIB: '6000' })).toThrow(/ECPDS_PORTAL_S3_MAX_PART_MIB/);
   });
 });
+
+describe("ECPDS_PORTAL_S3_PORT: the S3 listener's port", () => {
+  it('is 9443 by default, 0 for none, a port otherwise; anything else is refused by name', () => {
+    expect(parseConfig({}).portal.s3Port).toBe(9443);
+    expect(parseConfig({ ECPDS_PORTAL_S3_PORT: '0' }).portal.s3Port).toBeNull();
+    expect(parseConfig({ ECPDS_PORTAL_S3_PORT: '19443' }).portal.s3Port).toBe(19443);
+    for (const wrong of ['65536', '-1', 'https']) {
+      expect(() => parseConfig({ ECPDS_PORTAL_S3_PORT: wrong }), wrong).toThrow(/ECPDS_PORTAL_S3_PORT/);
+    }
+  });
+});

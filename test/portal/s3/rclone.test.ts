@@ -14,6 +14,7 @@ import {
   putFile,
   tool,
 } from '../support.ts';
+import { serveS3Listener } from './support.ts';
 
 /**
  * rclone's s3 remote against the portal's S3 endpoint over real HTTPS, as a consumer configures it
@@ -21,6 +22,7 @@ import {
  * uploading (a single PUT and a multipart upload) and checking them back.
  */
 let s: PortalScene;
+let listener: Awaited<ReturnType<typeof serveS3Listener>>;
 const layout: Array<[string, number]> = [
   ['a.txt', 1000],
   ['sub/b.bin', 300_000],
@@ -32,14 +34,20 @@ const layout: Array<[string, number]> = [
 beforeAll(async () => {
   s = await portalScene();
   await s.h.addDestination('DEST');
-  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put'] }, ['DEST']);
+  await s.h.addDestination('OUT');
+  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST', 'OUT']);
   for (const [i, [target, size]] of layout.entries()) {
     await putFile(s.h, s.admin, s.sources, 'DEST', target, bytesOf(size, i + 1));
   }
+  listener = await serveS3Listener(s.h);
 }, scaled(60_000));
-afterAll(() => s?.close());
+afterAll(async () => {
+  await listener?.close();
+  await s?.close();
+});
 
-const rclone = (...args: string[]) =>
+const rclone = (...args: string[]) => rcloneAt(`${s.url}/portal/s3`, ...args);
+const rcloneAt = (endpoint: string, ...args: string[]) =>
   tool(
     'rclone',
     [
@@ -47,7 +55,7 @@ const rclone = (...args: string[]) =>
       '--s3-provider',
       'Other',
       '--s3-endpoint',
-      `${s.url}/portal/s3`,
+      endpoint,
       '--s3-force-path-style',
       '--s3-access-key-id',
       'alice',
@@ -115,5 +123,22 @@ describe('rclone (s3 remote)', needs('rclone'), () => {
       ['in/deeper/large.bin', String(12 * 1024 * 1024), 's3'],
       ['in/small.bin', '3000', 's3'],
     ]);
+  });
+
+  it('on the S3 listener: reads a range, copies server-side between buckets and deletes', async () => {
+    const at = (...args: string[]) => rcloneAt(listener.url, ...args);
+    const buckets = await at('lsf', ':s3:');
+    expect(buckets.stdout.toString()).toBe('DEST/\nOUT/\n');
+    const range = await at('cat', '--offset', '10', '--count', '20', ':s3:DEST/sub/b.bin');
+    expect(range.code, range.stderr).toBe(0);
+    expect(md5(range.stdout)).toBe(md5(bytesOf(300_000, 2).subarray(10, 30)));
+    // Both ends on the same remote: rclone copies server-side (CopyObject), then checks the copy by its MD5.
+    const copied = await at('copyto', '-v', ':s3:DEST/sub/deep/c.bin', ':s3:OUT/copies/c.bin');
+    expect(copied.code, copied.stderr).toBe(0);
+    expect(copied.stderr).toMatch(/Copied \(server-side copy\)/);
+    const check = await at('check', ':s3:DEST/sub/deep', ':s3:OUT/copies');
+    expect(check.stderr).toMatch(/0 differences found/);
+    expect((await at('deletefile', ':s3:OUT/copies/c.bin')).code).toBe(0);
+    expect((await at('lsf', ':s3:OUT/copies')).stdout.toString()).toBe('');
   });
 });

@@ -1,7 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
+import fs from 'node:fs';
 import https from 'node:https';
+import path from 'node:path';
 import { AwsV4Signer } from 'aws4fetch';
 import type { Harness } from '../../support/harness.ts';
+import { serveHttps, tool } from '../support.ts';
 
 /** S3 requests as an SDK signs them (aws4fetch), sent to the app in this process. */
 export interface S3Credentials {
@@ -141,4 +144,39 @@ export function httpsSend(
       req.end();
     })();
   });
+}
+
+/**
+ * The harness's S3 listener (what `ecpds-edge serve` serves on ECPDS_PORTAL_S3_PORT: the endpoint at
+ * its root) on a real HTTPS port of this process; its `host` is what clients name as their endpoint.
+ */
+export async function serveS3Listener(h: Harness) {
+  if (h.app.s3 === null) throw new Error('the harness serves no portal');
+  const server = await serveHttps(h.app.s3);
+  return { ...server, host: new URL(server.url).host };
+}
+
+/**
+ * s3cmd as a consumer configures it for an S3-compatible service: a config file of its own (`-c`,
+ * the listener as host_base and host_bucket: path style), HOME in the test's directory so that
+ * nothing of the machine's is read, the test server's own certificate not checked.
+ */
+export function s3cmdFor(dir: string, host: string, credentials: S3Credentials) {
+  const home = fs.mkdtempSync(path.join(dir, 's3cmd-home-'));
+  const config = path.join(home, 's3cfg');
+  fs.writeFileSync(
+    config,
+    [
+      '[default]',
+      `access_key = ${credentials.accessKeyId}`,
+      `secret_key = ${credentials.secretAccessKey}`,
+      `host_base = ${host}`,
+      `host_bucket = ${host}`,
+      'use_https = True',
+      'check_ssl_certificate = False',
+      '',
+    ].join('\n'),
+  );
+  return (...args: string[]) =>
+    tool('s3cmd', ['-c', config, '--no-check-certificate', ...args], { cwd: dir, env: { HOME: home } });
 }

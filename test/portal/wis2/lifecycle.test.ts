@@ -36,7 +36,7 @@ const ALICE = { user: 'alice', password: 'Secret-1' };
 
 async function destination(name: string) {
   await s.h.addDestination(name);
-  const topic = `origin/a/wis2/xx-ecpds/data/core/weather/${name.toLowerCase()}`;
+  const topic = `origin/a/wis2/xx-ecpds/data/recommended/weather/${name.toLowerCase()}`;
   await setOptions(s.h.db, name, `wis2.topic = "${topic}"`);
   await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${name}`, { auth: s.admin });
   return topic;
@@ -168,7 +168,7 @@ function restore(entries: Array<[name: string, data: string]>) {
 
 describe('WIS2 options written by a restore', needs('mosquitto'), () => {
   it('are taken when valid, and the restored destination publishes on its topic', async () => {
-    const topic = 'origin/a/wis2/xx-ecpds/data/recommended/restored';
+    const topic = 'origin/a/wis2/xx-ecpds/data/recommended/weather/restored';
     const geometry = JSON.stringify({ type: 'Point', coordinates: [5.5, 51.2] });
     const data = [optionLine('wis2.geometry', geometry), 'wis2.metadataId = "urn:wmo:md:xx-ecpds:r"'];
     const r = await restore([['RESTORED', [`wis2.topic = "${topic}"`, ...data].join('\n')]]);
@@ -187,7 +187,7 @@ describe('WIS2 options written by a restore', needs('mosquitto'), () => {
     const long = `origin/a/wis2/xx/data/core/${'x'.repeat(1100)}`;
     for (const topic of ['a/+/b', 'origin/a/wis2/#', 'a//b', '/a', 'a/', 'a/\u0001', 'a/ b', long]) {
       const r = await restore([
-        ['FIRST_OK', 'wis2.topic = "origin/a/wis2/xx/data/core/ok"'],
+        ['FIRST_OK', 'wis2.topic = "origin/a/wis2/xx/data/recommended/weather/ok"'],
         ['BAD_TOPIC', optionLine('wis2.topic', topic)],
       ]);
       expect(r.status, `${topic} ${r.text}`).toBe(500);

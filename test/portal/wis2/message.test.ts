@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { dataTimeOf } from '../../../core/wis2/data-time.ts';
 import {
   BASIC_SECURITY,
   buildMessage,
@@ -78,6 +79,42 @@ describe('buildMessage', () => {
     const full = withHref(room);
     expect('json' in full && new TextEncoder().encode(full.json).length).toBe(MAX_MESSAGE_BYTES);
     expect(withHref(room + 1)).toEqual({ refused: expect.stringMatching(/8193 bytes \(at most 8192\)/) });
+  });
+});
+
+describe("the data's time", () => {
+  it('is the datetime of the metadata, or its date and time in UTC, else the registration time', () => {
+    expect(dataTimeOf([['datetime', '2026-03-01T06:30:00+01:00']])).toEqual(new Date('2026-03-01T05:30:00Z'));
+    expect(dataTimeOf([['datetime', '2026-03-01T06:30']])).toEqual(new Date('2026-03-01T06:30:00Z'));
+    expect(
+      dataTimeOf([
+        ['date', '20260301'],
+        ['time', '12'],
+      ]),
+    ).toEqual(new Date('2026-03-01T12:00:00Z'));
+    expect(
+      dataTimeOf([
+        ['DATE', '20260301'],
+        ['time', '0630'],
+      ]),
+    ).toEqual(new Date('2026-03-01T06:30:00Z'));
+    expect(dataTimeOf([['date', '20260301']])).toEqual(new Date('2026-03-01T00:00:00Z'));
+    for (const wrong of [
+      [['date', '20261332']],
+      [
+        ['date', '20260301'],
+        ['time', '25'],
+      ],
+      [['datetime', 'soon']],
+      [],
+    ]) {
+      expect(dataTimeOf(wrong as Array<[string, string]>)).toBeNull();
+    }
+    const at = new Date('2026-03-01T12:00:00Z');
+    const built = buildMessage(input({ file: { ...input().file, dataTime: at } }));
+    expect(JSON.parse((built as { json: string }).json).properties.datetime).toBe(at.toISOString());
+    const plain = buildMessage(input());
+    expect(JSON.parse((plain as { json: string }).json).properties.datetime).toBe('2026-11-28T10:00:00.000Z');
   });
 });
 

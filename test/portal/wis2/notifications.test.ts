@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { openPostgres } from '../../../db/client.ts';
 import { wis2OutboxRepo } from '../../../db/repositories/wis2-outbox.ts';
-import { wis2Outbox } from '../../../db/schema.ts';
+import { dataTransfers, wis2Outbox } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
@@ -34,7 +34,7 @@ const ALICE = { user: 'alice', password: 'Secret-1' };
 /** A destination of its own for a test, publishing on its own topic (or none), with alice associated. */
 async function destination(name: string, options: { topic?: boolean; openAccessUser?: string } = {}) {
   await s.h.addDestination(name);
-  const topic = `origin/a/wis2/xx-ecpds/data/core/weather/${name.toLowerCase()}`;
+  const topic = `origin/a/wis2/xx-ecpds/data/recommended/weather/${name.toLowerCase()}`;
   if (options.topic !== false) await setOptions(s.h.db, name, `wis2.topic = "${topic}"`);
   await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${name}`, { auth: s.admin });
   if (options.openAccessUser) {
@@ -78,7 +78,7 @@ describe('a file of a destination with wis2.topic', needs('mosquitto'), () => {
     });
     expect(link.href).toBe(`${s.url}/portal/data/LIFE/obs/synop%201.bufr`);
     expect(link.security?.default).toMatchObject({ type: 'http', scheme: 'basic' });
-    expect(link.type).toBe('application/octet-stream');
+    expect(link.type).toBe('application/bufr');
     expect(created!.message.geometry).toBeNull();
     expect(await expectDownloadMatches(created!, ALICE)).toEqual(first.bytes);
 
@@ -118,6 +118,18 @@ describe('a file of a destination with wis2.topic', needs('mosquitto'), () => {
     expect(await expectDownloadMatches(message!)).toEqual(file.bytes);
   });
 
+  it("gives the data's time of the put's metadata as datetime, the registration time without one", async () => {
+    const topic = await destination('TIMED');
+    const r = await put('TIMED', 'fc.grib2', bytesOf(100, 6), { metadata: 'date=20260301,time=06,step=12' });
+    expect(r.status, r.text).toBe(200);
+    await putFile(s.h, s.admin, s.sources, 'TIMED', 'plain.grib2', bytesOf(100, 7));
+    const [timed, plain] = await sub.on(topic, 2);
+    expect(timed!.message.properties.datetime).toBe('2026-03-01T06:00:00.000Z');
+    expect(timed!.message.links[0].type).toBe('application/grib');
+    const registered = new Date(plain!.message.properties.datetime).getTime();
+    expect(Math.abs(registered - Date.now())).toBeLessThan(60_000);
+  });
+
   it('is announced once its queue time has come, after the files put since that were due at once', async () => {
     const topic = await destination('LATER');
     const bytes = bytesOf(100, 4);
@@ -128,6 +140,32 @@ describe('a file of a destination with wis2.topic', needs('mosquitto'), () => {
     expect(first!.message.properties.data_id).toBe('LATER/now.bin');
     expect(second!.message.properties.data_id).toBe('LATER/later.bin');
     expect(await expectDownloadMatches(second!, ALICE)).toEqual(bytes);
+  });
+
+  it('is announced once released from HOLD, when others see it; a held file deleted is never told', async () => {
+    const topic = await destination('HELD');
+    const held = await put('HELD', 'held.bin', bytesOf(100, 8), { standby: 'true' });
+    const gone = await put('HELD', 'gone.bin', bytesOf(100, 9), { standby: 'true' });
+    expect([held.status, gone.status], gone.text).toEqual([200, 200]);
+    await putFile(s.h, s.admin, s.sources, 'HELD', 'open.bin', bytesOf(100, 10));
+    const [first] = await sub.on(topic, 1);
+    expect(first!.message.properties.data_id).toBe('HELD/open.bin');
+
+    const del = await s.h.call('DELETE', `/v1/datafile/del?id=${JSON.parse(gone.text).id}`, { auth: s.admin });
+    expect(del.status, del.text).toBe(200);
+    // An operator releases the other one.
+    await s.h.db
+      .update(dataTransfers)
+      .set({ status: 'WAIT' })
+      .where(and(eq(dataTransfers.destination, 'HELD'), eq(dataTransfers.target, 'held.bin')));
+    const [, released] = await sub.on(topic, 2);
+    expectValidMessage(released!, { topic, dataId: 'HELD/held.bin', rel: LINK_RELATIONS.new });
+    expect(await expectDownloadMatches(released!, ALICE)).toEqual(bytesOf(100, 8));
+    await putFile(s.h, s.admin, s.sources, 'HELD', 'last.bin', bytesOf(100, 11));
+    const [, , last] = await sub.on(topic, 3);
+    expect(last!.message.properties.data_id).toBe('HELD/last.bin');
+    const rows = await s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'HELD'));
+    expect(rows.filter((r) => r.target === 'gone.bin')).toEqual([]);
   });
 
   it('is refused rather than cut when its message would pass 8,192 bytes', async () => {

@@ -41,7 +41,7 @@ describe('ecpds-edge serve with ECPDS_MQTT_URL', () => {
         await migrate(handle);
       }
       const h = await createHarness({ database: handle, secretKey: new Uint8Array(key) });
-      const topic = 'origin/a/wis2/xx-ecpds/data/core/weather/served';
+      const topic = 'origin/a/wis2/xx-ecpds/data/recommended/weather/served';
       await h.addDestination('DEST');
       await setOptions(h.db, 'DEST', `wis2.topic = "${topic}"`);
       await incomingUser(h, await h.client('admin', ['.*']), { id: 'alice', password: 'Secret-1', grant: ['put'] }, [

@@ -88,25 +88,16 @@ export interface Received {
   retain: boolean;
 }
 
-/**
- * An MQTT.js subscriber of every topic, with QoS 1 and a persistent session: it reconnects on its
- * own and gets what was published while it was away.
- */
-export async function subscriber(url: string) {
-  const received: Received[] = [];
+/** Messages as they arrive, and a wait for the `count`th of a topic. */
+export function arrivals<R extends Received>() {
+  const received: R[] = [];
   const waiters = new Set<() => void>();
-  const client = await mqtt.connectAsync(url, {
-    clientId: `wis2-test-${randomUUID()}`,
-    clean: false,
-    reconnectPeriod: 100,
-  });
-  client.on('message', (topic, raw, packet) => {
-    received.push({ topic, raw, message: JSON.parse(raw.toString('utf8')) as Wnm, retain: packet.retain });
-    for (const w of waiters) w();
-  });
-  await client.subscribeAsync('#', { qos: 1 });
   return {
     received,
+    arrived(message: R) {
+      received.push(message);
+      for (const w of waiters) w();
+    },
     /**
      * Waits until `count` messages arrived on `topic`, and answers them in their order of arrival
      * (the test's own timeout ends a wait that never does).
@@ -124,6 +115,27 @@ export async function subscriber(url: string) {
       }
       return of();
     },
+  };
+}
+
+/**
+ * An MQTT.js subscriber of every topic, with QoS 1 and a persistent session: it reconnects on its
+ * own and gets what was published while it was away.
+ */
+export async function subscriber(url: string) {
+  const { received, arrived, on } = arrivals<Received>();
+  const client = await mqtt.connectAsync(url, {
+    clientId: `wis2-test-${randomUUID()}`,
+    clean: false,
+    reconnectPeriod: 100,
+  });
+  client.on('message', (topic, raw, packet) => {
+    arrived({ topic, raw, message: JSON.parse(raw.toString('utf8')) as Wnm, retain: packet.retain });
+  });
+  await client.subscribeAsync('#', { qos: 1 });
+  return {
+    received,
+    on,
     close: () => client.endAsync(true),
   };
 }

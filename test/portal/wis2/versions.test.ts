@@ -36,7 +36,7 @@ let sub: Awaited<ReturnType<typeof subscriber>>;
 let publisher: ReturnType<typeof publisherOf>;
 const ALICE = { user: 'alice', password: 'Secret-1' };
 const DEST = 'VERSIONS';
-const TOPIC = 'origin/a/wis2/xx-ecpds/data/core/weather/versions';
+const TOPIC = 'origin/a/wis2/xx-ecpds/data/recommended/weather/versions';
 
 function put(target: string, bytes: Buffer, query: Record<string, string> = {}) {
   const source = `${s.sources}/${DEST}/${target}`;

@@ -30,7 +30,8 @@ export interface SmtpReceiver {
   stop(): Promise<void>;
 }
 
-export async function startSmtpReceiver(credentials = { user: 'mailer', password: 'p@ss:w/rd' }) {
+/** `port`: listen on this one (0: any), e.g. to start a server stopped again on its port. */
+export async function startSmtpReceiver(credentials = { user: 'mailer', password: 'p@ss:w/rd' }, listenOn = 0) {
   const inbox: ReceivedMail[] = [];
   const waiters = new Set<() => void>();
   let refusing = false;
@@ -73,7 +74,7 @@ export async function startSmtpReceiver(credentials = { user: 'mailer', password
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(listenOn, '127.0.0.1', () => resolve());
   });
   server.on('error', () => {});
   const port = (server.server.address() as AddressInfo).port;

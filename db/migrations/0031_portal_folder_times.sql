@@ -1,0 +1,1 @@
+CREATE INDEX "data_transfers_portal_folder" ON "data_transfers" USING btree ("destination",(regexp_replace("target", '/?[^/]*$', '') collate "C"),"data_file_id" DESC NULLS LAST) WHERE "data_transfers"."status" not in ('INIT', 'SCHE', 'FETC');
