@@ -33,7 +33,10 @@ export interface SftpSession {
   exec(command: string, signal: AbortSignal): Promise<number>;
   /** Ends the connection; resolves once it is closed (the server has ended the session by then). */
   end(): Promise<void>;
-  /** Closes the connection at once: what it has not yet handed to the system never goes out. */
+  /**
+   * Closes the connection at once, with a reset: what the system still held to send is discarded
+   * with it, so the server gets no more of the session's writes.
+   */
   drop(reason: Error): void;
 }
 
@@ -189,16 +192,12 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
             });
             client.end();
             // A stalled server may never answer the disconnect.
-            setTimeout(() => {
-              client.destroy();
-              socket.destroy();
-            }, 2_000).unref();
+            setTimeout(() => reset(socket, client), 2_000).unref();
             return ended;
           },
           drop: (reason) => {
             lost ??= reason;
-            client.destroy();
-            socket.destroy();
+            reset(socket, client);
           },
         });
       });
@@ -314,4 +313,15 @@ function runCommand(client: Client, command: string, signal: AbortSignal, lost: 
       stream.stderr.resume();
     });
   });
+}
+
+/**
+ * Ends a connection with a TCP reset rather than a close: a plain close leaves what the system
+ * buffered still going out (megabytes on a slow link), so the server would go on writing the
+ * file while the next attempt, on another connection, writes it too.
+ */
+function reset(socket: Socket, client: Client) {
+  if (!socket.destroyed && !socket.connecting) socket.resetAndDestroy();
+  client.destroy();
+  socket.destroy();
 }

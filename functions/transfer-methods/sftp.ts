@@ -83,7 +83,9 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
         remote.dispose();
         put.dispose();
         // A failed send ends only once its session has: until then the server may still hold the
-        // file open, and the next attempt, on another session, would make it two writers.
+        // file open, and the next attempt, on another session, would make it two writers. An
+        // aborted one is reset at once rather than sending its buffered writes before the goodbye.
+        if (put.signal.aborted) session.drop(new Error('Send aborted'));
         await idle.release(session, delivered !== null && !put.signal.aborted);
       }
     },
