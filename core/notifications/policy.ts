@@ -2,7 +2,8 @@
  * What a mail tells, and the option that asks for it (core/destinations/model.ts): `start`, `end` and `error`
  * (mailOnStart, mailOnEnd, mailOnError: a transfer started, ended, failed), `hold` (mailOnError: every host
  * failed and the destination went on HOLD), `update` (mailOnUpdate: an operator changed the destination), and
- * the host's `host-error` and `host-success` (its mailOnError and mailOnSuccess: it failed, then worked again).
+ * the host's `host-error` and `host-success` (its mailOnError and mailOnSuccess: a send to it or its check failed,
+ * then one worked again).
  *
  * The rows are written by the statements that write the events (db/repositories/mail-outbox.ts has their
  * conditions): a destination or host without the option costs a condition, not a row. A `notifyOnce` host is

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { type CheckResult, HISTORY_LENGTH } from '../../core/host-checks/policy.ts';
 import type { HostCheckRepo, HostCheckShown } from '../../core/host-checks/ports.ts';
 import { type Database, jsonColumn, rowsOf } from '../client.ts';
+import { checkMails } from './mail-outbox.ts';
 import { HOST_COLUMNS, type HostRow, sourceHostOfRow } from './retrieval.ts';
 
 type ClaimedRow = HostRow & {
@@ -10,7 +11,12 @@ type ClaimedRow = HostRow & {
   check_frequency: string | number | null;
 };
 
-type StoredResult = { at: string; ok: boolean; durationMs: number; message: string };
+type StoredResult = {
+  at: string;
+  ok: boolean;
+  durationMs: number;
+  message: string;
+};
 
 const dateOf = (value: string | Date | null) => (value === null ? null : new Date(value));
 const resultOf = (r: StoredResult): CheckResult => ({
@@ -66,13 +72,16 @@ export const hostCheckRepo = (db: Database): HostCheckRepo => ({
     const previous = sql`case when checked_at is null then '[]'::jsonb else jsonb_build_array(jsonb_build_object(
       'at', checked_at, 'ok', ok, 'durationMs', duration_ms, 'message', message)) end`;
     const rows = await db.execute(sql`
-      update host_checks set claim = null, lease_until = null,
-        checked_at = ${result.at.toISOString()}::timestamptz, ok = ${result.ok}, duration_ms = ${result.durationMs},
-        message = ${result.message},
-        history = (select coalesce(jsonb_agg(e order by n), '[]'::jsonb)
-          from jsonb_array_elements(${previous} || history) with ordinality as x(e, n) where n <= ${HISTORY_LENGTH})
-      where hostid = ${hostId} and claim = ${claim} and lease_until is not null
-      returning hostid`);
+      with finished as (
+        update host_checks set claim = null, lease_until = null,
+          checked_at = ${result.at.toISOString()}::timestamptz, ok = ${result.ok}, duration_ms = ${result.durationMs},
+          message = ${result.message},
+          history = (select coalesce(jsonb_agg(e order by n), '[]'::jsonb)
+            from jsonb_array_elements(${previous} || history) with ordinality as x(e, n) where n <= ${HISTORY_LENGTH})
+        where hostid = ${hostId} and claim = ${claim} and lease_until is not null
+        returning hostid
+      ), ${checkMails(sql`finished`, result, result.at.toISOString())}
+      select hostid from finished`);
     return rowsOf(rows).length > 0;
   },
   async series() {

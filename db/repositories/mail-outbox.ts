@@ -77,6 +77,37 @@ export const endMails = (ended: SQL, failed: SQL, reason: SQL, at: string) => sq
   )`;
 
 /**
+ * The `with` entries writing the mails of a host check: `finished` is the statement's relation of the checked
+ * host (hostid). The episode is the one failed transfers keep (endMails): a failure begins it, with a
+ * `host-error` row at every failed check or, with notifyOnce, at the episode's first only; a success ends it,
+ * with a `host-success` row when it had one. A row goes for each destination the host serves, to the host's
+ * address or else that destination's.
+ */
+export const checkMails = (finished: SQL, result: { ok: boolean; message: string }, at: string) => sql`
+  check_episode as (
+    insert into host_mail_episodes (host_id, failing_since)
+    select f.hostid::text, ${at}::timestamptz from ${finished} f join hosts h on h.hostid = f.hostid
+    where not ${result.ok}::boolean and (h.mail_on_error or h.mail_on_success)
+    on conflict (host_id) do nothing
+    returning host_id
+  ), check_recovered as (
+    delete from host_mail_episodes x using ${finished} f where ${result.ok}::boolean and x.host_id = f.hostid::text
+    returning x.host_id
+  ), check_mail as (
+    insert into mail_outbox (recipient, destination, host_id, kind, reason)
+    select ${hostRecipient}, a.destination, f.hostid::text,
+      case when ${result.ok}::boolean then 'host-success' else 'host-error' end,
+      case when ${result.ok}::boolean then 'works again after failing: ' || ${result.message}::text
+        else ${result.message}::text end
+    from ${finished} f join hosts h on h.hostid = f.hostid
+      join destination_hosts a on a.hostid = f.hostid join destinations d on d.name = a.destination
+    where ${hostRecipient} is not null and case when ${result.ok}::boolean
+      then h.mail_on_success and exists (select 1 from check_recovered)
+      else h.mail_on_error and (not h.notify_once or exists (select 1 from check_episode)) end
+    order by a.destination
+  )`;
+
+/**
  * The `hold` row of a destination every host of which failed (mailOnError): `held` is the statement's
  * relation of the destinations put on HOLD (their row, as `returning *` gives it).
  */
@@ -212,6 +243,9 @@ export const mailOutboxRepo = (db: Database): MailOutboxRepo => ({
         from mail_outbox where done_at is null`),
     );
     const row = rows[0];
-    return { count: Number(row?.n ?? 0), oldestSeconds: Math.max(0, Number(row?.oldest ?? 0)) };
+    return {
+      count: Number(row?.n ?? 0),
+      oldestSeconds: Math.max(0, Number(row?.oldest ?? 0)),
+    };
   },
 });

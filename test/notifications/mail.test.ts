@@ -10,8 +10,9 @@ import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import { type MailSender, type MailSenderOptions, startMailSender } from '../../core/notifications/sender.ts';
 import { rowsOf } from '../../db/client.ts';
 import { mailOutboxRepo } from '../../db/repositories/mail-outbox.ts';
-import { dataTransfers, transferHistory } from '../../db/schema.ts';
+import { dataTransfers, hosts, transferHistory } from '../../db/schema.ts';
 import { parseMail } from '../../functions/node/config.ts';
+import { type HostChecker, startHostChecker } from '../../functions/node/host-checks.ts';
 import { smtpMailer } from '../../functions/node/mail.ts';
 import { nodeSourceReader } from '../../functions/node/sources.ts';
 import { destinationBackup, type TestHost } from '../support/backups.ts';
@@ -32,6 +33,7 @@ const CONSOLE = 'https://data.example.org';
 const PASSWORD = 'Host-Pa55word-9';
 const movers: Mover[] = [];
 const senders: MailSender[] = [];
+const checkers: HostChecker[] = [];
 /** Hosts (by login) whose sends fail, with the password in the message, as a server echoing a path would. */
 const failing = new Set<string>();
 
@@ -47,8 +49,18 @@ const method: TransferMethod = {
 
 function mover() {
   const started = startMover(
-    { ports: h.ports, methods: { test: method }, sources: nodeSourceReader({ roots: [sources], hosts: [] }) },
-    { name: `m${movers.length + 1}`, concurrency: 4, leaseMs: 3000, heartbeatMs: 200, pollMs: 40 },
+    {
+      ports: h.ports,
+      methods: { test: method },
+      sources: nodeSourceReader({ roots: [sources], hosts: [] }),
+    },
+    {
+      name: `m${movers.length + 1}`,
+      concurrency: 4,
+      leaseMs: 3000,
+      heartbeatMs: 200,
+      pollMs: 40,
+    },
   );
   movers.push(started);
   return started;
@@ -88,6 +100,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(movers.splice(0).map((m) => m.stop(2000)));
   await Promise.all(senders.splice(0).map((s) => s.stop()));
+  await Promise.all(checkers.splice(0).map((c) => c.stop()));
   failing.clear();
 });
 afterAll(async () => {
@@ -100,7 +113,11 @@ let files = 0;
 async function put(destination: string) {
   const file = path.join(sources, `src-${++files}.bin`);
   fs.writeFileSync(file, `file ${files}\n`);
-  const q = new URLSearchParams({ destination, source: file, target: `out/f${files}.bin` });
+  const q = new URLSearchParams({
+    destination,
+    source: file,
+    target: `out/f${files}.bin`,
+  });
   const r = await h.call('GET', `/v1/datafile/put?${q}`, { auth: admin });
   expect(r.status, r.text).toBe(200);
   const [t] = await h.db.select().from(dataTransfers).where(eq(dataTransfers.dataFileId, r.json.id));
@@ -109,7 +126,14 @@ async function put(destination: string) {
 
 /** A host failing fast and retried soon, with a password, and the given mail options. */
 const host = (login: string, options: Record<string, unknown> = {}) =>
-  ({ method: 'test', login, passwd: PASSWORD, retryCount: 1000, retryFrequency: 30, ...options }) as TestHost;
+  ({
+    method: 'test',
+    login,
+    passwd: PASSWORD,
+    retryCount: 1000,
+    retryFrequency: 30,
+    ...options,
+  }) as TestHost;
 
 let hostIds = 91_000;
 async function destination(
@@ -122,7 +146,10 @@ async function destination(
     destination: { retryCount: -1, retryFrequency: 30, maxStart: 0, ...fields },
     nextHostId: () => ++hostIds,
   });
-  const r = await h.call('PUT', '/v1/destination/backup', { auth: admin, body });
+  const r = await h.call('PUT', '/v1/destination/backup', {
+    auth: admin,
+    body,
+  });
   expect(r.status, r.text).toBe(200);
   if (options.start !== false) await setDestinationStatus(h.ports, 'test', name, 'start');
 }
@@ -230,7 +257,14 @@ describe('a notifyOnce host', () => {
     const to = 'once@example.org';
     await destination(
       'MAIL_ONCE',
-      [host('once', { mailOnError: true, mailOnSuccess: true, notifyOnce: true, userMail: to })],
+      [
+        host('once', {
+          mailOnError: true,
+          mailOnSuccess: true,
+          notifyOnce: true,
+          userMail: to,
+        }),
+      ],
       {},
     );
     mover();
@@ -258,8 +292,144 @@ describe('a notifyOnce host', () => {
   });
 });
 
+describe("a host's checks", () => {
+  /** The checked host of a destination of its own (not started: hosts are checked whatever it does). */
+  async function checkedHost(name: string, mail: Record<string, unknown>) {
+    const failingData = `test.fail = "yes"\ntest.error = "cannot write /in/${PASSWORD}/ecpds.tst: denied"`;
+    const checked = host(name.toLowerCase(), {
+      check: true,
+      checkFrequency: 100,
+      checkFilename: 'ecpds.tst',
+      ...mail,
+    });
+    await destination(name, [{ ...checked, data: failingData } as TestHost], {}, { start: false });
+    const [row] = await h.db.select({ id: hosts.hostid }).from(hosts).where(eq(hosts.login, name.toLowerCase()));
+    return row!.id;
+  }
+  const checker = () => {
+    const started = startHostChecker(h.ports, {
+      concurrency: 2,
+      pollMs: 30,
+      timeoutMs: 5_000,
+      fileRoots: [],
+    });
+    checkers.push(started);
+    return started;
+  };
+  const failedChecks = async (hostId: number) => {
+    const [c] = await h.ports.repos.hostChecks.ofDestination((await destinationOf(hostId))!);
+    return c?.latest ? [c.latest, ...c.history].filter((r) => !r.ok).length : 0;
+  };
+  const destinationOf = async (hostId: number) =>
+    rowsOf<{ destination: string }>(
+      await h.db.execute(sql`select destination from destination_hosts where hostid = ${hostId}`),
+    )[0]?.destination;
+  const rowsOfKind = async (hostId: number, kind: string) =>
+    Number(
+      rowsOf<{ n: number }>(
+        await h.db.execute(
+          sql`select count(*)::int as n from mail_outbox where host_id = ${String(hostId)} and kind = ${kind}`,
+        ),
+      )[0]!.n,
+    );
+
+  it('mail a notifyOnce host once when its checks fail, and when one works again, scrubbed', async () => {
+    const team = 'checks@example.org';
+    const hostId = await checkedHost('MAIL_CHECK', {
+      mailOnError: true,
+      mailOnSuccess: true,
+      notifyOnce: true,
+      userMail: team,
+    });
+    sender();
+    checker();
+    await eventually(async () => ((await failedChecks(hostId)) >= 3 ? true : undefined), 20_000, 'three failed checks');
+    const failed = await waitMails(team, 1, 'the host failure mail');
+    expect(failed[0]!.subject).toBe(`[ECPDS] MAIL_CHECK: host failed (host ${hostId})`);
+    expect(failed[0]!.text).toContain('Host check failed: cannot write /in/***/ecpds.tst: denied');
+    expect(failed[0]!.text).toContain(`${CONSOLE}/console/monitor/destinations/MAIL_CHECK`);
+
+    await h.db.update(hosts).set({ data: '' }).where(eq(hosts.hostid, hostId));
+    const recovered = await eventually(
+      async () => mailsTo(team).find((m) => m.subject.includes('host works again')),
+      20_000,
+      'the host success mail',
+    );
+    expect(recovered.text).toContain('works again after failing: Wrote ecpds.tst (18 bytes)');
+    // One episode: one failure mail for every failed check, one success mail for the checks that work.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mailsTo(team).map((m) => m.subject.replace(` (host ${hostId})`, ''))).toEqual([
+      '[ECPDS] MAIL_CHECK: host failed',
+      '[ECPDS] MAIL_CHECK: host works again',
+    ]);
+    for (const m of smtp.received) expect(m.text + m.subject).not.toContain(PASSWORD);
+  });
+
+  it('write a failure row at every failed check of a host without notifyOnce, and none without a mail option', async () => {
+    const every = await checkedHost('MAIL_CHECK_EVERY', {
+      mailOnError: true,
+      userMail: 'every@example.org',
+    });
+    const quiet = await checkedHost('MAIL_CHECK_QUIET', {
+      userMail: 'quiet@example.org',
+    });
+    const running = checker();
+    await eventually(
+      async () => ((await failedChecks(every)) >= 3 && (await failedChecks(quiet)) >= 3 ? true : undefined),
+      20_000,
+      'three failed checks of each',
+    );
+    await running.stop();
+    const [c] = await h.ports.repos.hostChecks.ofDestination('MAIL_CHECK_EVERY');
+    const checks = 1 + c!.history.length;
+    expect(await rowsOfKind(every, 'host-error')).toBe(checks);
+    expect(await rowsOfKind(quiet, 'host-error')).toBe(0);
+  });
+});
+
 describe('the mail outbox', () => {
-  it('turns a burst of 10,000 failures into a digest', async () => {
+  it('turns a burst of failing transfers into a digest', async () => {
+    const to = 'engine-burst@example.org';
+    await destination('MAIL_BURST_ENGINE', [host('burst')], {
+      userMail: to,
+      mailOnError: true,
+    });
+    failing.add('burst');
+    const files = 150;
+    for (let i = 0; i < files; i += 30) {
+      await Promise.all(Array.from({ length: Math.min(30, files - i) }, () => put('MAIL_BURST_ENGINE')));
+    }
+    mover();
+    const stops = async () =>
+      rowsOf<{ n: number; files: number }>(
+        await h.db.execute(sql`select count(*)::int as n, count(distinct transfer_id)::int as files
+          from transfer_history where destination = 'MAIL_BURST_ENGINE' and status = 'STOP'`),
+      )[0]!;
+    await eventually(
+      async () => (Number((await stops()).files) >= files ? true : undefined),
+      60_000,
+      'every file failed',
+    );
+    await Promise.all(movers.splice(0).map((m) => m.stop(2000)));
+    const failures = Number((await stops()).n);
+    expect(failures).toBeGreaterThanOrEqual(files);
+    sender({ windowMs: 1_000, listed: 10 });
+    await eventually(async () => {
+      const rows = rowsOf<{ n: number }>(
+        await h.db.execute(sql`select count(*)::int as n from mail_outbox where recipient = ${to} and done_at is null`),
+      );
+      return Number(rows[0]!.n) === 0 ? true : undefined;
+    }, 20_000);
+    const mails = mailsTo(to);
+    expect(mails.length).toBeLessThanOrEqual(3);
+    const counted = mails.map((m) => Number(/ x(\d+)$/.exec(m.subject)?.[1] ?? 1));
+    expect(counted.reduce((a, b) => a + b, 0)).toBe(failures);
+    expect(mails[0]!.text.split('\n').filter((l) => l.startsWith('- ')).length).toBe(10);
+    expect(mails[0]!.text).toMatch(/\.\.\. and \d+ more/);
+    expect(mails[0]!.text).not.toContain(PASSWORD);
+  });
+
+  it('makes one digest of 10,000 rows', async () => {
     const to = 'burst@example.org';
     await h.db.execute(sql`
       insert into mail_outbox (recipient, destination, host_id, kind, transfer_id, target, reason)
