@@ -931,6 +931,20 @@ export const mailOutbox = pgTable(
 );
 
 /**
+ * Each mover's heartbeat (core/dissemination/mover.ts): written at its start and at every beat, at the
+ * database's time; a mover that stops on purpose says so. One that stopped beating without saying it did
+ * is lost (dead, paused, cut off), whether or not it held any attempt: /metrics shows its heartbeat's age.
+ */
+export const movers = pgTable('movers', {
+  name: text('name').primaryKey(),
+  startedAt: stamp('started_at').notNull(),
+  heartbeatAt: stamp('heartbeat_at').notNull(),
+  /** How often it beats: its heartbeat is missed once it is several of these old. */
+  heartbeatMs: integer('heartbeat_ms').notNull(),
+  stoppedAt: stamp('stopped_at'),
+});
+
+/**
  * Hosts failing since their first failure and not yet working again, for the hosts with mail options: a
  * `notifyOnce` host is mailed once per such episode, and its `mailOnSuccess` mail ends one.
  */

@@ -103,8 +103,18 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
 
   const heartbeat = setInterval(() => void beat(), options.heartbeatMs);
   heartbeat.unref?.();
+  // Said at once, not a heartbeat later: a mover that cannot reach its database from the start is seen missing.
+  void announce();
+  async function announce() {
+    try {
+      await ports.repos.dissemination.moverBeat(options.name, options.heartbeatMs);
+    } catch (error) {
+      ports.logger.error('mover heartbeat failed', { mover: options.name, reason: messageOf(error) });
+    }
+  }
   async function beat() {
     try {
+      await ports.repos.dissemination.moverBeat(options.name, options.heartbeatMs);
       await renewOrAbort(ports, options.name, options.leaseMs, [...running.values()]);
       await sessions.renew();
       const reclaimed = await reclaimLapsedAttempts(ports);
@@ -189,6 +199,9 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
       clearInterval(heartbeat);
       await Promise.all(Object.values(deps.methods).map((m) => m?.close()));
       await sessions.settle();
+      await ports.repos.dissemination.moverStopped(options.name).catch((error: unknown) => {
+        ports.logger.error('mover stop not recorded', { mover: options.name, reason: messageOf(error) });
+      });
     },
   };
 }

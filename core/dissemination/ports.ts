@@ -237,11 +237,15 @@ export interface OpsFigures {
   destinations: DestinationFigures[];
   /** The WIS2 outbox's rows not yet done, and the earliest time one of them became due. */
   wis2Outbox: { pending: number; oldestDueAt: Date | null };
-  /** Each mover's latest lease (its running attempts', its published sessions'), renewed by its heartbeat. */
-  movers: Array<{ mover: string; leaseUntil: Date }>;
+  /** Each mover not stopped on purpose that beat within a week: its heartbeat's age and how often it beats. */
+  movers: Array<{ mover: string; heartbeatAgeSeconds: number; heartbeatSeconds: number }>;
 }
 
 export interface DisseminationRepo {
+  /** The mover's heartbeat, at the database's time; `intervalMs` is how often it beats. */
+  moverBeat(mover: string, intervalMs: number): Promise<void>;
+  /** The mover stopped on purpose: its heartbeat is no longer expected. */
+  moverStopped(mover: string): Promise<void>;
   /** Live transfers (WAIT, RETR, INTR, EXEC, HOLD) counted per destination and status. */
   queueDepth(): Promise<Array<{ destination: string; status: string; count: number }>>;
   /** The figures /metrics gives for the alerts, read at `now`. */

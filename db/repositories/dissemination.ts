@@ -46,6 +46,15 @@ export const disseminationRepo = (db: Database): DisseminationRepo => ({
   ...startLimitRepo(db),
   ...dueQueueRepo(db),
   opsFigures: (now) => opsFigures(db, now),
+  async moverBeat(mover, intervalMs) {
+    await db.execute(sql`
+      insert into movers (name, started_at, heartbeat_at, heartbeat_ms) values (${mover}, now(), now(), ${intervalMs})
+      on conflict (name) do update set heartbeat_at = now(), heartbeat_ms = excluded.heartbeat_ms, stopped_at = null,
+        started_at = case when movers.stopped_at is null then movers.started_at else now() end`);
+  },
+  async moverStopped(mover) {
+    await db.execute(sql`update movers set stopped_at = now() where name = ${mover}`);
+  },
   async queueDepth() {
     const rows = await db.execute(sql`
       select destination, status, count(*)::int as count from data_transfers

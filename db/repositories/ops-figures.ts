@@ -20,16 +20,15 @@ type DestinationJson = {
   failed: number;
 };
 
-/** A lease that lapsed longer ago than this belongs to a mover gone for good (a restart takes a new name). */
-const FORGOTTEN_AFTER = '1 day';
+/** A mover silent for longer than this is gone for good (a restart may take a new name): no longer shown. */
+const FORGOTTEN_AFTER = '7 days';
 
 /**
  * Everything the alerts of /metrics read, in one statement run at every scrape, so none of it may read
  * every transfer: each destination's waiting transfers are counted through `data_transfers_monitor`
  * (destination, status) and its failed attempts of the hour through `transfer_history_destination`
  * (destination, at), one seek each; the outbox's pending rows are read in the partial index of rows not
- * done; the leases in the partial index of transfers a mover holds, and the few host_sessions rows (one per
- * host and mover).
+ * done; the movers' heartbeats are a row each.
  * test/query-plans/ops-figures.test.ts holds the plans to that.
  */
 export async function opsFigures(db: Database, now: Date): Promise<OpsFigures> {
@@ -55,25 +54,14 @@ export async function opsFigures(db: Database, now: Date): Promise<OpsFigures> {
         (select count(*) from wis2_outbox where done_at is null) as outbox_pending,
         (select min(not_before) from wis2_outbox
           where done_at is null and not_before <= ${at}::timestamptz) as outbox_oldest,
-        (select coalesce(json_agg(json_build_object('mover', l.mover, 'lease_until', l.lease_until)
-            order by l.mover), '[]')
-          from (
-            select mover, max(lease_until) as lease_until from (
-              -- Per destination, through the partial index of held transfers: on a table never analyzed,
-              -- a bare "mover is not null" is guessed to match nearly every row, and read whole.
-              select h.mover, h.lease_until from destinations d
-              cross join lateral (
-                select t.mover, max(t.lease_until) as lease_until from data_transfers t
-                where t.destination = d.name and t.mover is not null
-                group by t.mover) h
-              union all
-              select mover, lease_until from host_sessions) leases
-            group by mover
-            having max(lease_until) > ${at}::timestamptz - ${FORGOTTEN_AFTER}::interval) l
+        (select coalesce(json_agg(json_build_object('mover', m.name, 'heartbeat_ms', m.heartbeat_ms,
+            'age', extract(epoch from now() - m.heartbeat_at)) order by m.name), '[]')
+          from movers m
+          where m.stopped_at is null and m.heartbeat_at > now() - ${FORGOTTEN_AFTER}::interval
         ) as movers`),
   );
   const destinations = jsonColumn<DestinationJson[]>(row!.destinations);
-  const movers = jsonColumn<Array<{ mover: string; lease_until: string }>>(row!.movers);
+  const movers = jsonColumn<Array<{ mover: string; heartbeat_ms: number; age: number | string }>>(row!.movers);
   return {
     destinations: destinations.map((d) => {
       const maxPending = d.max_pending ?? DEFAULT_MAX_PENDING;
@@ -90,6 +78,10 @@ export async function opsFigures(db: Database, now: Date): Promise<OpsFigures> {
       pending: Number(row!.outbox_pending),
       oldestDueAt: row!.outbox_oldest === null ? null : new Date(row!.outbox_oldest),
     },
-    movers: movers.map((m) => ({ mover: m.mover, leaseUntil: new Date(m.lease_until) })),
+    movers: movers.map((m) => ({
+      mover: m.mover,
+      heartbeatAgeSeconds: Math.max(0, Math.round(Number(m.age))),
+      heartbeatSeconds: Number(m.heartbeat_ms) / 1000,
+    })),
   };
 }

@@ -18,7 +18,7 @@ function gauge(name: string, help: string, samples: Sample[]) {
 
 /**
  * What docs/ops/prometheus-alerts.yml reads: per destination its backlog, its oldest waiting file's age,
- * its failures of the hour and its status; the WIS2 outbox's backlog; each mover's lease. Ages are
+ * its failures of the hour and its status; the WIS2 outbox's backlog; each mover's heartbeat. Ages are
  * computed here, at the database's time, so that a scraper's clock does not enter them.
  */
 export function renderAlertFigures(figures: OpsFigures, now: Date): string {
@@ -62,12 +62,15 @@ export function renderAlertFigures(figures: OpsFigures, now: Date): string {
       [[{}, seconds(figures.wis2Outbox.oldestDueAt, now)]],
     ),
     ...gauge(
-      'ecpds_mover_lease_remaining_seconds',
-      "Time left on each mover's newest lease (its heartbeat renews it); negative: heartbeats missed. " +
-        'Movers holding neither an attempt nor a session have none; lapsed over a day ago: forgotten.',
-      figures.movers.map(
-        (m): Sample => [{ mover: m.mover }, Math.round((m.leaseUntil.getTime() - now.getTime()) / 1000)],
-      ),
+      'ecpds_mover_heartbeat_age_seconds',
+      "Time since each mover's last heartbeat, at the database's time; movers stopped on purpose, or silent " +
+        'for over a week, are not shown.',
+      figures.movers.map((m): Sample => [{ mover: m.mover }, m.heartbeatAgeSeconds]),
+    ),
+    ...gauge(
+      'ecpds_mover_heartbeat_interval_seconds',
+      'How often each mover beats (ECPDS_MOVER_HEARTBEAT_SECONDS).',
+      figures.movers.map((m): Sample => [{ mover: m.mover }, m.heartbeatSeconds]),
     ),
   ].join('\n')}\n`;
 }

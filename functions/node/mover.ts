@@ -9,6 +9,7 @@ import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import { nodeFilters } from '../transfer-methods/filters.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { MoverConfig, NodeConfig } from './config.ts';
+import { startHostChecker } from './host-checks.ts';
 import { batchedStdout, jsonLogger } from './logger.ts';
 import { parallelSumming } from './parallel-sums.ts';
 import { MOVERS_CHANNEL, openRuntime, type Runtime } from './runtime.ts';
@@ -47,6 +48,11 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
   const wis2 = nodeWis2Intake();
   const retriever = startNodeRetriever(runtime, config, mover, wis2);
   const acquirer = startNodeAcquirer(runtime, config, mover, wis2);
+  // Every mover checks hosts (one check per host over all of them): a deployment of movers alone checks too.
+  const hostChecker =
+    config.hostChecks.concurrency > 0
+      ? startHostChecker(runtime.ports, { ...config.hostChecks, fileRoots: mover.fileRoots })
+      : null;
   // A put elsewhere has files to retrieve as well as to send: both are woken, here and by NOTIFY.
   const wake = () => {
     started.wake();
@@ -56,13 +62,12 @@ export function startNodeMover(runtime: Runtime, config: NodeConfig, mover: Move
   runtime.handle.signals
     ?.listen(MOVERS_CHANNEL, wake)
     .catch((e: unknown) => runtime.ports.logger.warn('movers cannot LISTEN: polling only', { reason: String(e) }));
-  if (!retriever) return started;
-  const offered = runtime.ports.localRetrievers.add(retriever);
+  const offered = retriever ? runtime.ports.localRetrievers.add(retriever) : () => undefined;
   return {
     ...started,
     async stop(deadlineMs: number) {
       offered();
-      await Promise.all([started.stop(deadlineMs), retriever.stop(), acquirer?.stop()]);
+      await Promise.all([started.stop(deadlineMs), retriever?.stop(), acquirer?.stop(), hostChecker?.stop()]);
     },
   };
 }

@@ -232,13 +232,6 @@ export async function runServer(config: NodeConfig) {
   sweep?.unref();
   const mover = config.mover.enabled ? (await import('./mover.ts')).startNodeMover(runtime, config) : null;
   if (mover) logger.info('mover started', { mover: config.mover.name, concurrency: config.mover.concurrency });
-  const hostChecker =
-    config.hostChecks.concurrency > 0
-      ? (await import('./host-checks.ts')).startHostChecker(ports, {
-          ...config.hostChecks,
-          fileRoots: config.mover.fileRoots,
-        })
-      : null;
   const wis2 = config.wis2;
   const notifier = wis2 ? (await import('./wis2.ts')).startNodeWis2Publisher(runtime, { ...config, wis2 }, url) : null;
   if (wis2) logger.info('WIS2 notifications on', { broker: wis2.broker, portal: wis2.portalUrl ?? url });
@@ -267,7 +260,7 @@ export async function runServer(config: NodeConfig) {
       sftp?.close(),
       commands?.close(),
     ]);
-    await Promise.all([mover?.stop(config.mover.drainMs), hostChecker?.stop()]);
+    await mover?.stop(config.mover.drainMs);
     await notifier?.stop();
     await mails?.stop();
     await runtime.close();

@@ -106,7 +106,7 @@ function annotationsOf(rules: string) {
 const filled = (template: string, labels: Record<string, string>) =>
   template.replace(/\{\{ \$labels\.([a-z_]+) \}\}/g, (_, k: string) => labels[k] ?? '');
 
-const hostJson = (hostid: number, name: string, dir: string) => ({
+const hostJson = (hostid: number, name: string, dir: string, over: Record<string, unknown> = {}) => ({
   hostid,
   nickname: `${name.toLowerCase()}-local`,
   host: 'localhost',
@@ -121,6 +121,7 @@ const hostJson = (hostid: number, name: string, dir: string) => ({
   networkName: 'LAN',
   networkCode: 'L',
   data: '',
+  ...over,
 });
 
 describe('alert rules and dashboard against a server whose destinations fail and are held', needs('promtool'), () => {
@@ -141,6 +142,8 @@ describe('alert rules and dashboard against a server whose destinations fail and
       ECPDS_PROPERTIES: props,
       ECPDS_METRICS_PUBLIC: '1',
       ECPDS_MOVER_POLL_MS: '200',
+      ECPDS_MOVER_HEARTBEAT_SECONDS: '1',
+      ECPDS_HOST_CHECK_POLL_MS: '200',
     };
     if (onPostgres()) {
       const database = await freshPostgres(process.env.TEST_DATABASE_URL!);
@@ -148,7 +151,8 @@ describe('alert rules and dashboard against a server whose destinations fail and
       env.DATABASE_URL = database.url;
       env.ECPDS_SECRET_KEY = randomBytes(32).toString('base64');
     }
-    server = startServer({ ...env, PORT: String(await freePort()) });
+    // The first server's mover dies with it (killed below): its heartbeat is missed from then on.
+    server = startServer({ ...env, ECPDS_MOVER_NAME: 'ops-lost', PORT: String(await freePort()) });
     url = await server.ready;
   });
 
@@ -158,7 +162,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
     removeTempDirs();
   });
 
-  it('shows a failing destination and a held one in /metrics', async () => {
+  it('shows a failing destination, a held one, a failing host check, a lost mover and mails waiting', async () => {
     const delivered = path.join(dataDir, 'delivered');
     fs.mkdirSync(delivered, { recursive: true });
     // The failing destination's directory is a plain file: every attempt fails writing into it.
@@ -174,15 +178,38 @@ describe('alert rules and dashboard against a server whose destinations fail and
           },
         ],
         destinations: ['OPS_FAILING', 'OPS_HELD'].map((name, i) => ({
-          destination: { name, countryIso: 'gb', type: 1, maxConnections: 1, retryCount: 0, retryFrequency: 1000 },
-          associations: [{ priority: 0, host: hostJson(900 + i, name, path.join(delivered, name)) }],
+          destination: {
+            name,
+            countryIso: 'gb',
+            type: 1,
+            maxConnections: 1,
+            retryCount: 0,
+            retryFrequency: 1000,
+            // No SMTP server is configured: the failures' mails wait in the outbox.
+            ...(i === 0 ? { userMail: 'ops@example.org', mailOnError: true } : {}),
+          },
+          associations: [
+            {
+              priority: 0,
+              host: hostJson(900 + i, name, path.join(delivered, name), {
+                // Checked: the check writes its file into the plain file the directory is, and fails.
+                ...(i === 0 ? { check: true, checkFrequency: 1000, checkFilename: 'ecpds.tst' } : {}),
+              }),
+            },
+          ],
         })),
       },
     };
     const restored = await send(url, 'PUT', '/v1/destination/backup', JSON.stringify(backup));
     expect(restored.json).toMatchObject({ status: 'ok' });
     // `destination start|hold` are commands on the database: the embedded one's, with its server stopped.
-    expect(await server.stop()).toBe(true);
+    // It dies rather than stops: its mover never says it stopped.
+    await eventually(async () => {
+      const r = await request(url, 'GET', '/metrics');
+      return r.text.includes('ecpds_mover_heartbeat_age_seconds{mover="ops-lost"}') ? true : undefined;
+    });
+    server.child.kill('SIGKILL');
+    await server.exited;
     for (const args of [
       ['destination', 'start', 'OPS_FAILING'],
       ['destination', 'start', 'OPS_HELD'],
@@ -191,7 +218,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
       const r = runCli(args, env);
       expect(r.status, r.stderr).toBe(0);
     }
-    server = startServer({ ...env, PORT: String(await freePort()) });
+    server = startServer({ ...env, ECPDS_MOVER_NAME: 'ops-alive', PORT: String(await freePort()) });
     url = await server.ready;
     const outgoing = path.join(dataDir, 'outgoing');
     fs.mkdirSync(outgoing, { recursive: true });
@@ -207,7 +234,11 @@ describe('alert rules and dashboard against a server whose destinations fail and
         const all = samples(r.text);
         const of = (name: string, destination: string) =>
           all.find((s) => s.name === name && s.labels.destination === destination)?.value;
+        const lost = all.find((s) => s.name === 'ecpds_mover_heartbeat_age_seconds' && s.labels.mover === 'ops-lost');
         const ready =
+          (lost?.value ?? 0) > 3 &&
+          all.some((s) => s.name === 'ecpds_host_check_up' && s.labels.destination === 'OPS_FAILING') &&
+          all.some((s) => s.name === 'ecpds_mail_outbox_oldest_seconds' && s.value >= 1) &&
           (of('ecpds_destination_failed_last_hour', 'OPS_FAILING') ?? 0) >= 1 &&
           of('ecpds_destination_waiting_files', 'OPS_HELD') === 1 &&
           (of('ecpds_destination_oldest_waiting_seconds', 'OPS_HELD') ?? 0) >= 1 &&
@@ -215,7 +246,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
         return ready ? r.text : undefined;
       },
       60_000,
-      'a failed attempt of OPS_FAILING and a waiting file on OPS_HELD in /metrics',
+      'a failed attempt and check of OPS_FAILING, a waiting file on OPS_HELD, the lost mover and a mail waiting',
     );
     const all = samples(scraped);
     const value = (name: string, labels: Record<string, string> = {}) =>
@@ -231,6 +262,10 @@ describe('alert rules and dashboard against a server whose destinations fail and
     expect(value('ecpds_wis2_outbox_oldest_seconds')).toBe(0);
     expect(value('ecpds_database_up')).toBe(1);
     expect(value('ecpds_store_up')).toBe(1);
+    expect(value('ecpds_host_check_up', { destination: 'OPS_FAILING' })).toBe(0);
+    expect(value('ecpds_mover_heartbeat_interval_seconds', { mover: 'ops-lost' })).toBe(1);
+    expect(value('ecpds_mover_heartbeat_age_seconds', { mover: 'ops-alive' })).toBeLessThanOrEqual(3);
+    expect(value('ecpds_mail_outbox_pending')).toBeGreaterThanOrEqual(1);
   });
 
   it('passes promtool check rules', () => {
@@ -272,7 +307,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
       EcpdsDestinationFailing: [alert('EcpdsDestinationFailing', { destination: 'OPS_FAILING' }, 'warning')],
       EcpdsDestinationNearMaxPending: [],
       EcpdsHostCheckFailing: hostsDown.map((s) => alert('EcpdsHostCheckFailing', s.labels, 'warning')),
-      EcpdsMoverHeartbeatMissing: [],
+      EcpdsMoverHeartbeatMissing: [alert('EcpdsMoverHeartbeatMissing', { mover: 'ops-lost' }, 'critical')],
       EcpdsDatabaseUnreachable: [],
       EcpdsScrapeFailing: [],
       EcpdsStoreUnreachable: [],

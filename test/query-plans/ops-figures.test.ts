@@ -17,7 +17,7 @@ let now: Date;
 
 beforeAll(async () => {
   handle = await freshDatabase();
-  const tables = ['destinations', 'data_transfers', 'transfer_history', 'wis2_outbox', 'host_sessions'];
+  const tables = ['destinations', 'data_transfers', 'transfer_history', 'wis2_outbox', 'movers'];
   const statements = `
     ${tables.map((t) => `alter table ${t} set (autovacuum_enabled = false)`).join(';')};
     insert into destinations (name, country_iso, type, status_code, max_pending)
@@ -43,9 +43,11 @@ beforeAll(async () => {
       mover, lease_until)
     values (900005, 'OF_000005', 'e1', 99, 'EXEC', now() - interval '1 minute', now() + interval '1 day',
       'mover-a', now() + interval '40 seconds');
-    insert into host_sessions (host_id, mover, sessions, lease_until)
-    values ('1', 'mover-a', 1, now() + interval '20 seconds'), ('1', 'mover-b', 1, now() - interval '2 minutes'),
-      ('2', 'mover-gone', 1, now() - interval '2 days');
+    insert into movers (name, started_at, heartbeat_at, heartbeat_ms, stopped_at)
+    values ('mover-a', now() - interval '1 hour', now() - interval '5 seconds', 15000, null),
+      ('mover-b', now() - interval '1 hour', now() - interval '2 minutes', 15000, null),
+      ('mover-stopped', now() - interval '1 hour', now() - interval '2 minutes', 15000, now() - interval '2 minutes'),
+      ('mover-gone', now() - interval '9 days', now() - interval '8 days', 15000, null);
     insert into wis2_outbox (destination, target, kind, not_before)
     values ('OF_000001', 'w1', 'new', now() - interval '3 minutes'),
       ('OF_000001', 'w2', 'new', now() + interval '1 hour')`;
@@ -70,11 +72,13 @@ describe("the alerts' figures", () => {
     expect(of('OF_000004').maxPending).toBe(50);
     expect(f.wis2Outbox.pending).toBe(2);
     expect((now.getTime() - f.wis2Outbox.oldestDueAt!.getTime()) / 1000).toBeGreaterThan(170);
+    // Neither the mover stopped on purpose nor the one silent for over a week.
     expect(f.movers.map((m) => m.mover)).toEqual(['mover-a', 'mover-b']);
-    const left = (mover: string) =>
-      (f.movers.find((m) => m.mover === mover)!.leaseUntil.getTime() - now.getTime()) / 1000;
-    expect(left('mover-a')).toBeGreaterThan(30);
-    expect(left('mover-b')).toBeLessThan(-100);
+    const heartbeatAge = (mover: string) => f.movers.find((m) => m.mover === mover)!.heartbeatAgeSeconds;
+    expect(heartbeatAge('mover-a')).toBeGreaterThanOrEqual(5);
+    expect(heartbeatAge('mover-a')).toBeLessThan(30);
+    expect(heartbeatAge('mover-b')).toBeGreaterThanOrEqual(120);
+    expect(f.movers[0]!.heartbeatSeconds).toBe(15);
   });
 
   it('is one statement that reads of the transfers and history only the live ones and the hour', async () => {
@@ -82,8 +86,8 @@ describe("the alerts' figures", () => {
     expect(statements).toHaveLength(1);
     const { custom, generic } = await plansOf(handle.db, statements[0]!);
     for (const plan of [custom, generic]) {
-      // Every destination is reported; host_sessions holds a row per host and mover at most.
-      expect(scannedTables(plan).filter((t) => t !== 'destinations' && t !== 'host_sessions')).toEqual([]);
+      // Every destination is reported; movers holds a row per mover.
+      expect(scannedTables(plan).filter((t) => t !== 'destinations' && t !== 'movers')).toEqual([]);
       // Rows read out of the transfers and the history: the 5 live transfers and the 2 failures of the hour,
       // not the 20,000 ended ones and their history.
       const read = nodesOf(plan)
