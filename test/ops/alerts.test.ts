@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freshPostgres, onPostgres } from '../support/database.ts';
@@ -106,6 +107,82 @@ function annotationsOf(rules: string) {
 const filled = (template: string, labels: Record<string, string>) =>
   template.replace(/\{\{ \$labels\.([a-z_]+) \}\}/g, (_, k: string) => labels[k] ?? '');
 
+const TARGET = { job: 'ecpds', instance: 'edge:8443' };
+const notes = annotationsOf(fs.readFileSync(RULES, 'utf8'));
+type ExpectedAlert = ReturnType<typeof alert>;
+
+/** An alert as promtool is told to expect it: the series' labels, the scrape target's, and the filled annotations. */
+function alert(name: string, labels: Record<string, string>, severity: string) {
+  const exp_labels = { ...labels, ...TARGET, severity };
+  const a = notes.get(name)!;
+  return {
+    exp_labels,
+    exp_annotations: { summary: filled(a.summary, exp_labels), description: filled(a.description, exp_labels) },
+  };
+}
+
+/**
+ * `promtool test rules` over one scrape held for 70 minutes, one sample a minute (ages grow with the clock, the
+ * rest stays as scraped; an age of 0 is "none waiting", and stays so): the alerts named fire as expected at 70m.
+ */
+function promtoolTest(scraped: string, expected: Record<string, ExpectedAlert[]>) {
+  const input = samples(scraped).map((s) => ({
+    series: seriesOf({ ...s, labels: { ...s.labels, ...TARGET } }),
+    values: AGES.has(s.name) && s.value > 0 ? `${s.value}+60x70` : `${s.value}+0x70`,
+  }));
+  input.push({ series: seriesOf({ name: 'up', labels: TARGET, value: 1 }), values: '1+0x70' });
+  const dir = tempDir('ecpds-promtool-');
+  fs.copyFileSync(RULES, path.join(dir, 'alerts.yml'));
+  // JSON is YAML: the test file is written as JSON.
+  const testFile = {
+    rule_files: ['alerts.yml'],
+    evaluation_interval: '1m',
+    tests: [
+      {
+        interval: '1m',
+        input_series: input,
+        alert_rule_test: Object.entries(expected).map(([alertname, exp_alerts]) => ({
+          eval_time: '70m',
+          alertname,
+          exp_alerts,
+        })),
+      },
+    ],
+  };
+  fs.writeFileSync(path.join(dir, 'alerts.test.yml'), JSON.stringify(testFile, null, 1));
+  return promtool(['test', 'rules', path.join(dir, 'alerts.test.yml')]);
+}
+
+/** A TCP forwarder on 127.0.0.1 to `port`, whose `cut` closes it and every connection through it. */
+interface TcpForwarder {
+  port: number;
+  cut(): void;
+}
+async function tcpForwarder(port: number): Promise<TcpForwarder> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    for (const s of [socket, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        socket.destroy();
+        upstream.destroy();
+        sockets.delete(s);
+      });
+    }
+    socket.pipe(upstream).pipe(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut() {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
 const hostJson = (hostid: number, name: string, dir: string, over: Record<string, unknown> = {}) => ({
   hostid,
   nickname: `${name.toLowerCase()}-local`,
@@ -131,6 +208,9 @@ describe('alert rules and dashboard against a server whose destinations fail and
   let env: Record<string, string>;
   let closeDatabase: () => Promise<void> = async () => undefined;
   let scraped = '';
+  let link: TcpForwarder | null = null;
+  /** The commands run synchronously, the forwarder's event loop blocked meanwhile: they go straight to it. */
+  let directDatabase: string | null = null;
 
   beforeAll(async () => {
     const dir = tempDir();
@@ -148,7 +228,12 @@ describe('alert rules and dashboard against a server whose destinations fail and
     if (onPostgres()) {
       const database = await freshPostgres(process.env.TEST_DATABASE_URL!);
       closeDatabase = () => database.close();
-      env.DATABASE_URL = database.url;
+      // Through a forwarder of the test's, which cuts the server off its database below.
+      directDatabase = database.url;
+      const at = new URL(database.url);
+      link = await tcpForwarder(Number(at.port || 5432));
+      at.port = String(link.port);
+      env.DATABASE_URL = at.toString();
       env.ECPDS_SECRET_KEY = randomBytes(32).toString('base64');
     }
     // The first server's mover dies with it (killed below): its heartbeat is missed from then on.
@@ -158,6 +243,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
 
   afterAll(async () => {
     await killAll();
+    link?.cut();
     await closeDatabase();
     removeTempDirs();
   });
@@ -215,7 +301,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
       ['destination', 'start', 'OPS_HELD'],
       ['destination', 'hold', 'OPS_HELD'],
     ]) {
-      const r = runCli(args, env);
+      const r = runCli(args, directDatabase ? { ...env, DATABASE_URL: directDatabase } : env);
       expect(r.status, r.stderr).toBe(0);
     }
     server = startServer({ ...env, ECPDS_MOVER_NAME: 'ops-alive', PORT: String(await freePort()) });
@@ -275,28 +361,10 @@ describe('alert rules and dashboard against a server whose destinations fail and
 
   it('fires, over the scraped series an hour on, the alerts of a held destination and a failing one', () => {
     expect(scraped).not.toBe('');
-    const target = { job: 'ecpds', instance: 'edge:8443' };
-    const input = samples(scraped).map((s) => {
-      const labeled = { ...s, labels: { ...s.labels, ...target } };
-      return {
-        series: seriesOf(labeled),
-        // One sample a minute for 70 minutes: ages grow with the clock, the rest stays as scraped.
-        // An age of 0 is "none waiting", and stays so.
-        values: AGES.has(s.name) && s.value > 0 ? `${s.value}+60x70` : `${s.value}+0x70`,
-      };
-    });
-    input.push({ series: seriesOf({ name: 'up', labels: target, value: 1 }), values: '1+0x70' });
-    const notes = annotationsOf(fs.readFileSync(RULES, 'utf8'));
-    const alert = (name: string, labels: Record<string, string>, severity: string) => {
-      const exp_labels = { ...labels, ...target, severity };
-      const a = notes.get(name)!;
-      return {
-        exp_labels,
-        exp_annotations: { summary: filled(a.summary, exp_labels), description: filled(a.description, exp_labels) },
-      };
-    };
-    const hostsDown = samples(scraped).filter((s) => s.name === 'ecpds_host_check_up' && s.value === 0);
-    const expected: Record<string, ReturnType<typeof alert>[]> = {
+    // The failing destination's host (its id the restore's), the one host checked.
+    const checked = samples(scraped).filter((s) => s.name === 'ecpds_host_check_up');
+    expect(checked.map((s) => [s.labels.destination, s.value])).toEqual([['OPS_FAILING', 0]]);
+    const expected: Record<string, ExpectedAlert[]> = {
       // OPS_HELD, and OPS_FAILING too when its failed round already put it on HOLD.
       EcpdsDestinationOnHold: samples(scraped)
         .filter((s) => s.name === 'ecpds_destination_status' && s.labels.status === 'HOLD')
@@ -306,42 +374,54 @@ describe('alert rules and dashboard against a server whose destinations fail and
       ),
       EcpdsDestinationFailing: [alert('EcpdsDestinationFailing', { destination: 'OPS_FAILING' }, 'warning')],
       EcpdsDestinationNearMaxPending: [],
-      EcpdsHostCheckFailing: hostsDown.map((s) => alert('EcpdsHostCheckFailing', s.labels, 'warning')),
+      EcpdsHostCheckFailing: [alert('EcpdsHostCheckFailing', checked[0]!.labels, 'warning')],
       EcpdsMoverHeartbeatMissing: [alert('EcpdsMoverHeartbeatMissing', { mover: 'ops-lost' }, 'critical')],
       EcpdsDatabaseUnreachable: [],
       EcpdsScrapeFailing: [],
       EcpdsStoreUnreachable: [],
       EcpdsWis2OutboxBacklog: [],
-      // Mails written for the failure, if any, wait on: no SMTP server is configured.
-      EcpdsMailOutboxBacklog: samples(scraped)
-        .filter((s) => s.name === 'ecpds_mail_outbox_oldest_seconds' && s.value > 0)
-        .map((s) => alert('EcpdsMailOutboxBacklog', s.labels, 'warning')),
+      // The failures' mails wait: no SMTP server is configured.
+      EcpdsMailOutboxBacklog: [alert('EcpdsMailOutboxBacklog', {}, 'warning')],
       EcpdsOutboxGrowing: [],
     };
     const held = expected.EcpdsDestinationOnHold ?? [];
     expect(held.map((a) => (a.exp_labels as Record<string, string>).destination)).toContain('OPS_HELD');
     expect([...notes.keys()].sort()).toEqual(Object.keys(expected).sort());
-    const dir = tempDir('ecpds-promtool-');
-    fs.copyFileSync(RULES, path.join(dir, 'alerts.yml'));
-    // JSON is YAML: the test file is written as JSON.
-    const testFile = {
-      rule_files: ['alerts.yml'],
-      evaluation_interval: '1m',
-      tests: [
-        {
-          interval: '1m',
-          input_series: input,
-          alert_rule_test: Object.entries(expected).map(([alertname, exp_alerts]) => ({
-            eval_time: '70m',
-            alertname,
-            exp_alerts,
-          })),
-        },
-      ],
-    };
-    fs.writeFileSync(path.join(dir, 'alerts.test.yml'), JSON.stringify(testFile, null, 1));
-    const r = promtool(['test', 'rules', path.join(dir, 'alerts.test.yml')]);
+    const r = promtoolTest(scraped, expected);
     expect(r.status, r.output).toBe(0);
+  });
+
+  it("fires the store's alert when its directory is gone, and the database's when it is cut off", async () => {
+    const store = path.join(dataDir, 'store');
+    fs.renameSync(store, `${store}.away`);
+    fs.writeFileSync(store, 'not a directory');
+    const metric = async (name: string, value: number) => {
+      const r = await request(url, 'GET', '/metrics');
+      return samples(r.text).some((s) => s.name === name && s.value === value) ? r.text : undefined;
+    };
+    const storeDown = await eventually(() => metric('ecpds_store_up', 0), 30_000, 'ecpds_store_up 0');
+    let databaseDown: string | null = null;
+    if (link) {
+      link.cut();
+      databaseDown = await eventually(() => metric('ecpds_database_up', 0), 30_000, 'ecpds_database_up 0');
+      // Without the database, /metrics still answers, with what needs none.
+      expect(databaseDown).not.toContain('ecpds_destination_status');
+    }
+    fs.rmSync(store);
+    fs.renameSync(`${store}.away`, store);
+
+    const storeAlerts = promtoolTest(storeDown, {
+      EcpdsStoreUnreachable: [alert('EcpdsStoreUnreachable', {}, 'critical')],
+      EcpdsDatabaseUnreachable: [],
+    });
+    expect(storeAlerts.status, storeAlerts.output).toBe(0);
+    if (databaseDown !== null) {
+      const databaseAlerts = promtoolTest(databaseDown, {
+        EcpdsDatabaseUnreachable: [alert('EcpdsDatabaseUnreachable', {}, 'critical')],
+        EcpdsScrapeFailing: [],
+      });
+      expect(databaseAlerts.status, databaseAlerts.output).toBe(0);
+    }
   });
 
   it('has a dashboard whose every query parses and names only series /metrics has or the others add', () => {
