@@ -62,15 +62,22 @@ const runOf = (r: RunRow): RunShown => ({
 
 const dateOf = (value: string | Date | null) => (value === null ? null : new Date(value));
 
+/** The advisory lock space of the acquisition claims. */
+const ACQUISITION_CLAIMS = 7041;
+
 // The reference lists a host for its destinations that are active and neither new, stopped nor failed.
 const ACQUIRING = sql`d.active and d.status_code not in ('INIT', 'STOP', 'FAIL')`;
 
 export const acquisitionRepo = (db: Database): AcquisitionRepo => ({
   async claim(mover, leaseMs, limit, most) {
     // A host is taken by the insert or the conditional update of its run row: of two movers that saw it
-    // due, the second finds the row leased by the first once it commits, and takes nothing.
+    // due, the second finds the row leased by the first once it commits, and takes nothing. The bound over
+    // all movers counts the runs under way: claims take turns (a lock held to their commit), or two at once
+    // would each count the other's place as free.
     const rows = rowsOf<ClaimedRow>(
-      await db.execute(sql`
+      await db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${ACQUISITION_CLAIMS}::int, 0)`);
+        return tx.execute(sql`
       with due as (
         select h.hostid, r.next_at from hosts h
         left join acquisition_runs r on r.hostid = h.hostid
@@ -99,7 +106,8 @@ export const acquisitionRepo = (db: Database): AcquisitionRepo => ({
           from destination_hosts a join destinations d on d.name = a.destination
           where a.hostid = h.hostid and ${ACQUIRING}) as destinations
       from claimed c join hosts h on h.hostid = c.hostid
-      left join transfer_methods m on m.name = h.transfer_method_name`),
+      left join transfer_methods m on m.name = h.transfer_method_name`);
+      }),
     );
     return rows.map((r) => ({
       host: { ...sourceHostOfRow(r), nickname: r.nickname ?? '', transferMethod: r.transfer_method_name },

@@ -25,6 +25,9 @@ const resultOf = (r: StoredResult): CheckResult => ({
   durationMs: r.durationMs,
   message: r.message,
 });
+/** The advisory lock space of the host checks' claims. */
+const HOST_CHECK_CLAIMS = 7042;
+
 const numberOrNull = (v: string | number | null) => (v === null ? null : Number(v));
 
 export const hostCheckRepo = (db: Database): HostCheckRepo => ({
@@ -34,8 +37,12 @@ export const hostCheckRepo = (db: Database): HostCheckRepo => ({
     // the host's frequency as it is now, so that a changed checkFrequency applies from the next look.
     const interval = sql`(case when h.check_frequency > 0 then h.check_frequency
       else ${defaultFrequencyMs}::bigint end)::float8 * interval '1 millisecond'`;
+    // The bound over all servers counts the checks under way: claims take turns (a lock held to their
+    // commit), or two at once would each count the other's place as free.
     const rows = rowsOf<ClaimedRow>(
-      await db.execute(sql`
+      await db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${HOST_CHECK_CLAIMS}::int, 0)`);
+        return tx.execute(sql`
       with due as (
         select h.hostid from hosts h
         left join host_checks c on c.hostid = h.hostid
@@ -55,7 +62,8 @@ export const hostCheckRepo = (db: Database): HostCheckRepo => ({
       )
       select ${HOST_COLUMNS}, h.nickname, h.check_filename, h.check_frequency
       from claimed c join hosts h on h.hostid = c.hostid
-      left join transfer_methods m on m.name = h.transfer_method_name`),
+      left join transfer_methods m on m.name = h.transfer_method_name`);
+      }),
     );
     return rows.map((r) => ({
       claim,
