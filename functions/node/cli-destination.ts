@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { splitOptionName } from '../../core/hosts/options.ts';
 import { checkWis2Option, WIS2_OPTIONS } from '../../core/wis2/options.ts';
 import type { CommandContext } from './cli-io.ts';
+import { runServed } from './cli-served.ts';
 import { ConfigError } from './config.ts';
 
 /**
@@ -10,6 +11,8 @@ import { ConfigError } from './config.ts';
  * need it (a core data topic needs an open-access user) are the body's (destination-commands.ts).
  */
 const bodies = () => import('./destination-commands.ts');
+type Bodies = Awaited<ReturnType<typeof bodies>>;
+const served = (ctx: CommandContext, body: (bodies: Bodies) => Promise<void>) => runServed(ctx, bodies, body);
 
 const USAGE = 'usage: ecpds-edge destination option <name> [<option> [<value>] | <option> --unset]';
 
@@ -54,15 +57,15 @@ export function addDestinationOptionCommand(destination: Command, ctx: CommandCo
       if (!name) throw new ConfigError(USAGE);
       if (option === undefined) {
         if (o.unset) throw new ConfigError(`--unset needs the <option> to remove\n\n${USAGE}`);
-        return (await bodies()).optionList(ctx, name);
+        return served(ctx, (b) => b.optionList(ctx, name));
       }
       checked(option, o.unset ? undefined : value);
       if (o.unset) {
         if (value !== undefined) throw new ConfigError('give a <value> or --unset, not both');
-        return (await bodies()).optionSet(ctx, name, option, null);
+        return served(ctx, (b) => b.optionSet(ctx, name, option, null));
       }
-      if (value === undefined) return (await bodies()).optionShow(ctx, name, option);
-      await (await bodies()).optionSet(ctx, name, option, value);
+      if (value === undefined) return served(ctx, (b) => b.optionShow(ctx, name, option));
+      await served(ctx, (b) => b.optionSet(ctx, name, option, value));
     });
 }
 

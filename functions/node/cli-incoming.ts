@@ -4,6 +4,7 @@ import { checkPortalOption, PORTAL_OPTIONS } from '../../core/portal/options.ts'
 import { PORTAL_OPERATIONS } from '../../core/portal/ports.ts';
 import { commandGroup, usageOf } from './cli-help.ts';
 import type { CommandContext } from './cli-io.ts';
+import { runServed } from './cli-served.ts';
 import { ConfigError } from './config.ts';
 
 /**
@@ -17,10 +18,8 @@ type Bodies = typeof import('./incoming-commands.ts');
  * Runs a body here, or hands the whole command to the running server that holds the embedded
  * database (command-forward.ts), which runs it as its own change, with the same output.
  */
-async function run(ctx: CommandContext, body: (bodies: Bodies) => Promise<void>) {
-  if (await (await import('./command-forward.ts')).handedToServer(ctx)) return;
-  await body(await import('./incoming-commands.ts'));
-}
+const run = (ctx: CommandContext, body: (bodies: Bodies) => Promise<void>) =>
+  runServed(ctx, () => import('./incoming-commands.ts'), body);
 
 const INCOMING_ID = /^[A-Za-z0-9_.@]{1,128}$/;
 const SUBSCRIBER_ID = /^[1-9]\d{0,15}$/;

@@ -6,7 +6,9 @@ import type { Logger } from '../../core/ports.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { addIncomingCommands } from './cli-incoming.ts';
 import { CommandContext } from './cli-io.ts';
+import { addServedAdminCommands } from './cli-operations.ts';
 import { rootCommand, runProgram } from './cli-program.ts';
+import { isServed, SERVED_GROUPS } from './cli-served.ts';
 import {
   type CommandAnswer,
   type CommandRequest,
@@ -21,7 +23,7 @@ import type { Runtime } from './runtime.ts';
 
 /**
  * The server's end of the command channel (command-channel.ts): with the embedded database, it runs
- * the `ecpds-edge incoming ...` commands handed to it on its own database and ports, as the command
+ * the commands of cli-served.ts handed to it on its own database and ports, as the command
  * line would have run them, so their changes are its own (its sessions see them at their next
  * request) and their output and exit code are those of a direct run.
  */
@@ -64,7 +66,7 @@ export async function startCommandServer(runtime: Runtime, logger: Logger): Prom
   const { dataDir } = runtime.config;
   const file = socketPath(dataDir);
   const unavailable = (reason: string) => {
-    logger.warn('no command socket: ecpds-edge incoming needs the server stopped', { reason });
+    logger.warn('no command socket: every command on the database needs the server stopped', { reason });
     return null;
   };
   // Windows' named pipes have no file mode to keep other users out.
@@ -163,8 +165,11 @@ async function answer(socket: net.Socket, line: string, token: string, runtime: 
     );
   }
   const { argv } = request;
-  if (argv[0] !== 'incoming') {
-    return refuse('not an incoming command', 'the running server takes only `ecpds-edge incoming` commands');
+  if (!isServed(argv)) {
+    return refuse(
+      'not a command it takes',
+      `the running server takes only \`ecpds-edge ${SERVED_GROUPS.join('|')}\` commands`,
+    );
   }
   const stream = (kind: 'stdout' | 'stderr') =>
     new Writable({
@@ -178,6 +183,7 @@ async function answer(socket: net.Socket, line: string, token: string, runtime: 
   const exit = await runProgram(ctx, argv, () => {
     const root = rootCommand(io);
     addIncomingCommands(root, ctx);
+    addServedAdminCommands(root, ctx);
     return root;
   });
   // Each write is sent as it is made; ending the streams waits for any one still queued.

@@ -13,7 +13,8 @@ import { freePort, killAll, removeTempDirs, type ServerProcess, startServer, tem
 import { needs } from '../support/tools.ts';
 
 /**
- * `ecpds-edge incoming ...` while `ecpds-edge serve` runs. On the embedded database (which one process
+ * `ecpds-edge incoming ...`, and the operators' destination, transfer and host commands, while
+ * `ecpds-edge serve` runs. On the embedded database (which one process
  * holds) the command line hands the command to the server through `<data dir>/cli/socket`; the server
  * runs it as its own change. Its re-check interval here is ten minutes, so a live SFTP session that
  * sees a change at its next request sees it because the change was the server's own. On Postgres
@@ -225,7 +226,8 @@ describe('ecpds-edge incoming while the server runs', needs('sftp', 'ssh-keygen'
       '{"stderr":"ecpds-edge: the running server refused the command\\n"}\n{"exit":1}\n',
     );
     expect(await ask({ version: VERSION, token, argv: ['client', 'create', 'mallory'] })).toBe(
-      '{"stderr":"ecpds-edge: the running server takes only `ecpds-edge incoming` commands\\n"}\n{"exit":1}\n',
+      '{"stderr":"ecpds-edge: the running server takes only ' +
+        '`ecpds-edge incoming|destination|transfer|host|webuser` commands\\n"}\n{"exit":1}\n',
     );
     expect(JSON.parse((await cli('incoming', 'permission', 'alice')).stdout)).not.toContain('delete');
     expect(server.output()).not.toContain(token);
@@ -246,9 +248,25 @@ describe('ecpds-edge incoming while the server runs', needs('sftp', 'ssh-keygen'
   });
 
   it('leaves the other commands on the database to a stopped server, saying so', onlyEmbedded, async () => {
-    const r = await cli('destination', 'start', 'DEST');
+    const r = await cli('client', 'list');
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/^ecpds-edge: the embedded database in .* is in use by a running server \(pid \d+\)/);
+  });
+
+  it("runs the operators' commands on destinations, transfers and hosts in the server", onlyEmbedded, async () => {
+    const started = await cli('destination', 'start', 'DEST');
+    expect(started).toMatchObject({ status: 0, stdout: "Destination 'DEST' is now WAIT.\n", stderr: '' });
+    const missing = await cli('destination', 'hold', 'NOWHERE');
+    expect(missing).toMatchObject({ status: 1, stdout: '', stderr: 'ecpds-edge: Destination NOWHERE not found\n' });
+    // The upload of the first test.
+    const listed = JSON.parse((await cli('transfer', 'list', '--destination', 'DEST')).stdout) as Array<object>;
+    expect(listed).toContainEqual(expect.objectContaining({ destination: 'DEST', target: 'up.txt' }));
+    expect((await cli('host', 'output', '999')).stderr).toMatch(/^ecpds-edge: .*999/);
+    // The server's own change: its audit row names the command line, as a direct run's does.
+    const ran = server.logs().filter((l) => l.msg === 'command from the command line');
+    expect(ran.map((l) => l.command)).toEqual(
+      expect.arrayContaining(['destination start', 'destination hold', 'transfer list', 'host output']),
+    );
   });
 
   it('prints what a direct run prints, with its exit code', async () => {
@@ -284,14 +302,28 @@ describe('ecpds-edge incoming while the server runs', needs('sftp', 'ssh-keygen'
 
     // The server's log named the commands it ran, never their arguments (a key, a password).
     const ran = server.logs().filter((l) => l.msg === 'command from the command line');
-    // 7 in the tests before this one (the key, the permissions, the list after the refusals), then these.
-    expect(ran.length).toBe(embedded ? 7 + commands.length : 0);
+    // 7 in the tests before the last (the key, the permissions, the list after the refusals), 4 in the last,
+    // then these.
+    expect(ran.length).toBe(embedded ? 7 + 4 + commands.length : 0);
     expect(new Set(ran.map((l) => l.command))).toEqual(
-      new Set(embedded ? ['incoming key', 'incoming permission', 'incoming option', 'incoming subscriber'] : []),
+      new Set(
+        embedded
+          ? [
+              'incoming key',
+              'incoming permission',
+              'incoming option',
+              'incoming subscriber',
+              'destination start',
+              'destination hold',
+              'transfer list',
+              'host output',
+            ]
+          : [],
+      ),
     );
     expect(server.output()).not.toContain(keyLine.split(' ')[1]!);
     expect(server.logs().filter((l) => l.msg.startsWith('no command socket'))).toEqual([]);
     const refusals = server.logs().filter((l) => l.msg === 'command from the command line refused');
-    expect(refusals.map((l) => l.reason)).toEqual(embedded ? ['wrong token', 'not an incoming command'] : []);
+    expect(refusals.map((l) => l.reason)).toEqual(embedded ? ['wrong token', 'not a command it takes'] : []);
   });
 });
