@@ -1,3 +1,4 @@
+import { type DrainOutcome, drainLoop } from '../common/drain-loop.ts';
 import { messageOf } from '../common/errors.ts';
 import type { Logger, Mailer } from '../ports.ts';
 import { composeMail, isPermanent, isPlainAddress } from './policy.ts';
@@ -57,70 +58,23 @@ export interface MailSender {
  * not hold up the others for ever.
  */
 export function startMailSender(deps: MailSenderDeps, options: MailSenderOptions = DEFAULT_MAIL_SENDER_OPTIONS) {
-  let stopping = false;
-  let woken = false;
-  let interrupt: (() => void) | null = null;
-  const rest = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (stopping || woken) {
-        woken = false;
-        return resolve();
-      }
-      const done = () => {
-        clearTimeout(timer);
-        interrupt = null;
-        woken = false;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      interrupt = done;
-    });
-
-  let prunedAt = 0;
-  const loop = (async () => {
-    let retryMs = options.firstRetryMs;
-    while (!stopping) {
-      let outcome: 'idle' | 'busy' | 'failed';
-      try {
-        outcome = await sendDue(deps, options);
-      } catch (e) {
-        deps.logger.warn('mail: the outbox could not be read', { reason: messageOf(e) });
-        outcome = 'failed';
-      }
-      if (outcome === 'failed') {
-        woken = false;
-        await rest(retryMs);
-        retryMs = Math.min(retryMs * 2, options.maxRetryMs);
-        continue;
-      }
-      retryMs = options.firstRetryMs;
-      if (outcome === 'idle') {
-        const now = deps.clock().getTime();
-        if (now - prunedAt >= PRUNE_EVERY_MS) {
-          prunedAt = now;
-          await deps.outbox
-            .prune(new Date(now - KEPT_MS))
-            .catch((e: unknown) => deps.logger.warn('mail: old outbox rows not deleted', { reason: messageOf(e) }));
-        }
-        await rest(options.pollMs);
-      }
-    }
-  })();
-
-  return {
-    wake() {
-      woken = true;
-      interrupt?.();
+  return drainLoop({
+    drain: () => sendDue(deps, options),
+    onDrainError: (e) => deps.logger.warn('mail: the outbox could not be read', { reason: messageOf(e) }),
+    prune: {
+      everyMs: PRUNE_EVERY_MS,
+      clock: deps.clock,
+      run: (now) => deps.outbox.prune(new Date(now - KEPT_MS)),
+      onError: (e) => deps.logger.warn('mail: old outbox rows not deleted', { reason: messageOf(e) }),
     },
-    async stop() {
-      stopping = true;
-      interrupt?.();
-      await loop;
-    },
-  } satisfies MailSender;
+    pollMs: options.pollMs,
+    firstRetryMs: options.firstRetryMs,
+    maxRetryMs: options.maxRetryMs,
+    wakeEndsRetryWait: true,
+  }) satisfies MailSender;
 }
 
-async function sendDue(deps: MailSenderDeps, options: MailSenderOptions): Promise<'idle' | 'busy' | 'failed'> {
+async function sendDue(deps: MailSenderDeps, options: MailSenderOptions): Promise<DrainOutcome> {
   const now = deps.clock();
   const groups = await deps.outbox.claim({
     now,

@@ -1,3 +1,4 @@
+import { type DrainOutcome, drainLoop } from '../common/drain-loop.ts';
 import { messageOf } from '../common/errors.ts';
 import type { Logger } from '../ports.ts';
 import { type CachedCopy, cacheMessage, cacheTopic } from './cache-message.ts';
@@ -68,73 +69,24 @@ export const CORE_HOLD =
  * same oldest row: nothing is lost or reordered. No transaction is open while a message is sent.
  */
 export function startWis2Publisher(deps: PublisherDeps, options: PublisherOptions = DEFAULT_PUBLISHER_OPTIONS) {
-  let stopping = false;
-  let woken = false;
-  let interrupt: (() => void) | null = null;
-  const rest = (ms: number, wakeable: boolean) =>
-    new Promise<void>((resolve) => {
-      if (stopping || (wakeable && woken)) {
-        woken = false;
-        return resolve();
-      }
-      const done = () => {
-        clearTimeout(timer);
-        interrupt = null;
-        woken = false;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      interrupt = wakeable ? done : () => stopping && done();
-    });
-
-  let prunedAt = 0;
-  const prune = async () => {
-    const now = deps.clock().getTime();
-    if (now - prunedAt < PRUNE_EVERY_MS) return;
-    prunedAt = now;
-    await deps.outbox.prune(new Date(now - KEPT_MS));
-  };
-
-  const loop = (async () => {
-    let retryMs = options.firstRetryMs;
-    while (!stopping) {
-      let outcome: 'idle' | 'busy' | 'failed';
-      try {
-        outcome = await publishDue(deps, options);
-      } catch (e) {
-        deps.logger.warn('WIS2 notifications: the outbox could not be read', { reason: messageOf(e) });
-        outcome = 'failed';
-      }
-      if (outcome === 'failed') {
-        await rest(retryMs, false);
-        retryMs = Math.min(retryMs * 2, options.maxRetryMs);
-        continue;
-      }
-      retryMs = options.firstRetryMs;
-      if (outcome === 'idle') {
-        await prune().catch((e: unknown) =>
-          deps.logger.warn('WIS2 notifications: old outbox rows could not be deleted', { reason: messageOf(e) }),
-        );
-        await rest(options.pollMs, true);
-      }
-    }
-  })();
-
-  return {
-    wake() {
-      woken = true;
-      interrupt?.();
+  return drainLoop({
+    drain: () => publishDue(deps, options),
+    onDrainError: (e) => deps.logger.warn('WIS2 notifications: the outbox could not be read', { reason: messageOf(e) }),
+    prune: {
+      everyMs: PRUNE_EVERY_MS,
+      clock: deps.clock,
+      run: (now) => deps.outbox.prune(new Date(now - KEPT_MS)),
+      onError: (e) =>
+        deps.logger.warn('WIS2 notifications: old outbox rows could not be deleted', { reason: messageOf(e) }),
     },
-    async stop() {
-      stopping = true;
-      interrupt?.();
-      await loop;
-    },
-  } satisfies Wis2Publisher;
+    pollMs: options.pollMs,
+    firstRetryMs: options.firstRetryMs,
+    maxRetryMs: options.maxRetryMs,
+  }) satisfies Wis2Publisher;
 }
 
 /** One claim's worth: 'idle' when nothing was due, 'failed' when the broker refused a message. */
-async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promise<'idle' | 'busy' | 'failed'> {
+async function publishDue(deps: PublisherDeps, options: PublisherOptions): Promise<DrainOutcome> {
   const now = deps.clock();
   const items = await deps.outbox.claim(now, new Date(now.getTime() + options.leaseMs), options.batch, deps.newId);
   if (items.length === 0) return 'idle';
