@@ -7,8 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { serve } from '@hono/node-server';
+import { and, asc, eq } from 'drizzle-orm';
 import { expect } from 'vitest';
 import type { PortalOperation } from '../../core/portal/ports.ts';
+import { dataTransfers } from '../../db/schema.ts';
 import type { NodeConfig } from '../../functions/node/config.ts';
 import { loadTls } from '../../functions/node/tls.ts';
 import { createHarness, type Harness } from '../support/harness.ts';
@@ -158,3 +160,25 @@ export async function portalScene(options: Parameters<typeof createHarness>[0] =
   };
 }
 export type PortalScene = Awaited<ReturnType<typeof portalScene>>;
+
+/** The newest transfer of a path of a destination (undefined where there is none). */
+export const newestTransfer = async (h: Harness, destination: string, target: string) =>
+  (
+    await h.db
+      .select()
+      .from(dataTransfers)
+      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target)))
+      .orderBy(asc(dataTransfers.id))
+  ).at(-1);
+
+/**
+ * DEST and the users of the tests of making folders, on any protocol: putter (`put`, which implies
+ * making folders), reader (neither) and maker (`mkdir`, under DEST/ok by its path rule).
+ */
+export async function folderMakers({ h, admin }: { h: Harness; admin: string }) {
+  await h.addDestination('DEST');
+  await incomingUser(h, admin, { id: 'putter', password: 'Secret-1', grant: ['put'] }, ['DEST']);
+  await incomingUser(h, admin, { id: 'reader', password: 'Secret-2' }, ['DEST']);
+  await incomingUser(h, admin, { id: 'maker', password: 'Secret-3', grant: ['mkdir'] }, ['DEST']);
+  await h.ports.repos.portal.setOption('maker', 'portal.mkdirPathPermRegex', 'DEST/ok(/.*)?');
+}

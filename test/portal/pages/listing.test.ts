@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import { sql } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { exactBytes, shortBytes } from '../../../functions/portal/format.ts';
-import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf } from '../support.ts';
 import {
@@ -13,13 +12,12 @@ import {
   heading,
   keep,
   logIn,
-  type PagesScene,
   PHONE,
-  pagesScene,
   shownNames,
   submit,
+  usePagesScene,
   WIDE,
-} from './scene.ts';
+} from './support.ts';
 
 /**
  * A folder's page in Chromium as its readers use it: short sizes with the exact bytes on hover,
@@ -28,11 +26,7 @@ import {
  * readable without JavaScript, the links plain `<a href>` links. Screenshots at 1280 and 390 px:
  * test/portal/portal-folder-*.png (files), test/portal/portal-folders-*.png (folders).
  */
-let scene: PagesScene;
-beforeAll(async () => {
-  scene = await pagesScene();
-}, scaled(120_000));
-afterAll(() => scene?.close());
+const scene = usePagesScene();
 
 const FORECASTS = ['msl_00.grib', 't2m_00.grib', 't2m_12.grib'];
 

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scaled } from '../../support/time.ts';
+import { describe, expect, it } from 'vitest';
 import { needs } from '../../support/tools.ts';
 import { Agent } from '../agent.ts';
 import {
@@ -11,25 +10,20 @@ import {
   heading,
   keep,
   logIn,
-  type PagesScene,
   PHONE,
-  pagesScene,
   READER,
   shownNames,
   submit,
+  usePagesScene,
   WIDE,
-} from './scene.ts';
+} from './support.ts';
 
 /**
  * The portal's ways in and out in Chromium (its start, logging out, a page not found) and every
  * page checked by axe-core at 1280 and 390 px and used from the keyboard alone. Screenshots:
  * test/portal/portal-not-found-390.png and portal-logged-out-390.png.
  */
-let scene: PagesScene;
-beforeAll(async () => {
-  scene = await pagesScene();
-}, scaled(120_000));
-afterAll(() => scene?.close());
+const scene = usePagesScene();
 
 const where = (page: Page) => `${new URL(page.url()).pathname}${new URL(page.url()).search}`;
 const hasSession = async (page: Page) =>

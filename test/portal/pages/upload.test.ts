@@ -1,21 +1,16 @@
 import { and, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dataTransfers } from '../../../db/schema.ts';
-import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, incomingUser } from '../support.ts';
-import { fitsWidth, heading, keep, logIn, type PagesScene, PHONE, pagesScene, submit, WIDE } from './scene.ts';
+import { fitsWidth, heading, keep, logIn, PHONE, submit, usePagesScene, WIDE } from './support.ts';
 
 /**
  * The upload form of a folder's page in Chromium: sent in the background with its progress shown,
  * then the page confirming the file as it was registered; the same form without JavaScript; its
  * label clear of its file button on a phone. Screenshot: test/portal/portal-upload-390.png.
  */
-let scene: PagesScene;
-beforeAll(async () => {
-  scene = await pagesScene();
-}, scaled(120_000));
-afterAll(() => scene?.close());
+const scene = usePagesScene();
 
 const BROWSE = '/portal/data/BROWSE/';
 const dataFileOf = async (target: string) =>

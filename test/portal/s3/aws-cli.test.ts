@@ -3,30 +3,25 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile, tool } from '../support.ts';
-import { serveS3Listener } from './support.ts';
+import { bytesOf, incomingUser, md5, putFile, tool } from '../support.ts';
+import { type S3Scene, s3Scene } from './support.ts';
 
 /**
  * The AWS command line (`aws s3`, botocore) against the portal's S3 endpoint over real HTTPS, where
  * it is installed: listing, downloading and uploading (small and multipart) as its users script it,
  * under /portal/s3 of the main port and at the root of the S3 listener, where copies are made too.
  */
-let s: PortalScene;
-let listener: Awaited<ReturnType<typeof serveS3Listener>>;
+let s: S3Scene;
 
 beforeAll(async () => {
-  s = await portalScene();
+  s = await s3Scene();
   await s.h.addDestination('DEST');
   await s.h.addDestination('OUT');
   await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST', 'OUT']);
   await putFile(s.h, s.admin, s.sources, 'DEST', 'a.txt', bytesOf(1000, 1));
   await putFile(s.h, s.admin, s.sources, 'DEST', 'sub/b.bin', bytesOf(300_000, 2));
-  listener = await serveS3Listener(s.h);
 }, scaled(60_000));
-afterAll(async () => {
-  await listener?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 const aws = (...args: string[]) => awsAt(`${s.url}/portal/s3`, ...args);
 const awsAt = (endpoint: string, ...args: string[]) =>
@@ -79,7 +74,7 @@ describe('aws s3 (the AWS command line)', needs('aws'), () => {
   });
 
   it('on the S3 listener: copies between buckets (in parts above 8 MiB), gets a range, heads and removes', async () => {
-    const at = (...args: string[]) => awsAt(listener.url, ...args);
+    const at = (...args: string[]) => awsAt(s.listener.url, ...args);
     expect((await at('s3', 'ls')).stdout.toString()).toMatch(/ DEST\n.* OUT\n$/s);
     const small = await at('s3', 'cp', 's3://DEST/a.txt', 's3://OUT/copies/a.txt');
     expect(small.code, small.stderr).toBe(0);

@@ -9,17 +9,8 @@ import { dataFiles, dataTransfers, destinations, transferHistory } from '../../.
 import { nodeSourceReader } from '../../../functions/node/sources.ts';
 import { directoryStore } from '../../../functions/store/directory-store.ts';
 import { scaled } from '../../support/time.ts';
-import {
-  bytesOf,
-  eventFields,
-  eventLines,
-  incomingUser,
-  md5,
-  type PortalScene,
-  portalScene,
-  putFile,
-} from '../support.ts';
-import { httpsSend, type S3Credentials, serveS3Listener, signed, xmlText } from './support.ts';
+import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile } from '../support.ts';
+import { httpsSend, type S3Credentials, type S3Scene, s3Scene, signed, xmlText } from './support.ts';
 
 /**
  * CopyObject and UploadPartCopy on the portal's S3 listener, signed as SDKs sign them: who may copy
@@ -27,8 +18,7 @@ import { httpsSend, type S3Credentials, serveS3Listener, signed, xmlText } from 
  * upload registers: "Via Data Portal", the target's incoming.* options, counted as an upload), from
  * the bytes the source was registered with (its stored copy), and how S3 clients name the source.
  */
-let s: PortalScene;
-let listener: Awaited<ReturnType<typeof serveS3Listener>>;
+let s: S3Scene;
 let storeDir: string;
 /** As a mover's retriever does: each file registered read once from its source into the store. */
 let retrieveAll: () => Promise<void>;
@@ -40,7 +30,7 @@ const PARTS = bytesOf(12 * 1024 * 1024, 3);
 beforeAll(async () => {
   storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-portal-copy-store-'));
   const store = directoryStore(storeDir);
-  s = await portalScene({ store });
+  s = await s3Scene({ store });
   const { h, admin } = s;
   for (const d of ['DEST', 'HELD', 'OTHER']) await h.addDestination(d);
   const incoming = 'incoming.standby = "yes"\nincoming.priority = "7"\nincoming.lifetime = "2d"';
@@ -67,20 +57,18 @@ beforeAll(async () => {
   await retrieveAll();
   // The source changes after retrieval (same size, other bytes): a copy is of what was registered.
   fs.writeFileSync(path.join(s.sources, 'DEST', 'registered.bin'), bytesOf(REGISTERED.length, 99));
-  listener = await serveS3Listener(h);
 }, scaled(60_000));
 afterAll(async () => {
-  await listener?.close();
   await s?.close();
   fs.rmSync(storeDir, { recursive: true, force: true });
 });
 
 /** A request to the listener over HTTPS, signed as an SDK signs it. */
 async function send(target: string, credentials: S3Credentials, call: Parameters<typeof signed>[2] = {}) {
-  const request = await signed(`${listener.url}/${target}`, credentials, call);
+  const request = await signed(`${s.listener.url}/${target}`, credentials, call);
   const body = call.body === undefined ? [] : [Buffer.from(call.body)];
   const headers = Object.fromEntries(request.headers);
-  const answer = await httpsSend(listener.url, { url: request.url, method: request.method, headers, body });
+  const answer = await httpsSend(s.listener.url, { url: request.url, method: request.method, headers, body });
   return { ...answer, code: xmlText(answer.text, 'Code') };
 }
 const copy = (target: string, source: string, credentials: S3Credentials = alice, headers = {}) =>

@@ -1,10 +1,10 @@
-import https from 'node:https';
-import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataTransfers } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
-import { incomingUser, type PortalScene, portalScene } from '../support.ts';
+import { folderMakers, type PortalScene, portalScene } from '../support.ts';
+import { sdkClient } from './support.ts';
 
 /**
  * The folder marker some S3 clients put for a new folder (a PutObject of a key ending in '/', no
@@ -15,23 +15,11 @@ let s: PortalScene;
 
 beforeAll(async () => {
   s = await portalScene();
-  const { h, admin } = s;
-  await h.addDestination('DEST');
-  await incomingUser(h, admin, { id: 'putter', password: 'Secret-1', grant: ['put'] }, ['DEST']);
-  await incomingUser(h, admin, { id: 'reader', password: 'Secret-2' }, ['DEST']);
-  await incomingUser(h, admin, { id: 'maker', password: 'Secret-3', grant: ['mkdir'] }, ['DEST']);
-  await h.ports.repos.portal.setOption('maker', 'portal.mkdirPathPermRegex', 'DEST/ok(/.*)?');
+  await folderMakers(s);
 }, scaled(60_000));
 afterAll(() => s?.close());
 
-const client = (user: string, password: string) =>
-  new S3Client({
-    endpoint: `${s.url}/portal/s3`,
-    forcePathStyle: true,
-    region: 'us-east-1',
-    credentials: { accessKeyId: user, secretAccessKey: password },
-    requestHandler: { httpsAgent: new https.Agent({ rejectUnauthorized: false }) },
-  });
+const client = (user: string, password: string) => sdkClient(`${s.url}/portal/s3`, user, password);
 const marker = (user: string, password: string, Key: string, Body = '') =>
   client(user, password).send(new PutObjectCommand({ Bucket: 'DEST', Key, Body: Buffer.from(Body) }));
 

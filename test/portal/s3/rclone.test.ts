@@ -3,26 +3,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import {
-  bytesOf,
-  eventFields,
-  eventLines,
-  incomingUser,
-  md5,
-  type PortalScene,
-  portalScene,
-  putFile,
-  tool,
-} from '../support.ts';
-import { serveS3Listener } from './support.ts';
+import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
+import { type S3Scene, s3Scene } from './support.ts';
 
 /**
  * rclone's s3 remote against the portal's S3 endpoint over real HTTPS, as a consumer configures it
  * for an S3-compatible service: listing, downloading and checking the files against their sources,
  * uploading (a single PUT and a multipart upload) and checking them back.
  */
-let s: PortalScene;
-let listener: Awaited<ReturnType<typeof serveS3Listener>>;
+let s: S3Scene;
 const layout: Array<[string, number]> = [
   ['a.txt', 1000],
   ['sub/b.bin', 300_000],
@@ -32,19 +21,15 @@ const layout: Array<[string, number]> = [
 ];
 
 beforeAll(async () => {
-  s = await portalScene();
+  s = await s3Scene();
   await s.h.addDestination('DEST');
   await s.h.addDestination('OUT');
   await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST', 'OUT']);
   for (const [i, [target, size]] of layout.entries()) {
     await putFile(s.h, s.admin, s.sources, 'DEST', target, bytesOf(size, i + 1));
   }
-  listener = await serveS3Listener(s.h);
 }, scaled(60_000));
-afterAll(async () => {
-  await listener?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 const rclone = (...args: string[]) => rcloneAt(`${s.url}/portal/s3`, ...args);
 const rcloneAt = (endpoint: string, ...args: string[]) =>
@@ -126,7 +111,7 @@ describe('rclone (s3 remote)', needs('rclone'), () => {
   });
 
   it('on the S3 listener: reads a range, copies server-side between buckets and deletes', async () => {
-    const at = (...args: string[]) => rcloneAt(listener.url, ...args);
+    const at = (...args: string[]) => rcloneAt(s.listener.url, ...args);
     const buckets = await at('lsf', ':s3:');
     expect(buckets.stdout.toString()).toBe('DEST/\nOUT/\n');
     const range = await at('cat', '--offset', '10', '--count', '20', ':s3:DEST/sub/b.bin');

@@ -5,17 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, destinations } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import {
-  bytesOf,
-  eventFields,
-  eventLines,
-  incomingUser,
-  md5,
-  type PortalScene,
-  portalScene,
-  putFile,
-} from '../support.ts';
-import { s3cmdFor, serveS3Listener } from './support.ts';
+import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile } from '../support.ts';
+import { type S3Scene, s3cmdFor, s3Scene } from './support.ts';
 
 /**
  * s3cmd (Debian's) against the portal's S3 listener over real HTTPS, configured as for any
@@ -23,15 +14,14 @@ import { s3cmdFor, serveS3Listener } from './support.ts';
  * as if the bucket were at the root of its host, which only the listener's root serves: listing,
  * downloading (resumed with a range), uploading (in parts too), copying and deleting.
  */
-let s: PortalScene;
-let listener: Awaited<ReturnType<typeof serveS3Listener>>;
+let s: S3Scene;
 let s3cmd: ReturnType<typeof s3cmdFor>;
 const A_TXT = bytesOf(1000, 1);
 const B_BIN = bytesOf(300_000, 2);
 const CREATED = new Date('2021-03-04T05:06:00Z');
 
 beforeAll(async () => {
-  s = await portalScene();
+  s = await s3Scene();
   const { h, admin } = s;
   for (const d of ['DEST', 'OUT', 'READONLY']) await h.addDestination(d);
   await h.db.update(destinations).set({ createdAt: CREATED }).where(eq(destinations.name, 'DEST'));
@@ -44,13 +34,9 @@ beforeAll(async () => {
     .set({ checksum: md5(A_TXT) })
     .where(eq(dataFiles.id, a.id));
   await putFile(h, admin, s.sources, 'DEST', 'sub/b.bin', B_BIN);
-  listener = await serveS3Listener(h);
-  s3cmd = s3cmdFor(s.work, listener.host, { accessKeyId: 'alice', secretAccessKey: 'Secret-1' });
+  s3cmd = s3cmdFor(s.work, s.listener.host, { accessKeyId: 'alice', secretAccessKey: 'Secret-1' });
 }, scaled(60_000));
-afterAll(async () => {
-  await listener?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 const local = (name: string) => path.join(s.work, name);
 const ok = (r: Awaited<ReturnType<typeof s3cmd>>) => {
@@ -124,7 +110,7 @@ describe('s3cmd', needs('s3cmd'), () => {
   });
 
   it('is refused what the user may not do, and a wrong secret, in S3 words', async () => {
-    const reader = s3cmdFor(s.work, listener.host, { accessKeyId: 'reader', secretAccessKey: 'Secret-2' });
+    const reader = s3cmdFor(s.work, s.listener.host, { accessKeyId: 'reader', secretAccessKey: 'Secret-2' });
     const copy = await reader('cp', 's3://DEST/a.txt', 's3://READONLY/a.txt');
     expect(copy.code).not.toBe(0);
     expect(copy.stderr).toMatch(/403 \(AccessDenied\)/);
@@ -142,7 +128,7 @@ describe('s3cmd', needs('s3cmd'), () => {
     expect(beside.code).not.toBe(0);
     expect(beside.stderr).toMatch(/SignatureDoesNotMatch.*needs the S3 listener \(ECPDS_PORTAL_S3_PORT\)/s);
 
-    const wrong = s3cmdFor(s.work, listener.host, { accessKeyId: 'alice', secretAccessKey: 'wrong' });
+    const wrong = s3cmdFor(s.work, s.listener.host, { accessKeyId: 'alice', secretAccessKey: 'wrong' });
     const refused = await wrong('ls', 's3://DEST/');
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/SignatureDoesNotMatch/);

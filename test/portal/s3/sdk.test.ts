@@ -17,8 +17,8 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destinations } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
-import { bytesOf, incomingUser, md5, type PortalScene, portalScene, putFile } from '../support.ts';
-import { serveS3Listener } from './support.ts';
+import { bytesOf, incomingUser, md5, putFile } from '../support.ts';
+import { type S3Scene, s3Scene } from './support.ts';
 
 /**
  * The AWS SDK for JavaScript (`@aws-sdk/client-s3`, its defaults: checksum trailers on uploads)
@@ -27,32 +27,27 @@ import { serveS3Listener } from './support.ts';
  * would): the buckets with their dates, listings, ranged downloads, uploads whole and in parts,
  * copies and deletes.
  */
-let s: PortalScene;
-let listener: Awaited<ReturnType<typeof serveS3Listener>>;
+let s: S3Scene;
 const DOMAIN = 's3.portal.test';
 const CREATED = new Date('2020-01-02T03:04:05.000Z');
 const A_TXT = bytesOf(1000, 1);
 const B_BIN = bytesOf(70_000, 2);
 
 beforeAll(async () => {
-  s = await portalScene({ portalS3Domain: DOMAIN });
+  s = await s3Scene({ portalS3Domain: DOMAIN });
   const { h, admin } = s;
   for (const d of ['DEST', 'OUT']) await h.addDestination(d);
   await h.db.update(destinations).set({ createdAt: CREATED }).where(eq(destinations.name, 'DEST'));
   await incomingUser(h, admin, { id: 'alice', password: 'Secret-1', grant: ['put', 'delete'] }, ['DEST', 'OUT']);
   await putFile(h, admin, s.sources, 'DEST', 'a.txt', A_TXT);
   await putFile(h, admin, s.sources, 'DEST', 'sub/b.bin', B_BIN);
-  listener = await serveS3Listener(h);
 }, scaled(60_000));
-afterAll(async () => {
-  await listener?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 /** A client of the listener: its certificate is the test server's own, every name is the test server. */
 const client = (style: 'path' | 'virtual-host') =>
   new S3Client({
-    endpoint: style === 'path' ? listener.url : `https://${DOMAIN}:${new URL(listener.url).port}`,
+    endpoint: style === 'path' ? s.listener.url : `https://${DOMAIN}:${new URL(s.listener.url).port}`,
     forcePathStyle: style === 'path',
     region: 'us-east-1',
     credentials: { accessKeyId: 'alice', secretAccessKey: 'Secret-1' },

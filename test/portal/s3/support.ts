@@ -2,9 +2,10 @@ import { createHash, createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
 import { AwsV4Signer } from 'aws4fetch';
 import type { Harness } from '../../support/harness.ts';
-import { serveHttps, tool } from '../support.ts';
+import { portalScene, serveHttps, tool } from '../support.ts';
 
 /** S3 requests as an SDK signs them (aws4fetch), sent to the app in this process. */
 export interface S3Credentials {
@@ -58,6 +59,16 @@ export async function s3(h: Harness, url: string, credentials: S3Credentials | n
     body: call.body as never,
   });
 }
+
+/** An AWS SDK client of the portal's S3 endpoint at `endpoint`, path style, the test server's certificate not checked. */
+export const sdkClient = (endpoint: string, user: string, password: string) =>
+  new S3Client({
+    endpoint,
+    forcePathStyle: true,
+    region: 'us-east-1',
+    credentials: { accessKeyId: user, secretAccessKey: password },
+    requestHandler: { httpsAgent: new https.Agent({ rejectUnauthorized: false }) },
+  });
 
 /** The text of one element of an XML answer (the first). */
 export const xmlText = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1] ?? null;
@@ -155,6 +166,27 @@ export async function serveS3Listener(h: Harness) {
   const server = await serveHttps(h.app.s3);
   return { ...server, host: new URL(server.url).host };
 }
+
+/**
+ * A portal scene (`portalScene`) with its S3 listener (`serveS3Listener`) beside it: what the tests of
+ * S3 clients over real HTTPS start; `close` closes both.
+ */
+export async function s3Scene(options: Parameters<typeof portalScene>[0] = {}) {
+  const scene = await portalScene(options);
+  const listener = await serveS3Listener(scene.h).catch(async (e) => {
+    await scene.close();
+    throw e;
+  });
+  return {
+    ...scene,
+    listener,
+    async close() {
+      await listener.close();
+      await scene.close();
+    },
+  };
+}
+export type S3Scene = Awaited<ReturnType<typeof s3Scene>>;
 
 /**
  * s3cmd as a consumer configures it for an S3-compatible service: a config file of its own (`-c`,

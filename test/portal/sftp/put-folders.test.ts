@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, md5, tool } from '../support.ts';
+import { bytesOf, folderMakers, md5, tool } from '../support.ts';
 import { rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
 
 /**
@@ -25,12 +25,7 @@ const TREE = {
 
 beforeAll(async () => {
   s = await sftpScene();
-  const { h, admin } = s;
-  await h.addDestination('DEST');
-  await incomingUser(h, admin, { id: 'putter', password: 'Secret-1', grant: ['put'] }, ['DEST']);
-  await incomingUser(h, admin, { id: 'reader', password: 'Secret-2' }, ['DEST']);
-  await incomingUser(h, admin, { id: 'maker', password: 'Secret-3', grant: ['mkdir'] }, ['DEST']);
-  await h.ports.repos.portal.setOption('maker', 'portal.mkdirPathPermRegex', 'DEST/ok(/.*)?');
+  await folderMakers(s);
   putter = s.keyPair('putter');
   reader = s.keyPair('reader');
   maker = s.keyPair('maker');

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { and, asc, eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, dataTransfers, destinations, portalTraffic } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, eventFields, eventLines, incomingUser, md5, putFile, tool } from '../support.ts';
+import { bytesOf, eventFields, eventLines, incomingUser, md5, newestTransfer, putFile, tool } from '../support.ts';
 import { call, connect, logsIn, rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
 
 /**
@@ -160,15 +160,7 @@ describe('OpenSSH sftp -b with a key', needs('ssh-keygen'), () => {
 });
 
 describe('temporary names of uploads', needs('ssh-keygen'), () => {
-  /** The newest transfer of a path of a destination. */
-  const transfer = async (destination: string, target: string) =>
-    (
-      await s.h.db
-        .select()
-        .from(dataTransfers)
-        .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target)))
-        .orderBy(asc(dataTransfers.id))
-    ).at(-1);
+  const transfer = (destination: string, target: string) => newestTransfer(s.h, destination, target);
   const listed = (out: Buffer) =>
     out
       .toString()

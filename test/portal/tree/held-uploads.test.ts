@@ -1,21 +1,21 @@
 import fs from 'node:fs';
-import https from 'node:https';
 import path from 'node:path';
 import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from '@aws-sdk/client-s3';
-import { and, asc, eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataFiles, dataTransfers, destinations } from '../../../db/schema.ts';
 import { basic } from '../../support/harness.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
+import { sdkClient } from '../s3/support.ts';
 import { call, connect, type SftpScene, sftpScene } from '../sftp/support.ts';
-import { bytesOf, incomingUser, md5, putFile, tool } from '../support.ts';
+import { bytesOf, incomingUser, md5, newestTransfer, putFile, tool } from '../support.ts';
 
 /**
  * A held upload (HOLD: a temporary name before its rename, or a destination's standby) is the
@@ -53,23 +53,9 @@ const listing = async (who: [string, string] | null, path: string) => {
 };
 const names = (rows: Awaited<ReturnType<typeof listing>>) =>
   typeof rows === 'number' ? rows : rows.map((r) => r.name);
-const s3 = (user: string, password: string) =>
-  new S3Client({
-    endpoint: `${s.url}/portal/s3`,
-    forcePathStyle: true,
-    region: 'us-east-1',
-    credentials: { accessKeyId: user, secretAccessKey: password },
-    requestHandler: { httpsAgent: new https.Agent({ rejectUnauthorized: false }) },
-  });
+const s3 = (user: string, password: string) => sdkClient(`${s.url}/portal/s3`, user, password);
 const statusOf = (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-const transferOf = async (destination: string, target: string) =>
-  (
-    await s.h.db
-      .select()
-      .from(dataTransfers)
-      .where(and(eq(dataTransfers.destination, destination), eq(dataTransfers.target, target)))
-      .orderBy(asc(dataTransfers.id))
-  ).at(-1);
+const transferOf = (destination: string, target: string) => newestTransfer(s.h, destination, target);
 
 describe('an upload under a temporary name, held until its rename', () => {
   it('is seen by its uploader only, on every protocol, until renamed', needs('curl'), async () => {

@@ -7,9 +7,9 @@ import { LINK_RELATIONS } from '../../../core/wis2/message.ts';
 import { dataTransfers, wis2Outbox } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, type PortalScene, portalScene } from '../support.ts';
+import { bytesOf } from '../support.ts';
 import { expectWnm, mosquittoSub } from './mosquitto-sub.ts';
-import { type Mosquitto, publisherOf, startMosquitto } from './support.ts';
+import { type Wis2Scene, wis2Destination, wis2Scene } from './support.ts';
 
 /**
  * A file leaving the portal without a delete, as mosquitto_sub receives it (each message checked against
@@ -18,23 +18,12 @@ import { type Mosquitto, publisherOf, startMosquitto } from './support.ts';
  * lifecycle.test.ts.)
  */
 
-let s: PortalScene;
-let broker: Mosquitto;
-let sub: Awaited<ReturnType<typeof mosquittoSub>>;
-let publisher: ReturnType<typeof publisherOf>;
-let wake = () => {};
+let s: Wis2Scene<Awaited<ReturnType<typeof mosquittoSub>>>;
 const POLL_MS = 600_000;
 
 /** A destination with a core topic and an open-access user (its links are public). */
-async function destination(name: string) {
-  await s.h.addDestination(name);
-  await incomingUser(s.h, s.admin, { id: `public_${name.toLowerCase()}`, mode: 'open-access' }, [name]);
-  const topic = `origin/a/wis2/xx-ecpds/data/core/hydrology/${name.toLowerCase()}`;
-  const query = new URLSearchParams({ destination: name, name: 'wis2.topic' });
-  const r = await s.h.call('POST', `/v1/destination/option?${query}`, { auth: s.admin, form: { value: topic } });
-  expect(r.status, r.text).toBe(200);
-  return topic;
-}
+const destination = (name: string) =>
+  wis2Destination(s, name, { category: 'core/hydrology', openAccessUser: `public_${name.toLowerCase()}` });
 
 async function put(dest: string, target: string, lifetime = '2d') {
   const source = path.join(s.sources, dest, target);
@@ -47,34 +36,29 @@ async function put(dest: string, target: string, lifetime = '2d') {
 }
 
 const kinds = (topic: string) =>
-  sub.received.filter((r) => r.topic === topic).map((r) => [r.message.properties.data_id, r.message.links[0].rel]);
+  s.sub.received.filter((r) => r.topic === topic).map((r) => [r.message.properties.data_id, r.message.links[0].rel]);
 
 beforeAll(async () => {
-  s = await portalScene({ wakeMovers: () => wake() });
-  broker = await startMosquitto();
-  sub = await mosquittoSub(broker.url, 'origin/a/wis2/+/data/core/#');
-  publisher = publisherOf(s, broker.url, s.h.db, { pollMs: POLL_MS });
-  wake = publisher.wake;
+  s = await wis2Scene({
+    subscribe: (url) => mosquittoSub(url, 'origin/a/wis2/+/data/core/#'),
+    publisher: { pollMs: POLL_MS },
+    wakePublisher: true,
+  });
 }, scaled(60_000));
-afterAll(async () => {
-  await publisher?.stop();
-  await sub?.close();
-  await broker?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 describe('an expiry', needs('mosquitto'), () => {
   it('is announced as a deletion by the sweep, once', async () => {
     const topic = await destination('EXPIRED');
     await put('EXPIRED', 'short.bufr', '1s');
-    await sub.on(topic, 1);
+    await s.sub.on(topic, 1);
     await new Promise((r) => setTimeout(r, 1100));
     await sweepExpired(s.h.ports);
-    const [, deletion] = await sub.on(topic, 2);
+    const [, deletion] = await s.sub.on(topic, 2);
     expectWnm(deletion!, { topic, dataId: 'EXPIRED/short.bufr', rel: LINK_RELATIONS.deletion });
     await sweepExpired(s.h.ports);
     await put('EXPIRED', 'next.bufr');
-    await sub.on(topic, 3);
+    await s.sub.on(topic, 3);
     expect(kinds(topic)).toEqual([
       ['EXPIRED/short.bufr', LINK_RELATIONS.new],
       ['EXPIRED/short.bufr', LINK_RELATIONS.deletion],
@@ -87,7 +71,7 @@ describe('the purge', needs('mosquitto'), () => {
   it('leaves an announced file the portal shows to its expiry, which tells its deletion', async () => {
     const topic = await destination('AGED');
     const id = await put('AGED', 'old.bufr', '2s');
-    await sub.on(topic, 1);
+    await s.sub.on(topic, 1);
     // Ended long ago by the purge's measure, yet shown until its expiry.
     const at = new Date(Date.now() - 400 * 86_400_000).toISOString();
     await s.h.db.execute(
@@ -100,7 +84,7 @@ describe('the purge', needs('mosquitto'), () => {
 
     await new Promise((r) => setTimeout(r, 2100));
     await sweepExpired(s.h.ports);
-    const [, deletion] = await sub.on(topic, 2);
+    const [, deletion] = await s.sub.on(topic, 2);
     expectWnm(deletion!, { topic, dataId: 'AGED/old.bufr', rel: LINK_RELATIONS.deletion });
     const outbox = () => s.h.db.select().from(wis2Outbox).where(eq(wis2Outbox.destination, 'AGED'));
     while ((await outbox()).some((r) => r.doneAt === null)) await new Promise((r) => setTimeout(r, 50));

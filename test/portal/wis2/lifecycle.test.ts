@@ -10,15 +10,14 @@ import { WIS2_OPTIONS } from '../../../core/wis2/options.ts';
 import { destinations, wis2Outbox } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
+import { bytesOf, incomingUser, putFile } from '../support.ts';
 import {
   expectValidMessage,
-  type Mosquitto,
-  publisherOf,
   type Received,
-  setOptions,
-  startMosquitto,
   subscriber,
+  type Wis2Scene,
+  wis2Destination,
+  wis2Scene,
 } from './support.ts';
 
 /**
@@ -27,20 +26,11 @@ import {
  * The publisher here never polls (10 minutes): a message that arrives was woken for.
  */
 
-let s: PortalScene;
-let broker: Mosquitto;
-let sub: Awaited<ReturnType<typeof subscriber>>;
-let publisher: ReturnType<typeof publisherOf>;
-let wake = () => {};
+let s: Wis2Scene<Awaited<ReturnType<typeof subscriber>>>;
 const ALICE = { user: 'alice', password: 'Secret-1' };
 
-async function destination(name: string) {
-  await s.h.addDestination(name);
-  const topic = `origin/a/wis2/xx-ecpds/data/recommended/weather/${name.toLowerCase()}`;
-  await setOptions(s.h.db, name, `wis2.topic = "${topic}"`);
-  await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${name}`, { auth: s.admin });
-  return topic;
-}
+/** A destination of its own for a test, publishing on its own topic, with alice associated. */
+const destination = (name: string) => wis2Destination(s, name, { category: 'recommended/weather', users: ['alice'] });
 
 /** datafile/put of a new file with a short lifetime. */
 async function putFor(dest: string, target: string, lifetime: string) {
@@ -69,35 +59,26 @@ function portalDelete(href: string) {
 const shape = (messages: Received[]) => messages.map((m) => [m.message.properties.data_id, m.message.links[0].rel]);
 
 beforeAll(async () => {
-  s = await portalScene({ wakeMovers: () => wake() });
-  broker = await startMosquitto();
-  sub = await subscriber(broker.url);
+  s = await wis2Scene({ subscribe: subscriber, publisher: { pollMs: 600_000 }, wakePublisher: true });
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password, grant: ['put', 'delete'] }, []);
-  publisher = publisherOf(s, broker.url, s.h.db, { pollMs: 600_000 });
-  wake = publisher.wake;
 }, scaled(60_000));
-afterAll(async () => {
-  await publisher?.stop();
-  await sub?.close();
-  await broker?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 describe('a delete', needs('mosquitto'), () => {
   it('wakes the publisher: its deletion follows the new file at once, from the API and from the portal', async () => {
     const topic = await destination('GONE');
     const first = await putFile(s.h, s.admin, s.sources, 'GONE', 'a.bin', bytesOf(300, 1));
     await putFile(s.h, s.admin, s.sources, 'GONE', 'dir/b.bin', bytesOf(400, 2));
-    await sub.on(topic, 2);
+    await s.sub.on(topic, 2);
 
     const del = await s.h.call('DELETE', `/v1/datafile/del?id=${first.id}`, { auth: s.admin });
     expect(del.status, del.text).toBe(200);
-    const [, , apiDeletion] = await sub.on(topic, 3);
+    const [, , apiDeletion] = await s.sub.on(topic, 3);
     const link = expectValidMessage(apiDeletion!, { topic, dataId: 'GONE/a.bin', rel: LINK_RELATIONS.deletion });
     expect(link.length).toBe(300);
 
     expect(await portalDelete(`${s.url}/portal/data/GONE/dir/b.bin`)).toBe(204);
-    const messages = await sub.on(topic, 4);
+    const messages = await s.sub.on(topic, 4);
     expectValidMessage(messages[3]!, { topic, dataId: 'GONE/dir/b.bin', rel: LINK_RELATIONS.deletion });
     expect(shape(messages)).toEqual([
       ['GONE/a.bin', LINK_RELATIONS.new],
@@ -116,14 +97,14 @@ describe('an expiry', needs('mosquitto'), () => {
       await putFor('EXPIRY', 'old.bin', '1s');
       const deleted = await putFor('EXPIRY', 'deleted.bin', '1s');
       await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'kept.bin', bytesOf(10, 3));
-      await sub.on(topic, 3); // a file deleted before its notice went out is not announced at all
+      await s.sub.on(topic, 3); // a file deleted before its notice went out is not announced at all
       const del = await s.h.call('DELETE', `/v1/datafile/del?id=${deleted.id}`, { auth: s.admin });
       expect(del.status, del.text).toBe(200);
-      await sub.on(topic, 4);
+      await s.sub.on(topic, 4);
 
       await new Promise((r) => setTimeout(r, 1100)); // both short lifetimes end
       await sweepExpired(s.h.ports);
-      const [, , , , expired] = await sub.on(topic, 5);
+      const [, , , , expired] = await s.sub.on(topic, 5);
       const link = expectValidMessage(expired!, { topic, dataId: 'EXPIRY/old.bin', rel: LINK_RELATIONS.deletion });
       expect(link.length).toBe(100);
       expect(expired!.message.properties.integrity?.method).toBe('sha512');
@@ -131,7 +112,7 @@ describe('an expiry', needs('mosquitto'), () => {
       // Swept again: nothing more to tell. A later put is the next message.
       await sweepExpired(s.h.ports);
       await putFile(s.h, s.admin, s.sources, 'EXPIRY', 'after.bin', bytesOf(10, 4));
-      const messages = await sub.on(topic, 6);
+      const messages = await s.sub.on(topic, 6);
       expect(shape(messages)).toEqual([
         ['EXPIRY/old.bin', LINK_RELATIONS.new],
         ['EXPIRY/deleted.bin', LINK_RELATIONS.new],
@@ -175,7 +156,7 @@ describe('WIS2 options written by a restore', needs('mosquitto'), () => {
     expect(r.status, r.text).toBe(200);
     await s.h.call('POST', '/v1/incoming/association/add?id=alice&destination=RESTORED', { auth: s.admin });
     await putFile(s.h, s.admin, s.sources, 'RESTORED', 'r.bin', bytesOf(20, 5));
-    const [message] = await sub.on(topic, 1);
+    const [message] = await s.sub.on(topic, 1);
     expectValidMessage(message!, { topic, dataId: 'RESTORED/r.bin', rel: LINK_RELATIONS.new });
     expect(message!.message.geometry).toEqual({ type: 'Point', coordinates: [5.5, 51.2] });
     expect(message!.message.properties.metadata_id).toBe('urn:wmo:md:xx-ecpds:r');

@@ -16,7 +16,7 @@ import { destinations } from '../../../db/schema.ts';
 import { nodeSourceReader } from '../../../functions/node/sources.ts';
 import { mqttBroker, sourceSha512 } from '../../../functions/node/wis2.ts';
 import { freePort } from '../../support/processes.ts';
-import type { PortalScene } from '../support.ts';
+import { incomingUser, type PortalScene, portalScene } from '../support.ts';
 
 /**
  * Debian's Mosquitto on a port of its own, with a persistent store: a subscriber's session and the
@@ -193,6 +193,78 @@ export function publisherOf(
 export async function setOptions(db: Database, destination: string, data: string) {
   await db.update(destinations).set({ data }).where(eq(destinations.name, destination));
 }
+
+export const WIS2_ORIGIN = 'origin/a/wis2/xx-ecpds/data';
+
+/**
+ * A destination of its own for a test: `users` associated with it, an open-access user of its own
+ * when named, then its wis2.topic `<WIS2_ORIGIN>/<category>/<name in lower case>` set through the API
+ * as operators set it (none where `category` is null; a core topic wants its open-access user first).
+ * Answers the topic.
+ */
+export async function wis2Destination(
+  scene: PortalScene,
+  name: string,
+  options: { category: string | null; users?: string[]; openAccessUser?: string },
+) {
+  const { h, admin } = scene;
+  await h.addDestination(name);
+  for (const user of options.users ?? []) {
+    const r = await h.call('POST', `/v1/incoming/association/add?id=${user}&destination=${name}`, { auth: admin });
+    expect(r.status, r.text).toBe(200);
+  }
+  if (options.openAccessUser) await incomingUser(h, admin, { id: options.openAccessUser, mode: 'open-access' }, [name]);
+  const topic = `${WIS2_ORIGIN}/${options.category}/${name.toLowerCase()}`;
+  if (options.category !== null) {
+    const query = new URLSearchParams({ destination: name, name: 'wis2.topic' });
+    const r = await h.call('POST', `/v1/destination/option?${query}`, { auth: admin, form: { value: topic } });
+    expect(r.status, r.text).toBe(200);
+  }
+  return topic;
+}
+
+/**
+ * The scene of a WIS2 test file: a portal scene, Mosquitto, the test's subscriber on it (`subscribe`:
+ * an MQTT.js `subscriber`, or `mosquittoSub`) and a publisher of the scene's database (`publisherOf`,
+ * tuned by `publisher`). With `wakePublisher`, the movers' wake-up (a put, a delete, an expiry) wakes
+ * the publisher, as the server wires them. A test may stop `publisher` and put another in its place;
+ * `close` stops the one there is, then the subscriber, the broker and the portal.
+ */
+export async function wis2Scene<Sub extends { close(): Promise<unknown> }>(options: {
+  subscribe: (brokerUrl: string) => Promise<Sub>;
+  portal?: Parameters<typeof portalScene>[0];
+  publisher?: Partial<PublisherOptions>;
+  wakePublisher?: boolean;
+}) {
+  let woken: { publisher: { wake(): void } } | null = null;
+  const wakeMovers = options.wakePublisher ? { wakeMovers: () => woken?.publisher.wake() } : {};
+  const portal = await portalScene({ ...options.portal, ...wakeMovers });
+  const started: Array<{ close(): Promise<unknown> }> = [portal];
+  try {
+    const broker = await startMosquitto();
+    started.unshift(broker);
+    const sub = await options.subscribe(broker.url);
+    started.unshift(sub);
+    const scene = {
+      ...portal,
+      broker,
+      sub,
+      publisher: publisherOf(portal, broker.url, portal.h.db, options.publisher),
+      async close() {
+        await scene.publisher.stop();
+        await sub.close();
+        await broker.close();
+        await portal.close();
+      },
+    };
+    woken = scene;
+    return scene;
+  } catch (e) {
+    for (const s of started) await s.close();
+    throw e;
+  }
+}
+export type Wis2Scene<Sub extends { close(): Promise<unknown> }> = Awaited<ReturnType<typeof wis2Scene<Sub>>>;
 
 /** An HTTPS GET of the portal (its certificate is the scene's own), with Basic credentials when given. */
 export function download(href: string, credentials?: { user: string; password: string }) {

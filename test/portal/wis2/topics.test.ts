@@ -7,10 +7,10 @@ import { coreTopicRefusal, WTH_EXPECTED } from '../../../core/wis2/topic.ts';
 import { auditLog, wis2Outbox } from '../../../db/schema.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, type PortalScene, portalScene, putFile, tool } from '../support.ts';
+import { bytesOf, incomingUser, putFile, tool } from '../support.ts';
 import { cliOn } from './consumer-cli.ts';
 import { expectWnm, mosquittoSub } from './mosquitto-sub.ts';
-import { type Mosquitto, publisherOf, startMosquitto } from './support.ts';
+import { type Wis2Scene, wis2Destination, wis2Scene } from './support.ts';
 
 /**
  * A destination's WIS2 topic as operators set it (the API's POST /v1/destination/option, the command line)
@@ -18,11 +18,7 @@ import { type Mosquitto, publisherOf, startMosquitto } from './support.ts';
  * schema, and curl downloads the file of a core data topic with no credentials.
  */
 
-let s: PortalScene;
-let broker: Mosquitto;
-let sub: Awaited<ReturnType<typeof mosquittoSub>>;
-let publisher: ReturnType<typeof publisherOf>;
-let wake = () => {};
+let s: Wis2Scene<Awaited<ReturnType<typeof mosquittoSub>>>;
 const ORIGIN = 'origin/a/wis2/xx-ecpds/data';
 
 const setTopic = (destination: string, value: string) =>
@@ -33,11 +29,9 @@ const setTopic = (destination: string, value: string) =>
 const cli = (...argv: string[]) => cliOn(s.h.ports, ...argv);
 const optionsOf = async (name: string) => (await s.h.ports.repos.destinations.get(name))?.data;
 
-async function destination(name: string, openAccessUser?: string) {
-  await s.h.addDestination(name);
-  await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${name}`, { auth: s.admin });
-  if (openAccessUser) await incomingUser(s.h, s.admin, { id: openAccessUser, mode: 'open-access' }, [name]);
-}
+/** A destination of its own for a test, with no topic (the test sets it), alice associated. */
+const destination = (name: string, openAccessUser?: string) =>
+  wis2Destination(s, name, { category: null, users: ['alice'], openAccessUser });
 
 /** curl with no credentials, as a WIS2 consumer downloads a core data link; answers the bytes. */
 async function curlDownload(href: string) {
@@ -47,20 +41,11 @@ async function curlDownload(href: string) {
 }
 
 beforeAll(async () => {
-  s = await portalScene({ wakeMovers: () => wake() });
-  broker = await startMosquitto();
-  sub = await mosquittoSub(broker.url);
-  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1' }, []);
   // It never polls (10 minutes): a message that arrives was woken for, or is a held one looked at again.
-  publisher = publisherOf(s, broker.url, s.h.db, { pollMs: 600_000 });
-  wake = publisher.wake;
+  s = await wis2Scene({ subscribe: (url) => mosquittoSub(url), publisher: { pollMs: 600_000 }, wakePublisher: true });
+  await incomingUser(s.h, s.admin, { id: 'alice', password: 'Secret-1' }, []);
 }, scaled(60_000));
-afterAll(async () => {
-  await publisher?.stop();
-  await sub?.close();
-  await broker?.close();
-  await s?.close();
-});
+afterAll(() => s?.close());
 
 describe('a core data topic', needs('mosquitto', 'curl'), () => {
   it('links to the open-access URL, which curl downloads without credentials', async () => {
@@ -71,7 +56,7 @@ describe('a core data topic', needs('mosquitto', 'curl'), () => {
     const bytes = bytesOf(5000, 7);
     await putFile(s.h, s.admin, s.sources, 'OPEN', 'obs/synop.bufr', bytes);
 
-    const [message] = await sub.on(topic, 1);
+    const [message] = await s.sub.on(topic, 1);
     const link = expectWnm(message!, { topic, dataId: 'OPEN/obs/synop.bufr', rel: LINK_RELATIONS.new });
     expect(link.href).toBe(`${s.url}/portal/home/public_open/OPEN/obs/synop.bufr`);
     expect(link).not.toHaveProperty('security');
@@ -119,13 +104,13 @@ describe('a core data topic', needs('mosquitto', 'curl'), () => {
 
     await incomingUser(s.h, s.admin, { id: 'public_back', mode: 'open-access' }, ['HELD']);
     // Looked at again once its hold lapses (the server's publisher also polls every second).
-    const waking = setInterval(() => publisher.wake(), 100);
-    const [message] = await sub.on(topic, 1).finally(() => clearInterval(waking));
+    const waking = setInterval(() => s.publisher.wake(), 100);
+    const [message] = await s.sub.on(topic, 1).finally(() => clearInterval(waking));
     const link = expectWnm(message!, { topic, dataId: 'HELD/buoy.bufr', rel: LINK_RELATIONS.new });
     expect(link.href).toBe(`${s.url}/portal/home/public_back/HELD/buoy.bufr`);
     expect(link).not.toHaveProperty('security');
     expect((await curlDownload(link.href)).length).toBe(700);
-    expect(sub.received.filter((r) => r.topic === topic)).toHaveLength(1);
+    expect(s.sub.received.filter((r) => r.topic === topic)).toHaveLength(1);
     expect((await row())[0]).toMatchObject({ outcome: 'published' });
   });
 });
@@ -137,7 +122,7 @@ describe('a topic changed', needs('mosquitto'), () => {
     const second = `${ORIGIN}/recommended/climate/second`;
     expect((await setTopic('MOVED', first)).status).toBe(200);
     await putFile(s.h, s.admin, s.sources, 'MOVED', 'a.nc', bytesOf(30, 1));
-    const [a] = await sub.on(first, 1);
+    const [a] = await s.sub.on(first, 1);
     expectWnm(a!, { topic: first, dataId: 'MOVED/a.nc', rel: LINK_RELATIONS.new });
 
     const changed = await cli('destination', 'option', 'MOVED', 'wis2.topic', second);
@@ -147,11 +132,11 @@ describe('a topic changed', needs('mosquitto'), () => {
     ]);
     expect((await cli('destination', 'option', 'MOVED', 'wis2.topic')).stdout).toBe(`${second}\n`);
     await putFile(s.h, s.admin, s.sources, 'MOVED', 'b.nc', bytesOf(40, 2));
-    const [b] = await sub.on(second, 1);
+    const [b] = await s.sub.on(second, 1);
     const link = expectWnm(b!, { topic: second, dataId: 'MOVED/b.nc', rel: LINK_RELATIONS.new });
     // Recommended data may take a login: the link says which.
     expect(link.security?.default.scheme).toBe('basic');
-    expect(sub.received.filter((r) => r.topic === first)).toHaveLength(1);
+    expect(s.sub.received.filter((r) => r.topic === first)).toHaveLength(1);
 
     // Removed, the destination publishes nothing; each change is audited with who made it.
     expect((await cli('destination', 'option', 'MOVED', 'wis2.topic', '--unset')).stdout).toBe(

@@ -12,16 +12,8 @@ import { nodeSourceReader } from '../../../functions/node/sources.ts';
 import { directoryStore } from '../../../functions/store/directory-store.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
-import { bytesOf, incomingUser, type PortalScene, portalScene } from '../support.ts';
-import {
-  download,
-  expectDownloadMatches,
-  type Mosquitto,
-  publisherOf,
-  setOptions,
-  startMosquitto,
-  subscriber,
-} from './support.ts';
+import { bytesOf, incomingUser } from '../support.ts';
+import { download, expectDownloadMatches, subscriber, type Wis2Scene, wis2Destination, wis2Scene } from './support.ts';
 
 /**
  * Versioned WIS2 links over a directory store: a message links to the version it announced, which
@@ -29,11 +21,8 @@ import {
  * objects of deleted files and objects no data file knows, once old enough.
  */
 
-let s: PortalScene;
+let s: Wis2Scene<Awaited<ReturnType<typeof subscriber>>>;
 let storeDir: string;
-let broker: Mosquitto;
-let sub: Awaited<ReturnType<typeof subscriber>>;
-let publisher: ReturnType<typeof publisherOf>;
 const ALICE = { user: 'alice', password: 'Secret-1' };
 const DEST = 'VERSIONS';
 const TOPIC = 'origin/a/wis2/xx-ecpds/data/recommended/weather/versions';
@@ -71,19 +60,11 @@ async function metric(name: string) {
 
 beforeAll(async () => {
   storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-store-'));
-  s = await portalScene({ store: directoryStore(storeDir) });
-  broker = await startMosquitto();
-  sub = await subscriber(broker.url);
+  s = await wis2Scene({ subscribe: subscriber, portal: { store: directoryStore(storeDir) } });
   await incomingUser(s.h, s.admin, { id: 'alice', password: ALICE.password }, []);
-  await s.h.addDestination(DEST);
-  await setOptions(s.h.db, DEST, `wis2.topic = "${TOPIC}"`);
-  await s.h.call('POST', `/v1/incoming/association/add?id=alice&destination=${DEST}`, { auth: s.admin });
-  publisher = publisherOf(s, broker.url);
+  expect(await wis2Destination(s, DEST, { category: 'recommended/weather', users: ['alice'] })).toBe(TOPIC);
 }, scaled(60_000));
 afterAll(async () => {
-  await publisher?.stop();
-  await sub?.close();
-  await broker?.close();
   await s?.close();
   if (storeDir) fs.rmSync(storeDir, { recursive: true, force: true });
 });
@@ -95,14 +76,14 @@ describe('a WIS2 link of a retrieved file', needs('mosquitto'), () => {
     const r = await put('obs/a.bufr', first);
     expect(r.status, r.text).toBe(200);
     await retrieveAll();
-    const [announced] = await sub.on(TOPIC, 1);
+    const [announced] = await s.sub.on(TOPIC, 1);
     expect(announced!.message.links[0].href).toContain('?v=');
     expect(announced!.message.properties.integrity?.value).toBe(sha512(first));
     expect(await expectDownloadMatches(announced!, ALICE)).toEqual(first);
 
     expect((await put('obs/a.bufr', second, { force: 'true' })).status).toBe(200);
     await retrieveAll();
-    const updated = (await sub.on(TOPIC, 2))[1]!;
+    const updated = (await s.sub.on(TOPIC, 2))[1]!;
     expect(updated.message.links[0].href).not.toBe(announced!.message.links[0].href);
     expect(await expectDownloadMatches(updated, ALICE)).toEqual(second);
     // The first link still serves the bytes it announced; the plain path serves the newest.

@@ -1,12 +1,13 @@
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { dataFiles } from '../../../db/schema.ts';
 import { parseMail } from '../../../functions/node/config.ts';
 import { smtpMailer } from '../../../functions/node/mail.ts';
 import { screenshotPath } from '../../support/screenshots.ts';
 import { type SmtpReceiver, startSmtpReceiver } from '../../support/servers/smtp.ts';
+import { scaled } from '../../support/time.ts';
 import { bytesOf, incomingUser, type PortalScene, portalScene, putFile } from '../support.ts';
 
 /**
@@ -100,6 +101,19 @@ export async function pagesScene(): Promise<PagesScene> {
       await smtp.stop();
     },
   };
+}
+
+/**
+ * The scene of a test file: started before its tests (`pagesScene`), closed after them. The object
+ * answered is filled in when the scene has started, for the tests to use.
+ */
+export function usePagesScene(): PagesScene {
+  const scene = {} as PagesScene;
+  beforeAll(async () => {
+    Object.assign(scene, await pagesScene());
+  }, scaled(120_000));
+  afterAll(() => scene.close?.());
+  return scene;
 }
 
 /** Logs this browser in through the login form (the reader by default); it ends on the destinations' root. */
