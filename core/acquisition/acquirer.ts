@@ -1,3 +1,4 @@
+import { startClaimRunner } from '../common/claim-runner.ts';
 import { messageOf } from '../common/errors.ts';
 import type { AcquisitionClaim } from './ports.ts';
 import { maximumDurationOf, type RunDeps, runAcquisition } from './run.ts';
@@ -33,15 +34,12 @@ class RunTakenAway extends Error {}
 export function startAcquirer(deps: RunDeps, options: AcquirerOptions): Acquirer {
   const { ports } = deps.ctx;
   const { repos, logger } = ports;
-  const running = new Map<number, { controller: AbortController; done: Promise<void> }>();
-  let stopping = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let wakeUp: (() => void) | null = null;
+  const hostIdOf = (claim: AcquisitionClaim) => Number(claim.host.hostId);
 
   const renewal = setInterval(() => void renew(), Math.max(100, Math.floor(options.leaseMs / 3)));
   renewal.unref?.();
   async function renew() {
-    for (const [hostId, run] of running) {
+    for (const [hostId, run] of runner.running()) {
       try {
         if (!(await repos.acquisition.renew(options.name, hostId, options.leaseMs))) {
           run.controller.abort(new RunTakenAway(`the run was taken away from DataMover=${options.name}`));
@@ -52,67 +50,42 @@ export function startAcquirer(deps: RunDeps, options: AcquirerOptions): Acquirer
     }
   }
 
-  const loop = (async () => {
-    while (!stopping) {
-      try {
-        const free = options.concurrency - running.size;
-        if (free > 0) {
-          const claims = await repos.acquisition.claim(options.name, options.leaseMs, free, options.most);
-          for (const claim of claims) start(claim);
+  const runner = startClaimRunner({
+    concurrency: options.concurrency,
+    pollMs: options.pollMs,
+    claim: (free) => repos.acquisition.claim(options.name, options.leaseMs, free, options.most),
+    keyOf: hostIdOf,
+    onClaimError: (error) =>
+      logger.error('acquisition claim failed', { mover: options.name, reason: messageOf(error) }),
+    // Not async: a host whose options cannot be read fails its claim, not its run.
+    run(claim, controller) {
+      const hostId = hostIdOf(claim);
+      const maximumMs = maximumDurationOf(claim.host.data);
+      const cut = setTimeout(() => controller.abort(new Error(`maximumDuration (${maximumMs} ms) reached`)), maximumMs);
+      return (async () => {
+        const record = await runAcquisition(deps, claim, controller.signal);
+        clearTimeout(cut);
+        // A run cut by a stop is due again at once, on whichever mover is left.
+        const nextInMs = runner.stopping()
+          ? 0
+          : claim.frequencyMs && claim.frequencyMs > 0
+            ? claim.frequencyMs
+            : DEFAULT_FREQUENCY_MS;
+        try {
+          if (!(await repos.acquisition.finish(options.name, hostId, record, nextInMs))) {
+            logger.warn('acquisition run ended after it was taken away', { mover: options.name, hostId });
+          }
+        } catch (error) {
+          logger.error('acquisition run not recorded', { mover: options.name, hostId, reason: messageOf(error) });
         }
-      } catch (error) {
-        logger.error('acquisition claim failed', { mover: options.name, reason: messageOf(error) });
-      }
-      if (!stopping) await new Promise<void>((resolve) => idle(resolve));
-    }
-  })();
-
-  function idle(resolve: () => void) {
-    wakeUp = () => {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      wakeUp = null;
-      resolve();
-    };
-    timer = setTimeout(wakeUp, options.pollMs);
-  }
-
-  function start(claim: AcquisitionClaim) {
-    const hostId = Number(claim.host.hostId);
-    const controller = new AbortController();
-    const maximumMs = maximumDurationOf(claim.host.data);
-    const cut = setTimeout(() => controller.abort(new Error(`maximumDuration (${maximumMs} ms) reached`)), maximumMs);
-    const done = (async () => {
-      const record = await runAcquisition(deps, claim, controller.signal);
-      clearTimeout(cut);
-      // A run cut by a stop is due again at once, on whichever mover is left.
-      const nextInMs = stopping
-        ? 0
-        : claim.frequencyMs && claim.frequencyMs > 0
-          ? claim.frequencyMs
-          : DEFAULT_FREQUENCY_MS;
-      try {
-        if (!(await repos.acquisition.finish(options.name, hostId, record, nextInMs))) {
-          logger.warn('acquisition run ended after it was taken away', { mover: options.name, hostId });
-        }
-      } catch (error) {
-        logger.error('acquisition run not recorded', { mover: options.name, hostId, reason: messageOf(error) });
-      }
-    })().finally(() => {
-      running.delete(hostId);
-      wakeUp?.();
-    });
-    running.set(hostId, { controller, done });
-  }
+      })();
+    },
+  });
 
   return {
-    inFlight: () => running.size,
+    inFlight: runner.inFlight,
     async stop() {
-      stopping = true;
-      wakeUp?.();
-      await loop;
-      for (const run of running.values()) run.controller.abort(new Error(`DataMover=${options.name} stopped`));
-      await Promise.all([...running.values()].map((r) => r.done));
+      await runner.stop(() => new Error(`DataMover=${options.name} stopped`));
       clearInterval(renewal);
     },
   };

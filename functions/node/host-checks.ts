@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { startClaimRunner } from '../../core/common/claim-runner.ts';
 import { messageOf } from '../../core/common/errors.ts';
 import { runHostCheck } from '../../core/host-checks/check.ts';
 import { DEFAULT_CHECK_FREQUENCY_MS, leaseMsFor } from '../../core/host-checks/policy.ts';
@@ -34,51 +35,20 @@ export function startHostChecker(ports: Ports, options: HostCheckerOptions): Hos
   const { repos, logger } = ports;
   // Its own methods: a check's sessions are never the sends' idle ones, and close with the checker.
   const methods = nodeTransferMethods({ fileRoots: options.fileRoots });
-  const running = new Map<number, { controller: AbortController; done: Promise<void> }>();
   const leaseMs = leaseMsFor(options.timeoutMs);
-  let stopping = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let wakeUp: (() => void) | null = null;
 
-  const loop = (async () => {
-    while (!stopping) {
-      try {
-        const free = options.concurrency - running.size;
-        if (free > 0) {
-          const claim = `${randomUUID()}`;
-          const claims = await repos.hostChecks.claim(
-            claim,
-            leaseMs,
-            free,
-            options.concurrency,
-            DEFAULT_CHECK_FREQUENCY_MS,
-          );
-          for (const c of claims) start(c);
-        }
-      } catch (error) {
-        logger.error('host check claim failed', { reason: messageOf(error) });
-      }
-      if (!stopping) await new Promise<void>((resolve) => idle(resolve));
-    }
-  })();
-
-  function idle(resolve: () => void) {
-    wakeUp = () => {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      wakeUp = null;
-      resolve();
-    };
-    timer = setTimeout(wakeUp, options.pollMs);
-  }
-
-  function start(claim: HostCheckClaim) {
-    const hostId = Number(claim.host.hostId);
-    const controller = new AbortController();
-    const done = (async () => {
+  const runner = startClaimRunner({
+    concurrency: options.concurrency,
+    pollMs: options.pollMs,
+    claim: (free) =>
+      repos.hostChecks.claim(`${randomUUID()}`, leaseMs, free, options.concurrency, DEFAULT_CHECK_FREQUENCY_MS),
+    keyOf: (claim: HostCheckClaim) => Number(claim.host.hostId),
+    onClaimError: (error) => logger.error('host check claim failed', { reason: messageOf(error) }),
+    async run(claim, controller) {
+      const hostId = Number(claim.host.hostId);
       const result = await runHostCheck(ports, methods, claim.host, options.timeoutMs, controller.signal);
       // A check cut by the server's stop says nothing of the host: its lease lapses and another server checks it.
-      if (stopping && controller.signal.aborted) return;
+      if (runner.stopping() && controller.signal.aborted) return;
       try {
         if (!(await repos.hostChecks.finish(claim.claim, hostId, result))) {
           logger.warn('host check ended after its lease lapsed', { hostId });
@@ -87,22 +57,14 @@ export function startHostChecker(ports: Ports, options: HostCheckerOptions): Hos
         logger.error('host check not recorded', { hostId, reason: messageOf(error) });
       }
       if (!result.ok) logger.warn('host check failed', { hostId, reason: result.message });
-    })().finally(() => {
-      running.delete(hostId);
-      wakeUp?.();
-    });
-    running.set(hostId, { controller, done });
-  }
+    },
+  });
 
   return {
-    inFlight: () => running.size,
-    wake: () => wakeUp?.(),
+    inFlight: runner.inFlight,
+    wake: runner.wake,
     async stop() {
-      stopping = true;
-      wakeUp?.();
-      await loop;
-      for (const run of running.values()) run.controller.abort(new Error('The server is stopping'));
-      await Promise.all([...running.values()].map((r) => r.done));
+      await runner.stop(() => new Error('The server is stopping'));
       await Promise.all(Object.values(methods).map((m) => m.close()));
     },
   };
