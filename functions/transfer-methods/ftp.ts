@@ -56,11 +56,29 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
   async function ownSession(host: HostConnection, signal: AbortSignal) {
     if (closed) throw new Error(`The ${kind} method is closed`);
     const target = ftpTarget(kind, host);
-    const client = await openClient(target, signal);
-    options.onConnect?.(target);
+    const { client } = await open(target, signal);
     const onAbort = () => client.close();
     signal.addEventListener('abort', onAbort, { once: true });
     return { target, client, detach: () => signal.removeEventListener('abort', onAbort) };
+  }
+
+  /**
+   * `use` on a session of its own, ended once it is done; a failure is given without the password, an
+   * abort as the signal's reason.
+   */
+  async function inOwnSession<T>(host: HostConnection, signal: AbortSignal, use: (client: Client) => Promise<T>) {
+    const { target, client, detach } = await ownSession(host, signal);
+    try {
+      const done = await use(client);
+      await endClient(client);
+      return done;
+    } catch (error) {
+      client.close();
+      if (signal.aborted) throw signal.reason;
+      throw new Error(reason(error, target.password));
+    } finally {
+      detach();
+    }
   }
 
   return {
@@ -135,38 +153,21 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
       return { size, stream };
     },
     async list(host, directory, signal) {
-      const { target, client, detach } = await ownSession(host, signal);
-      try {
+      const entries = await inOwnSession(host, signal, (client) => {
         // An abort as the login ended found neither openClient's listener nor this one.
         signal.throwIfAborted();
-        const entries = await ftpEntries(client, directory);
-        await endClient(client);
-        // An abort while the session ended cut it short; the entries are not wanted any more.
-        signal.throwIfAborted();
-        return entries;
-      } catch (error) {
-        client.close();
-        if (signal.aborted) throw signal.reason;
-        throw new Error(reason(error, target.password));
-      } finally {
-        detach();
-      }
+        return ftpEntries(client, directory);
+      });
+      // An abort while the session ended cut it short; the entries are not wanted any more.
+      signal.throwIfAborted();
+      return entries;
     },
-    async check(host, file, signal) {
+    check(host, file, signal) {
       // A session of its own, logged in now: an idle one kept for sends would prove nothing.
-      const { target, client, detach } = await ownSession(host, signal);
-      try {
+      return inOwnSession(host, signal, (client) => {
         const remote = ftpRemote(client, { deleteOnRename: false, known: new Set() }, signal);
-        const done = await checkRemoteFiles(remote, host.directory, file, signal);
-        await endClient(client);
-        return done;
-      } catch (error) {
-        client.close();
-        if (signal.aborted) throw signal.reason;
-        throw new Error(reason(error, target.password));
-      } finally {
-        detach();
-      }
+        return checkRemoteFiles(remote, host.directory, file, signal);
+      });
     },
     async close() {
       closed = true;

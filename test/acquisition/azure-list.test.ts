@@ -9,16 +9,14 @@ import { AZURE_VERSION } from '../../functions/transfer-methods/azure-target.ts'
 import { ACCOUNT, ACCOUNT_KEY, type Azurite, azuriteAvailability, startAzurite } from '../support/servers/azurite.ts';
 import { scaled } from '../support/time.ts';
 import { bytesOf, hostFor, payload } from '../support/transfer.ts';
+import { byName, listsPrefix, live, putListed, waitFor } from './support.ts';
 
 /** An Acquisition host's "directory" listed with List Blobs, against Azurite. */
 const azurite = azuriteAvailability();
-const live = () => new AbortController().signal;
-const byName = <T extends { name: string }>(entries: T[]) => Object.fromEntries(entries.map((e) => [e.name, e]));
 
 describe.skipIf(!azurite.run)(`azure: listing against Azurite ${azurite.reason}`, () => {
   let server: Azurite;
-  let before: number;
-  let after: number;
+  let putting: { before: number; after: number };
   /** The host as an acquisition lists it: no directory of its own. */
   const host = (options: Record<string, string> = {}, over: Parameters<typeof hostFor>[1] = {}) =>
     hostFor('azure', { login: ACCOUNT, password: ACCOUNT_KEY, ...over }, { 'azure.url': server.url, ...options });
@@ -30,32 +28,20 @@ describe.skipIf(!azurite.run)(`azure: listing against Azurite ${azurite.reason}`
   beforeAll(async () => {
     server = await startAzurite();
     await server.createContainer('box');
-    before = Date.now();
-    await put('list/a.bin', payload(1234));
-    await put('list/b c+d.txt', payload(5, 2));
-    await put('list/sub/c.bin', payload(10));
-    await put('list/sub/deeper/d.bin', payload(10));
-    // Shares the characters of the prefix, not its directory.
-    await put('listing/x.bin', payload(10));
-    after = Date.now();
+    putting = await putListed(put);
   });
   afterAll(async () => {
     await server?.stop();
   });
 
   it('blobs directly under the prefix are files with their size and time; blob prefixes, directories', async () => {
-    const entries = await azureMethod().list!(host(), 'box/list', live());
-    expect(entries.map((e) => e.name).sort()).toEqual(['a.bin', 'b c+d.txt', 'sub']);
-    const { 'a.bin': a, sub } = byName(entries);
-    expect(a).toMatchObject({ type: 'file', size: 1234 });
     // Last-Modified is to the second.
-    expect(a!.time!.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
-    expect(a!.time!.getTime()).toBeLessThanOrEqual(after + 1000);
-    expect(sub).toEqual({ name: 'sub', type: 'directory', size: null, time: null });
-    expect(byName(await azureMethod().list!(host(), '/box/list/sub/', live()))).toMatchObject({
-      'c.bin': { type: 'file', size: 10 },
-      deeper: { type: 'directory' },
-    });
+    await listsPrefix(
+      (directory) => azureMethod().list!(host(), directory, live()),
+      'box/list',
+      '/box/list/sub/',
+      putting,
+    );
   });
 
   it('reads the directory as a fetch reads <directory>/<name> (containerName, or the first directory)', async () => {
@@ -206,12 +192,4 @@ async function sasServer(token: string) {
     url: `http://127.0.0.1:${port}/sas`,
     stop: () => new Promise((r) => server.close(r)),
   };
-}
-
-async function waitFor(condition: () => boolean, ms = 10_000) {
-  const until = Date.now() + scaled(ms);
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }

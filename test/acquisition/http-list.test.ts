@@ -1,21 +1,15 @@
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HostConnection } from '../../core/dissemination/methods.ts';
+import { describe, expect, it } from 'vitest';
 import { httpMethod } from '../../functions/transfer-methods/http.ts';
 import { HEADS_IN_FLIGHT } from '../../functions/transfer-methods/web-listing.ts';
 import { nginxAvailability } from '../support/servers/nginx-dav.ts';
-import { type NginxIndex, startNginxIndex } from '../support/servers/nginx-index.ts';
-import { type SlowProxy, startSlowProxy } from '../support/servers/slow-proxy.ts';
-import { hostFor } from '../support/transfer.ts';
+import { bytesOf } from '../support/transfer.ts';
+import { LISTING_AUTH as auth, live, webListing } from './support.ts';
 
 const md5 = (bytes: Buffer | Uint8Array) => createHash('md5').update(bytes).digest('hex');
 
 /** An Acquisition host's directory listed over HTTP from its index page (nginx `autoindex`, an Apache-style page). */
 const nginx = nginxAvailability();
-const live = () => new AbortController().signal;
-const auth = { user: 'ecpds', password: 'pä ss!' };
 
 /** A page as Apache's mod_autoindex writes one (FancyIndexing, HTMLTable), with links that are no entries. */
 const apachePage = (port: number) => `<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">
@@ -45,45 +39,17 @@ const apachePage = (port: number) => `<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.
 `;
 
 describe.skipIf(!nginx.run)(`listing over http ${nginx.reason}`, () => {
-  let server: NginxIndex;
-  let proxy: SlowProxy;
   const method = httpMethod();
-  /** As an acquisition run connects: the host's directory left out, the listed one given whole. */
-  const host = (options: Record<string, string> = {}, password = auth.password, port = server.port): HostConnection =>
-    hostFor('http', { hostname: `127.0.0.1:${port}`, login: auth.user, password, directory: '' }, options);
-  const plant = (relative: string, content: string | Buffer, time?: Date) => {
-    const file = path.join(server.root, relative);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, content);
-    if (time) fs.utimesSync(file, time, time);
-  };
+  const web = webListing(method);
+  const { plant } = web;
+  const host = (options?: Record<string, string>, password?: string, port?: number) =>
+    web.host('http', options, password, port);
   const names = (entries: { name: string }[]) => entries.map((e) => e.name).sort();
-  beforeAll(async () => {
-    server = await startNginxIndex({ auth });
-    proxy = await startSlowProxy(server.port);
-    proxy.stallAfterBytes = 0;
-  });
-  afterAll(async () => {
-    await method.close();
-    await proxy?.stop();
-    await server?.stop();
-  });
 
   it('lists what an nginx index links to: files with their size and time from HEAD, directories', async () => {
-    const time = new Date('2026-01-02T03:04:05.678Z');
-    plant('in/d ir/a.grib2', Buffer.alloc(1234), time);
-    plant('in/d ir/b & c é?.bin', 'hello', time);
-    fs.mkdirSync(path.join(server.root, 'in/d ir/sub'));
-    const entries = await method.list!(host(), 'in/d ir', live());
-    const byName = Object.fromEntries(entries.map((e) => [e.name, e]));
-    expect(Object.keys(byName).sort()).toEqual(['a.grib2', 'b & c é?.bin', 'sub']);
-    expect(byName['a.grib2']).toMatchObject({ type: 'file', size: 1234 });
-    // HTTP dates are to the second.
-    expect(byName['a.grib2']!.time!.getTime()).toBe(Math.floor(time.getTime() / 1000) * 1000);
-    expect(byName['b & c é?.bin']).toMatchObject({ type: 'file', size: 5 });
+    const byName = await web.listedInDir((directory) => method.list!(host(), directory, live()), 'b & c é?.bin');
     expect(byName.sub).toEqual({ name: 'sub', type: 'directory', size: null, time: null });
-    expect(names(await method.list!(host(), '/in/d ir/', live()))).toEqual(Object.keys(byName).sort());
-    const heads = () => server.requests().filter((r) => r.method === 'HEAD');
+    const heads = () => web.server.requests().filter((r) => r.method === 'HEAD');
     await expect.poll(() => heads().map((r) => r.path)).toContain('/in/d%20ir/b%20%26%20c%20%C3%A9%3F.bin');
   });
 
@@ -92,9 +58,7 @@ describe.skipIf(!nginx.run)(`listing over http ${nginx.reason}`, () => {
     const [entry] = await method.list!(host(), 'read/x', live());
     expect(entry).toMatchObject({ name: 'read me.bin', type: 'file', size: 9 });
     const { stream } = await method.fetch!(host(), `read/x/${entry!.name}`, live());
-    const read: Buffer[] = [];
-    for await (const chunk of stream) read.push(Buffer.from(chunk));
-    expect(md5(Buffer.concat(read))).toBe(md5(Buffer.from('the bytes')));
+    expect(md5(await bytesOf(stream))).toBe(md5(Buffer.from('the bytes')));
     expect(names(await method.list!(host(), '', live()))).toContain('read');
   });
 
@@ -106,7 +70,7 @@ describe.skipIf(!nginx.run)(`listing over http ${nginx.reason}`, () => {
     }
     plant('apache/sub/deeper.bin', 'deeper');
     // nginx serves a directory's index.html in place of its own index.
-    plant('apache/index.html', apachePage(server.port));
+    plant('apache/index.html', apachePage(web.server.port));
     const entries = await method.list!(host(), 'apache', live());
     expect(names(entries)).toEqual(['a&b.bin', 'absolute.bin', 'full.bin', 'one.bin', 'sub', 'two words.bin']);
     expect(entries.find((e) => e.name === 'two words.bin')).toMatchObject({ type: 'file', size: 13 });
@@ -134,25 +98,13 @@ describe.skipIf(!nginx.run)(`listing over http ${nginx.reason}`, () => {
   });
 
   it('a missing directory fails with its name; a wrong password never shows in the reason', async () => {
-    await expect(method.list!(host(), '/no/such/place', live())).rejects.toThrow('No such directory /no/such/place');
-    const wrong = 'not-the-password-123';
-    const failure = await method.list!(host({}, wrong), 'in', live()).catch((e: Error) => e);
-    expect(failure).toBeInstanceOf(Error);
-    expect((failure as Error).message).toMatch(/^Cannot list in \(HTTP GET http:\/\/127\.0\.0\.1:\d+\/in\/ .*401/);
-    expect((failure as Error).message).not.toContain(wrong);
-    expect((failure as Error).message).not.toContain(auth.password);
+    await web.failsWithoutSecrets(
+      (directory, password) => method.list!(host({}, password), directory, live()),
+      /^Cannot list in \(HTTP GET http:\/\/127\.0\.0\.1:\d+\/in\/ .*401/,
+    );
   });
 
   it('an aborted listing rejects with the reason, at once when it waits for the server', async () => {
-    const controller = new AbortController();
-    controller.abort(new Error('run cut at maximumDuration'));
-    await expect(method.list!(host(), 'in', controller.signal)).rejects.toThrow('maximumDuration');
-
-    const stalled = new AbortController();
-    const listing = method.list!(host({}, auth.password, proxy.port), 'in', stalled.signal);
-    setTimeout(() => stalled.abort(new Error('run cut while listing')), 200);
-    const started = Date.now();
-    await expect(listing).rejects.toThrow('run cut while listing');
-    expect(Date.now() - started).toBeLessThan(2_000);
+    await web.listingAborts((signal, port) => method.list!(host({}, auth.password, port), 'in', signal));
   });
 });

@@ -6,6 +6,7 @@ import { loopbackFetch } from '../support/servers/loopback-fetch.ts';
 import { type S3TestServer, startS3 } from '../support/servers/s3.ts';
 import { scaled } from '../support/time.ts';
 import { bytesOf, chunks, hostFor, payload } from '../support/transfer.ts';
+import { byName, listsPrefix, live, putListed, waitFor } from './support.ts';
 
 /** An Acquisition host's "directory" listed with ListObjectsV2, against s3rver behind the test front. */
 let s3: S3TestServer;
@@ -17,8 +18,6 @@ beforeEach(() => {
   s3.fault = () => undefined;
 });
 
-const live = () => new AbortController().signal;
-const byName = <T extends { name: string }>(entries: T[]) => Object.fromEntries(entries.map((e) => [e.name, e]));
 /** The host as an acquisition lists it: path style on the test server, no directory of its own. */
 const host = (options: Record<string, string> = {}, over: Parameters<typeof hostFor>[1] = {}) =>
   hostFor(
@@ -31,33 +30,15 @@ const put = (key: string, bytes: Uint8Array) =>
 const listRequests = () => s3.requests.filter((r) => r.url.includes('list-type=2'));
 
 describe('s3: listing a prefix', () => {
-  let before: number;
-  let after: number;
+  let putting: { before: number; after: number };
   beforeAll(async () => {
-    before = Date.now();
-    await put('list/a.bin', payload(1234));
-    await put('list/b c+d.txt', payload(5, 2));
-    await put('list/sub/c.bin', payload(10));
-    await put('list/sub/deeper/d.bin', payload(10));
-    // Shares the characters of the prefix, not its directory.
-    await put('listing/x.bin', payload(10));
+    putting = await putListed(put);
     await put('pre/list/p.bin', payload(77, 3));
-    after = Date.now();
   });
 
   it('objects directly under the prefix are files with their size and time; common prefixes, directories', async () => {
-    const entries = await s3Method().list!(host(), 'list', live());
-    expect(entries.map((e) => e.name).sort()).toEqual(['a.bin', 'b c+d.txt', 'sub']);
-    const { 'a.bin': a, sub } = byName(entries);
-    expect(a).toMatchObject({ type: 'file', size: 1234 });
     // S3 keeps the time to the second on some services, to the millisecond on others.
-    expect(a!.time!.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
-    expect(a!.time!.getTime()).toBeLessThanOrEqual(after + 1000);
-    expect(sub).toEqual({ name: 'sub', type: 'directory', size: null, time: null });
-    expect(byName(await s3Method().list!(host(), '/list/sub/', live()))).toMatchObject({
-      'c.bin': { type: 'file', size: 10 },
-      deeper: { type: 'directory' },
-    });
+    await listsPrefix((directory) => s3Method().list!(host(), directory, live()), 'list', '/list/sub/', putting);
   });
 
   it('reads the directory as a fetch reads <directory>/<name> (the bucket first, s3.prefix)', async () => {
@@ -156,11 +137,3 @@ describe('s3: a ListObjectsV2 page', () => {
     ]);
   });
 });
-
-async function waitFor(condition: () => boolean, ms = 10_000) {
-  const until = Date.now() + scaled(ms);
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

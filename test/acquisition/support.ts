@@ -3,10 +3,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type Acquirer, startAcquirer } from '../../core/acquisition/acquirer.ts';
 import type { RunShown } from '../../core/acquisition/ports.ts';
+import type { ListedEntry } from '../../core/acquisition/selection.ts';
 import { subscriptionReader } from '../../core/acquisition/wis2-source.ts';
+import type { HostConnection, TransferMethod } from '../../core/dissemination/methods.ts';
 import { startRetriever } from '../../core/retrieval/retriever.ts';
 import { sourceHostOpener } from '../../core/retrieval/source-host.ts';
 import { dataFiles, dataTransfers, hosts } from '../../db/schema.ts';
@@ -16,6 +18,10 @@ import { nodeTransferMethods } from '../../functions/transfer-methods/index.ts';
 import { md5, retrievalScene } from '../retrieval/support.ts';
 import type { TestHost } from '../support/backups.ts';
 import { restoreDestination } from '../support/engine.ts';
+import { type NginxIndex, startNginxIndex } from '../support/servers/nginx-index.ts';
+import { type SlowProxy, startSlowProxy } from '../support/servers/slow-proxy.ts';
+import { scaled } from '../support/time.ts';
+import { hostFor, payload } from '../support/transfer.ts';
 
 /**
  * A harness whose movers acquire: an acquirer listing the Acquisition hosts (every 300 ms), a retriever
@@ -110,6 +116,21 @@ export async function acquisitionScene(prefix: string) {
     expect((await transfersOf(destination)).length).toBe(names.length);
   }
 
+  /**
+   * The first run of a host listing `{.*\.bin}` over a.bin, b.bin and notes.txt: done, notes.txt not selected
+   * (nor `directory`, when given, as a directory), a.bin scheduled into `destination`.
+   */
+  async function firstRunSelects(hostId: number, destination: string, directory?: string) {
+    const run = await nextRun(hostId, null);
+    expect(run.outcome, run.output).toBe('done');
+    expect(run.output).toContain('notes.txt: not selected: name not matching {.*\\.bin}');
+    if (directory) expect(run.output).toContain(`${directory}: not selected: a directory`);
+    expect(run.output).toMatch(
+      new RegExp(`a\\.bin \\(${destination}/a\\.bin\\): selected: scheduled with DataFileId=\\d+`),
+    );
+    return run;
+  }
+
   /** The value of a /metrics series, by its full name with labels; 0 when absent. */
   let metricsAuth: string | null = null;
   async function metric(series: string) {
@@ -130,6 +151,7 @@ export async function acquisitionScene(prefix: string) {
     finishedAt,
     nextRun,
     firstRun: (hostId: number) => nextRun(hostId, null),
+    firstRunSelects,
     transfersOf,
     storedMd5,
     allDone,
@@ -182,4 +204,168 @@ export async function wis2DataServer() {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** What an Acquisition host's directory holds in the end-to-end tests: two .bin files to acquire, a .txt not to. */
+export const acquisitionFiles = () => ({
+  'a.bin': Buffer.alloc(70_000, 1),
+  'b.bin': Buffer.alloc(30_000, 2),
+  'notes.txt': Buffer.from('no'),
+});
+
+/** A signal no one aborts. */
+export const live = () => new AbortController().signal;
+
+export const byName = <T extends { name: string }>(entries: T[]) => Object.fromEntries(entries.map((e) => [e.name, e]));
+
+/** Resolves once `condition` holds, asked every 20 ms; rejects after `ms` (scaled). */
+export async function waitFor(condition: () => boolean, ms = 10_000) {
+  const until = Date.now() + scaled(ms);
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The login of the web servers the listing tests list. */
+export const LISTING_AUTH = { user: 'ecpds', password: 'pä ss!' };
+
+/**
+ * For the listing tests of a web method: nginx serving an index (and WebDAV, with `propfind`) behind LISTING_AUTH,
+ * and a proxy in front of it that passes no byte on; up before the tests, down after them with `method`.
+ */
+export function webListing(method: TransferMethod, options: { propfind?: boolean } = {}) {
+  let server: NginxIndex;
+  let proxy: SlowProxy;
+  beforeAll(async () => {
+    server = await startNginxIndex({ ...options, auth: LISTING_AUTH });
+    proxy = await startSlowProxy(server.port);
+    proxy.stallAfterBytes = 0;
+  });
+  afterAll(async () => {
+    await method.close();
+    await proxy?.stop();
+    await server?.stop();
+  });
+  /** Writes a file under the server's root, its directories made, with the modification time given. */
+  const plant = (relative: string, content: string | Buffer, time?: Date) => {
+    const file = path.join(server.root, relative);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+    if (time) fs.utimesSync(file, time, time);
+  };
+  return {
+    get server() {
+      return server;
+    },
+    plant,
+
+    /**
+     * A `method` host on the server (or at `port`), as an acquisition run connects: the host's directory left out, the
+     * listed one given whole.
+     */
+    host(
+      method: 'http' | 'webdav',
+      options: Record<string, string> = {},
+      password = LISTING_AUTH.password,
+      port = server.port,
+    ): HostConnection {
+      return hostFor(
+        method,
+        { hostname: `127.0.0.1:${port}`, login: LISTING_AUTH.user, password, directory: '' },
+        options,
+      );
+    },
+
+    /**
+     * Plants a.grib2 (1234 bytes), `other` (5 bytes) and a directory sub in `in/d ir`, and lists it with `list`, as
+     * `in/d ir` and `/in/d ir/`: each with its type and size, the files' time to the second (as HTTP dates are).
+     * Answers the entries by name.
+     */
+    async listedInDir(list: (directory: string) => Promise<ListedEntry[]>, other: string) {
+      const time = new Date('2026-01-02T03:04:05.678Z');
+      plant('in/d ir/a.grib2', Buffer.alloc(1234), time);
+      plant(`in/d ir/${other}`, 'hello', time);
+      fs.mkdirSync(path.join(server.root, 'in/d ir/sub'));
+      const listed = byName(await list('in/d ir'));
+      expect(Object.keys(listed).sort()).toEqual(['a.grib2', other, 'sub'].sort());
+      expect(listed['a.grib2']).toMatchObject({ type: 'file', size: 1234 });
+      expect(listed['a.grib2']!.time!.getTime()).toBe(Math.floor(time.getTime() / 1000) * 1000);
+      expect(listed[other]).toMatchObject({ type: 'file', size: 5 });
+      expect(listed.sub).toMatchObject({ type: 'directory', size: null });
+      const absolute = await list('/in/d ir/');
+      expect(absolute.map((e) => e.name).sort()).toEqual(Object.keys(listed).sort());
+      return listed;
+    },
+
+    /**
+     * An aborted listing rejects with the abort's reason: aborted before, and aborted while `list` waits for the
+     * server, through the proxy (`port`), at once.
+     */
+    async listingAborts(list: (signal: AbortSignal, port?: number) => Promise<unknown>) {
+      const controller = new AbortController();
+      controller.abort(new Error('run cut at maximumDuration'));
+      await expect(list(controller.signal)).rejects.toThrow('maximumDuration');
+
+      const stalled = new AbortController();
+      const listing = list(stalled.signal, proxy.port);
+      setTimeout(() => stalled.abort(new Error('run cut while listing')), 200);
+      const started = Date.now();
+      await expect(listing).rejects.toThrow('run cut while listing');
+      expect(Date.now() - started).toBeLessThan(2_000);
+    },
+
+    /**
+     * `list` fails on a missing directory with its name, and with a wrong password as `failure` says, naming neither
+     * that password nor the right one.
+     */
+    async failsWithoutSecrets(list: (directory: string, password?: string) => Promise<unknown>, failure: RegExp) {
+      await expect(list('/no/such/place')).rejects.toThrow('No such directory /no/such/place');
+      const wrong = 'not-the-password-123';
+      const error = await list('in', wrong).catch((e: Error) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(failure);
+      expect((error as Error).message).not.toContain(wrong);
+      expect((error as Error).message).not.toContain(LISTING_AUTH.password);
+    },
+  };
+}
+
+/**
+ * Puts what the prefix listing tests of an object store list: `list/` with a.bin (1234 bytes), `b c+d.txt` (5) and
+ * deeper ones under sub/, and `listing/x.bin` (the prefix's characters, not its directory). Answers when it began and
+ * ended, in ms.
+ */
+export async function putListed(put: (name: string, bytes: Uint8Array) => Promise<unknown>) {
+  const before = Date.now();
+  await put('list/a.bin', payload(1234));
+  await put('list/b c+d.txt', payload(5, 2));
+  await put('list/sub/c.bin', payload(10));
+  await put('list/sub/deeper/d.bin', payload(10));
+  await put('listing/x.bin', payload(10));
+  return { before, after: Date.now() };
+}
+
+/**
+ * `directory` (`list/` as putListed left it) listed with `list`: the objects right under it files, with their size
+ * and a time between `before` (to the second) and `after`; what is deeper, directories; sub/ listed at `subDirectory`.
+ */
+export async function listsPrefix(
+  list: (directory: string) => Promise<ListedEntry[]>,
+  directory: string,
+  subDirectory: string,
+  { before, after }: { before: number; after: number },
+) {
+  const entries = await list(directory);
+  expect(entries.map((e) => e.name).sort()).toEqual(['a.bin', 'b c+d.txt', 'sub']);
+  const { 'a.bin': a, sub } = byName(entries);
+  expect(a).toMatchObject({ type: 'file', size: 1234 });
+  // Some services keep the time to the second, others to the millisecond.
+  expect(a!.time!.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+  expect(a!.time!.getTime()).toBeLessThanOrEqual(after + 1000);
+  expect(sub).toEqual({ name: 'sub', type: 'directory', size: null, time: null });
+  expect(byName(await list(subDirectory))).toMatchObject({
+    'c.bin': { type: 'file', size: 10 },
+    deeper: { type: 'directory' },
+  });
 }

@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { AZURE_VERSION, sharedKey } from '../../../functions/transfer-methods/azure-target.ts';
 import { freePort, ROOT } from '../processes.ts';
-import { waitForListening } from './nginx-dav.ts';
+import { startServerProcess } from './server-process.ts';
 
 /** Azurite's blob service, from the project's devDependencies (`AZURITE` may point at another install). */
 export const AZURITE = process.env.AZURITE ?? path.join(ROOT, 'node_modules/.bin/azurite-blob');
@@ -39,28 +38,7 @@ export async function startAzurite(): Promise<Azurite> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-azurite-'));
   const port = await freePort();
   const args = ['--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence'];
-  const child: ChildProcess = spawn(AZURITE, [...args, '--silent', '--skipApiVersionCheck'], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  let exited = false;
-  const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void done.then(() => {
-    exited = true;
-  });
-  await waitForListening(
-    port,
-    () => exited,
-    () => output,
-  );
+  const server = await startServerProcess(AZURITE, [...args, '--silent', '--skipApiVersionCheck'], { dir, port });
   const url = `http://127.0.0.1:${port}/${ACCOUNT}`;
   const call = (method: string, pathAndQuery: string, headers: Record<string, string> = {}, body?: Uint8Array) => {
     const target = new URL(`${url}/${pathAndQuery}`);
@@ -96,14 +74,6 @@ export async function startAzurite(): Promise<Azurite> {
         );
       return { committed: ids('CommittedBlocks'), uncommitted: ids('UncommittedBlocks') };
     },
-    async stop() {
-      if (!exited) {
-        process.kill(-child.pid!, 'SIGTERM');
-        const late = setTimeout(() => !exited && process.kill(-child.pid!, 'SIGKILL'), 5_000);
-        await done;
-        clearTimeout(late);
-      }
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
+    stop: () => server.stop(),
   };
 }

@@ -1,11 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../processes.ts';
-import { scaled } from '../time.ts';
 import { requireTools } from '../tools.ts';
+import { startServerProcess } from './server-process.ts';
 
 export const NGINX = '/usr/sbin/nginx';
 
@@ -15,7 +13,7 @@ export function nginxAvailability(): { run: boolean; reason: string } {
   return reason ? { run: false, reason } : { run: true, reason: '' };
 }
 
-export interface NginxDav {
+export interface NginxServer {
   port: number;
   /** The directory the server's URLs map to. */
   root: string;
@@ -24,100 +22,69 @@ export interface NginxDav {
   stop(): Promise<void>;
 }
 
+export type NginxDav = NginxServer;
+
 /**
  * nginx as a WebDAV server (its core dav module: PUT, DELETE, MKCOL, COPY, MOVE; files answer
  * HEAD), on a port of its own, with Basic authentication when `auth` is given. A PUT body is
  * spooled and only renamed into place once whole, as most WebDAV servers do.
  */
-export async function startNginxDav(auth?: { user: string; password: string }): Promise<NginxDav> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecpds-dav-'));
+export function startNginxDav(auth?: { user: string; password: string }): Promise<NginxDav> {
+  return startNginx('dav', 'dav_methods PUT DELETE MKCOL COPY MOVE; dav_access user:rw group:r all:r;', { auth });
+}
+
+/**
+ * nginx on a port of its own serving the `root` of a new directory (removed by stop), `location /` as
+ * `directives` say, behind Basic authentication when `auth` is given, with `modules` loaded.
+ */
+export async function startNginx(
+  name: string,
+  directives: string,
+  options: { auth?: { user: string; password: string }; modules?: string[] } = {},
+): Promise<NginxServer> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ecpds-${name}-`));
   const root = path.join(dir, 'root');
   fs.mkdirSync(root);
   const port = await freePort();
   const log = path.join(dir, 'access.log');
-  const realm = auth ? `auth_basic "dav"; auth_basic_user_file ${dir}/htpasswd;` : '';
+  const { auth } = options;
+  const realm = auth ? `auth_basic "${name}"; auth_basic_user_file ${dir}/htpasswd;` : '';
   if (auth) fs.writeFileSync(path.join(dir, 'htpasswd'), `${auth.user}:{PLAIN}${auth.password}\n`);
-  const asRoot = process.getuid?.() === 0;
-  const temp = (name: string) => `${name}_temp_path ${dir}/${name};`;
+  const temp = (tempName: string) => `${tempName}_temp_path ${dir}/${tempName};`;
   const conf = `
+${(options.modules ?? []).map((module) => `load_module ${module};`).join('\n')}
 daemon off;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
-${asRoot ? 'user root root;' : ''}
-events { worker_connections 64; }
+${process.getuid?.() === 0 ? 'user root root;' : ''}
+events { worker_connections 256; }
 http {
-  log_format dav '$request_method $request_uri';
-  access_log ${log} dav;
+  log_format requests '$request_method $request_uri';
+  access_log ${log} requests;
   ${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(temp).join('\n  ')}
   client_max_body_size 0;
   server {
     listen 127.0.0.1:${port};
     root ${root};
     location / {
-      dav_methods PUT DELETE MKCOL COPY MOVE;
-      dav_access user:rw group:r all:r;
+      ${directives}
       ${realm}
     }
   }
 }
 `;
   fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  let exited = false;
-  const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void done.then(() => {
-    exited = true;
-  });
-  await waitForListening(
-    port,
-    () => exited,
-    () => stderr,
-  );
-  return {
-    port,
-    root,
-    requests: () =>
-      (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '')
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => {
-          const [method, p] = line.split(' ');
-          return { method: method!, path: p! };
-        }),
-    async stop() {
-      if (!exited) {
-        process.kill(-child.pid!, 'SIGTERM');
-        const late = setTimeout(() => !exited && process.kill(-child.pid!, 'SIGKILL'), 5_000);
-        await done;
-        clearTimeout(late);
-      }
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const server = await startServerProcess(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { dir, port });
+  return { port, root, requests: () => accessLog(log), stop: () => server.stop() };
 }
 
-/** Resolves once `port` takes connections; rejects with the server's output if it exits or never listens. */
-export function waitForListening(port: number, exited: () => boolean, log: () => string, withinMs = 15_000) {
-  const deadline = Date.now() + scaled(withinMs);
-  return new Promise<void>((resolve, reject) => {
-    const attempt = () => {
-      if (exited()) return reject(new Error(`server on ${port} exited:\n${log()}`));
-      if (Date.now() > deadline) return reject(new Error(`server not listening on ${port}:\n${log()}`));
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve();
-      });
-      socket.once('error', () => setTimeout(attempt, 50));
-    };
-    attempt();
-  });
+function accessLog(log: string) {
+  return (fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [method, p] = line.split(' ');
+      return { method: method!, path: p! };
+    });
 }
