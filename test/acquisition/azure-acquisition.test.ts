@@ -47,4 +47,18 @@ describe.skipIf(!azurite.run)(`acquisition over azure ${azurite.reason}`, () => 
 
     await s.foundAgain('ACQ_AZ', hostId, ['a.bin', 'b.bin']);
   });
+
+  it('a host down, a file too young, a file changed: on the times and errors of azure', () =>
+    s.onItsServer(
+      'ACQ_AZ',
+      (dir, data) => ({
+        method: 'azure',
+        host: `127.0.0.1:${server.port}`,
+        login: ACCOUNT,
+        passwd: ACCOUNT_KEY,
+        dir: `box/${dir}/{.*\\.bin}`,
+        data: `azure.url = "${server.url}"\n${data}`,
+      }),
+      (dir, name, bytes) => put(`${dir}/${name}`, bytes),
+    ));
 });

@@ -44,4 +44,18 @@ describe.skipIf(!availability.run)(`acquisition over ftp ${availability.reason}`
 
     await s.foundAgain('ACQ_FTP', hostId, ['a.bin', 'b.bin']);
   });
+
+  it('a host down, a file too young, a file changed: on the times and errors of ftp', () =>
+    s.onItsServer(
+      'ACQ_FTP',
+      (dir, data) => ({
+        method: 'ftp',
+        host: `127.0.0.1:${server.port}`,
+        login: server.user,
+        passwd: server.password,
+        dir: `${dir}/{.*\\.bin}`,
+        data,
+      }),
+      async (dir, name, bytes) => server.plant(`${dir}/${name}`, bytes),
+    ));
 });

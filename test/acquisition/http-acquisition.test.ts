@@ -56,4 +56,21 @@ describe.skipIf(!nginx.run)(`acquisition over http ${nginx.reason}`, () => {
 
     await s.foundAgain('ACQ_HTTP', hostId, ['a.bin', 'b.bin']);
   });
+
+  it('a host down, a file too young, a file changed: on the times and errors of http', () =>
+    s.onItsServer(
+      'ACQ_HTTP',
+      (dir, data) => ({
+        method: 'http',
+        host: `127.0.0.1:${server.port}`,
+        login: auth.user,
+        passwd: auth.password,
+        dir: `/pub/${dir}/{.*\\.bin}`,
+        data,
+      }),
+      async (dir, name, bytes) => {
+        fs.mkdirSync(path.join(server.root, 'pub', dir), { recursive: true });
+        fs.writeFileSync(path.join(server.root, 'pub', dir, name), bytes);
+      },
+    ));
 });

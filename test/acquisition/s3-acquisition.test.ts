@@ -48,4 +48,14 @@ describe('acquisition over s3', () => {
 
     await s.foundAgain('ACQ_S3', hostId, ['a.bin', 'b.bin']);
   });
+
+  it('a host down, a file too young, a file changed: on the times and errors of s3', () =>
+    s.onItsServer(
+      'ACQ_S3',
+      (dir, data) => {
+        const h = s3TestHost(s3, `${dir}/{.*\\.bin}`);
+        return { ...h, data: `${h.data}\n${data}` };
+      },
+      (dir, name, bytes) => put(`${dir}/${name}`, bytes),
+    ));
 });

@@ -9,7 +9,7 @@ import { md5 } from '../retrieval/support.ts';
 import { restoreDestination } from '../support/engine.ts';
 import { type SlowProxy, startSlowProxy } from '../support/servers/slow-proxy.ts';
 import { type Sshd, sshdMissing, startSshd } from '../support/servers/sshd.ts';
-import { type AcquisitionScene, acquisitionScene, minutesAgo, writeFile } from './support.ts';
+import { type AcquisitionScene, acquisitionScene, closedPort, minutesAgo, writeFile } from './support.ts';
 
 /**
  * Acquisition end to end against OpenSSH: an Acquisition host listed on its schedule, its new files
@@ -249,12 +249,3 @@ describe.skipIf(noSshd !== null)(`acquisition over sftp ${noSshd ?? ''}`, () => 
     expect((await repo.claim('m4', 60_000, 100, running + 1)).map((c) => Number(c.host.hostId))).toEqual([dueId]);
   });
 });
-
-async function closedPort() {
-  const net = await import('node:net');
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -131,6 +132,68 @@ export async function acquisitionScene(prefix: string) {
     return run;
   }
 
+  /**
+   * The scenarios every listing method must pass on its own server's times and errors, each in a directory of
+   * its own: a host down fails its run and registers nothing, and its files come once it is back; a file younger
+   * than fileage is left; a file changed at the host is acquired again under requeueon, as the same transfer with
+   * the new bytes. `host(directory, data)` is an Acquisition host of the server listing `*.bin` in `directory`;
+   * `write` puts a file there now, timed by the server's clock.
+   */
+  async function onItsServer(
+    name: string,
+    host: (directory: string, data: string) => TestHost & { dir: string; host: string },
+    write: (directory: string, file: string, bytes: Buffer) => Promise<void>,
+  ) {
+    const down = `${name.toLowerCase()}-down`;
+    await write(down, 'e.bin', Buffer.from('e'));
+    const back = host(down, '');
+    // Its address (in the host's options too: s3.url, azure.url) replaced by one nothing listens on.
+    const address = `127.0.0.1:${await closedPort()}`;
+    const elsewhere = { ...back, host: address, data: (back.data ?? '').replaceAll(back.host, address) };
+    const downId = await acquisitionHost(`${name}_DOWN`, elsewhere);
+    const failed = await nextRun(downId, null);
+    expect(failed.outcome, failed.output).toBe('failed');
+    expect(failed.output).toMatch(/Z Run failed: .*(ECONNREFUSED|refused)/);
+    if (back.passwd) expect(failed.output).not.toContain(back.passwd);
+    expect(await transfersOf(`${name}_DOWN`)).toEqual([]);
+    await s.h.db
+      .update(hosts)
+      .set({ host: back.host, data: back.data ?? '' })
+      .where(eq(hosts.hostid, downId));
+    await allDone(`${name}_DOWN`, 1);
+
+    const young = `${name.toLowerCase()}-age`;
+    await write(young, 'young.bin', Buffer.from('y'));
+    const youngId = await acquisitionHost(`${name}_AGE`, host(young, 'acquisition.fileage = ">=1h"'));
+    const left = await nextRun(youngId, null);
+    expect(left.output).toMatch(/young\.bin: not selected: wrong age: \d+ s \(fileage >=1h\)/);
+    expect(await transfersOf(`${name}_AGE`)).toEqual([]);
+
+    const changing = `${name.toLowerCase()}-change`;
+    await write(changing, 'c.bin', Buffer.from('first'));
+    const changedId = await acquisitionHost(
+      `${name}_CHANGE`,
+      host(changing, 'acquisition.requeueon = "$time2 > $time1"'),
+    );
+    // Stored before the file changes: a retrieval after it would find another size and fail.
+    const [before] = await allDone(`${name}_CHANGE`, 1);
+    // Some servers list times in whole seconds: the new one must be later.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await write(changing, 'c.bin', Buffer.from('second, longer'));
+    const requeued = await s.eventually(
+      async () => ((await lastRun(changedId))?.output.includes('re-queued') ? lastRun(changedId) : undefined),
+      20_000,
+      `${name}: c.bin re-queued`,
+    );
+    expect(requeued!.output).toMatch(new RegExp(`c\\.bin \\(${name}_CHANGE/c\\.bin\\): selected: re-queued`));
+    await s.eventually(
+      async () => ((await storedMd5(before!.fileId)) === md5(Buffer.from('second, longer')) ? true : undefined),
+      20_000,
+      `${name}: the new bytes retrieved`,
+    );
+    expect((await transfersOf(`${name}_CHANGE`)).map((t) => t.id)).toEqual([before!.id]);
+  }
+
   /** The value of a /metrics series, by its full name with labels; 0 when absent. */
   let metricsAuth: string | null = null;
   async function metric(series: string) {
@@ -152,6 +215,7 @@ export async function acquisitionScene(prefix: string) {
     nextRun,
     firstRun: (hostId: number) => nextRun(hostId, null),
     firstRunSelects,
+    onItsServer,
     transfersOf,
     storedMd5,
     allDone,
@@ -368,4 +432,13 @@ export async function listsPrefix(
     'c.bin': { type: 'file', size: 10 },
     deeper: { type: 'directory' },
   });
+}
+
+/** A port nothing listens on: a host down. */
+export async function closedPort() {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

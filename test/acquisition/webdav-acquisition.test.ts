@@ -56,4 +56,21 @@ describe.skipIf(missing !== null)(`acquisition over webdav ${missing ?? ''}`, ()
 
     await s.foundAgain('ACQ_DAV', hostId, ['a.bin', 'b.bin']);
   });
+
+  it('a host down, a file too young, a file changed: on the times and errors of webdav', () =>
+    s.onItsServer(
+      'ACQ_DAV',
+      (dir, data) => ({
+        method: 'webdav',
+        host: `127.0.0.1:${dav.port}`,
+        login: auth.user,
+        passwd: auth.password,
+        dir: `${dir}/{.*\\.bin}`,
+        data: `webdav.scheme = "http"\nwebdav.path = "/dav"\n${data}`,
+      }),
+      async (dir, name, bytes) => {
+        fs.mkdirSync(path.join(dav.root, 'dav', dir), { recursive: true });
+        fs.writeFileSync(path.join(dav.root, 'dav', dir, name), bytes);
+      },
+    ));
 });
