@@ -114,9 +114,10 @@ export function startMover(deps: MoverDeps, options: MoverOptions): Mover {
   }
   async function beat() {
     try {
-      await ports.repos.dissemination.moverBeat(options.name, options.heartbeatMs);
       await renewOrAbort(ports, options.name, options.leaseMs, [...running.values()]);
       await sessions.renew();
+      // After the leases: what keeps the sends' guarantees goes first.
+      await ports.repos.dissemination.moverBeat(options.name, options.heartbeatMs);
       const reclaimed = await reclaimLapsedAttempts(ports);
       if (reclaimed > 0) {
         deps.stats?.reclaimed(reclaimed);
