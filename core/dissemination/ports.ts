@@ -230,6 +230,8 @@ export interface DestinationFigures {
   failedLastHour: number;
   /** Its maxPending as puts apply it (unset: the default); null when it has none (0 or less). */
   maxPending: number | null;
+  /** Its maxInactivity (ms): how long work may wait on it; null when it sets none (unset, 0 or less). */
+  maxInactivityMs: number | null;
 }
 
 /** What the alerts read at each scrape, in one statement (see db/repositories/ops-figures.ts). */

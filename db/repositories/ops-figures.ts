@@ -15,6 +15,7 @@ type DestinationJson = {
   status_code: string;
   scheduler_status: string | null;
   max_pending: number | null;
+  max_inactivity: number | string | null;
   waiting: number;
   oldest: string | null;
   failed: number;
@@ -39,7 +40,8 @@ export async function opsFigures(db: Database, now: Date): Promise<OpsFigures> {
       select
         (select coalesce(json_agg(json_build_object(
             'name', d.name, 'status_code', d.status_code, 'scheduler_status', d.scheduler_status,
-            'max_pending', d.max_pending, 'waiting', w.waiting, 'oldest', w.oldest, 'failed', f.failed)
+            'max_pending', d.max_pending, 'max_inactivity', d.max_inactivity,
+            'waiting', w.waiting, 'oldest', w.oldest, 'failed', f.failed)
             order by d.name), '[]')
           from destinations d
           cross join lateral (
@@ -72,6 +74,7 @@ export async function opsFigures(db: Database, now: Date): Promise<OpsFigures> {
         oldestWaitingSince: d.oldest === null ? null : new Date(d.oldest),
         failedLastHour: Number(d.failed),
         maxPending: maxPending > 0 ? maxPending : null,
+        maxInactivityMs: Number(d.max_inactivity ?? 0) > 0 ? Number(d.max_inactivity) : null,
       };
     }),
     wis2Outbox: {

@@ -49,6 +49,11 @@ export function renderAlertFigures(figures: OpsFigures, now: Date): string {
       perDestination((d) => d.maxPending),
     ),
     ...gauge(
+      'ecpds_destination_max_waiting_seconds',
+      'How long work may wait on the destination (its maxInactivity), by destination; absent: none set.',
+      perDestination((d) => (d.maxInactivityMs === null ? null : d.maxInactivityMs / 1000)),
+    ),
+    ...gauge(
       'ecpds_destination_status',
       'The status the API shows (HOLD, STOP, INIT, WAIT, EXEC, RETR, IDLE, SCHE, ...): 1 for the current one.',
       figures.destinations.map((d): Sample => [{ destination: d.destination, status: d.status }, 1]),

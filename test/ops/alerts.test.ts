@@ -125,7 +125,7 @@ function alert(name: string, labels: Record<string, string>, severity: string) {
  * `promtool test rules` over one scrape held for 70 minutes, one sample a minute (ages grow with the clock, the
  * rest stays as scraped; an age of 0 is "none waiting", and stays so): the alerts named fire as expected at 70m.
  */
-function promtoolTest(scraped: string, expected: Record<string, ExpectedAlert[]>) {
+function promtoolTest(scraped: string, expected: Record<string, ExpectedAlert[]>, evalTime = '70m') {
   const input = samples(scraped).map((s) => ({
     series: seriesOf({ ...s, labels: { ...s.labels, ...TARGET } }),
     values: AGES.has(s.name) && s.value > 0 ? `${s.value}+60x70` : `${s.value}+0x70`,
@@ -142,7 +142,7 @@ function promtoolTest(scraped: string, expected: Record<string, ExpectedAlert[]>
         interval: '1m',
         input_series: input,
         alert_rule_test: Object.entries(expected).map(([alertname, exp_alerts]) => ({
-          eval_time: '70m',
+          eval_time: evalTime,
           alertname,
           exp_alerts,
         })),
@@ -273,6 +273,8 @@ describe('alert rules and dashboard against a server whose destinations fail and
             retryFrequency: 1000,
             // No SMTP server is configured: the failures' mails wait in the outbox.
             ...(i === 0 ? { userMail: 'ops@example.org', mailOnError: true } : {}),
+            // Work may wait two minutes on the held one; an hour (unset) on the failing one.
+            ...(i === 1 ? { maxInactivity: 120_000 } : {}),
           },
           associations: [
             {
@@ -344,6 +346,8 @@ describe('alert rules and dashboard against a server whose destinations fail and
     expect(value('ecpds_destination_waiting_files', { destination: 'OPS_FAILING' })).toBe(1);
     expect(value('ecpds_destination_failed_last_hour', { destination: 'OPS_HELD' })).toBe(0);
     expect(value('ecpds_destination_max_pending', { destination: 'OPS_HELD' })).toBe(8000);
+    expect(value('ecpds_destination_max_waiting_seconds', { destination: 'OPS_HELD' })).toBe(120);
+    expect(value('ecpds_destination_max_waiting_seconds', { destination: 'OPS_FAILING' })).toBeUndefined();
     expect(value('ecpds_wis2_outbox_pending')).toBe(0);
     expect(value('ecpds_wis2_outbox_oldest_seconds')).toBe(0);
     expect(value('ecpds_database_up')).toBe(1);
@@ -389,6 +393,17 @@ describe('alert rules and dashboard against a server whose destinations fail and
     expect([...notes.keys()].sort()).toEqual(Object.keys(expected).sort());
     const r = promtoolTest(scraped, expected);
     expect(r.status, r.output).toBe(0);
+    // Ten minutes in, only the destination whose maxInactivity is two minutes has waited too long.
+    const early = promtoolTest(
+      scraped,
+      {
+        EcpdsDestinationWaitingTooLong: [
+          alert('EcpdsDestinationWaitingTooLong', { destination: 'OPS_HELD' }, 'warning'),
+        ],
+      },
+      '10m',
+    );
+    expect(early.status, early.output).toBe(0);
   });
 
   it("fires the store's alert when its directory is gone, and the database's when it is cut off", async () => {
