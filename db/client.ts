@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
@@ -35,6 +36,17 @@ export interface PostgresOptions {
 }
 
 /** The rows of `db.execute`: postgres.js answers an array of them, PGlite `{ rows }`. */
+/**
+ * Runs `work` in a transaction that first takes the advisory lock `key` (exclusive, held to the commit):
+ * claims made under one key take turns across processes, each seeing what the ones before it took.
+ */
+export function inTurn<T>(db: Database, key: number, work: (tx: Database) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${key}::int, 0)`);
+    return work(tx as unknown as Database);
+  });
+}
+
 export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows);
 
 /** A json column as read: postgres.js may answer its text, PGlite the parsed value. */

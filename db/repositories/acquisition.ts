@@ -9,7 +9,7 @@ import {
 } from '../../core/acquisition/ports.ts';
 import { isSubscription } from '../../core/acquisition/wis2-run.ts';
 import { readOptions } from '../../core/hosts/options.ts';
-import { type Database, jsonColumn, rowsOf } from '../client.ts';
+import { type Database, inTurn, jsonColumn, rowsOf } from '../client.ts';
 import { HOST_COLUMNS, type HostRow, sourceHostOfRow } from './retrieval.ts';
 import { ORIGIN_COLUMNS, originValues } from './wis2-outbox.ts';
 
@@ -75,9 +75,8 @@ export const acquisitionRepo = (db: Database): AcquisitionRepo => ({
     // all movers counts the runs under way: claims take turns (a lock held to their commit), or two at once
     // would each count the other's place as free.
     const rows = rowsOf<ClaimedRow>(
-      await db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(${ACQUISITION_CLAIMS}::int, 0)`);
-        return tx.execute(sql`
+      await inTurn(db, ACQUISITION_CLAIMS, (tx) =>
+        tx.execute(sql`
       with due as (
         select h.hostid, r.next_at from hosts h
         left join acquisition_runs r on r.hostid = h.hostid
@@ -106,8 +105,8 @@ export const acquisitionRepo = (db: Database): AcquisitionRepo => ({
           from destination_hosts a join destinations d on d.name = a.destination
           where a.hostid = h.hostid and ${ACQUIRING}) as destinations
       from claimed c join hosts h on h.hostid = c.hostid
-      left join transfer_methods m on m.name = h.transfer_method_name`);
-      }),
+      left join transfer_methods m on m.name = h.transfer_method_name`),
+      ),
     );
     return rows.map((r) => ({
       host: { ...sourceHostOfRow(r), nickname: r.nickname ?? '', transferMethod: r.transfer_method_name },

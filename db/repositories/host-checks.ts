@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { type CheckResult, HISTORY_LENGTH } from '../../core/host-checks/policy.ts';
 import type { HostCheckRepo, HostCheckShown } from '../../core/host-checks/ports.ts';
-import { type Database, jsonColumn, rowsOf } from '../client.ts';
+import { type Database, inTurn, jsonColumn, rowsOf } from '../client.ts';
 import { checkMails } from './mail-outbox.ts';
 import { HOST_COLUMNS, type HostRow, sourceHostOfRow } from './retrieval.ts';
 
@@ -40,9 +40,8 @@ export const hostCheckRepo = (db: Database): HostCheckRepo => ({
     // The bound over all servers counts the checks under way: claims take turns (a lock held to their
     // commit), or two at once would each count the other's place as free.
     const rows = rowsOf<ClaimedRow>(
-      await db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(${HOST_CHECK_CLAIMS}::int, 0)`);
-        return tx.execute(sql`
+      await inTurn(db, HOST_CHECK_CLAIMS, (tx) =>
+        tx.execute(sql`
       with due as (
         select h.hostid from hosts h
         left join host_checks c on c.hostid = h.hostid
@@ -62,8 +61,8 @@ export const hostCheckRepo = (db: Database): HostCheckRepo => ({
       )
       select ${HOST_COLUMNS}, h.nickname, h.check_filename, h.check_frequency
       from claimed c join hosts h on h.hostid = c.hostid
-      left join transfer_methods m on m.name = h.transfer_method_name`);
-      }),
+      left join transfer_methods m on m.name = h.transfer_method_name`),
+      ),
     );
     return rows.map((r) => ({
       claim,

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { MailKind } from '../../core/notifications/policy.ts';
 import type { ClaimedGroup, MailOutboxRepo } from '../../core/notifications/ports.ts';
-import { type Database, rowsOf } from '../client.ts';
+import { type Database, inTurn, rowsOf } from '../client.ts';
 
 /**
  * The conditions under which the event statements write mail rows (core/notifications/policy.ts says which
@@ -154,9 +154,8 @@ export const mailOutboxRepo = (db: Database): MailOutboxRepo => ({
   async claim({ now, until, ripeBefore, groups, listed, newClaim }) {
     const at = now.toISOString();
     const claim = newClaim();
-    const chosen = await db.transaction(async (tx) => {
-      // One claim at a time across senders: each sees what the others hold.
-      await tx.execute(sql`select pg_advisory_xact_lock(${MAIL_LOCKS}::int, 0)`);
+    // One claim at a time across senders: each sees what the others hold.
+    const chosen = await inTurn(db, MAIL_LOCKS, async (tx) => {
       const due = rowsOf<GroupRow>(
         await tx.execute(sql`
           select recipient, destination, kind, min(id) as first_id, max(id) as last_id, count(*)::int as n

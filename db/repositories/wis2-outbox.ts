@@ -1,7 +1,7 @@
 import { inArray, type SQL, sql } from 'drizzle-orm';
 import type { NotificationKind } from '../../core/wis2/message.ts';
 import type { OutboxItem, ReceivedMessage, Wis2OutboxRepo } from '../../core/wis2/ports.ts';
-import { type Database, jsonColumn, rowsOf } from '../client.ts';
+import { type Database, inTurn, jsonColumn, rowsOf } from '../client.ts';
 import { wis2Outbox } from '../schema.ts';
 
 /**
@@ -116,9 +116,8 @@ const OUTBOX_LOCKS = 7019;
 export const wis2OutboxRepo = (db: Database): Wis2OutboxRepo => ({
   async claim(now, until, limit, newId) {
     const at = now.toISOString();
-    const claimed = await db.transaction(async (tx) => {
-      // One claim at a time across publishers: each sees what the others hold.
-      await tx.execute(sql`select pg_advisory_xact_lock(${OUTBOX_LOCKS}::int, 0)`);
+    // One claim at a time across publishers: each sees what the others hold.
+    const claimed = await inTurn(db, OUTBOX_LOCKS, async (tx) => {
       // A destination's rows go in order: none is taken while an earlier one is held by a publisher
       // (one put off because its source could not be read comes late anyway, and holds up nothing).
       const due = rowsOf<{ id: string | number; message_id: string | null }>(
