@@ -10,6 +10,7 @@ import { openRuntime } from '../../functions/node/runtime.ts';
 import { freshPostgres, onPostgres } from '../support/database.ts';
 import { runMain } from '../support/in-process.ts';
 import { freePort, killAll, removeTempDirs, type ServerProcess, startServer, tempDir } from '../support/processes.ts';
+import { scaled } from '../support/time.ts';
 import { needs } from '../support/tools.ts';
 
 /**
@@ -262,11 +263,16 @@ describe('ecpds-edge incoming while the server runs', needs('sftp', 'ssh-keygen'
     const listed = JSON.parse((await cli('transfer', 'list', '--destination', 'DEST')).stdout) as Array<object>;
     expect(listed).toContainEqual(expect.objectContaining({ destination: 'DEST', target: 'up.txt' }));
     expect((await cli('host', 'output', '999')).stderr).toMatch(/^ecpds-edge: .*999/);
-    // The server's own change: its audit row names the command line, as a direct run's does.
-    const ran = server.logs().filter((l) => l.msg === 'command from the command line');
-    expect(ran.map((l) => l.command)).toEqual(
-      expect.arrayContaining(['destination start', 'destination hold', 'transfer list', 'host output']),
-    );
+    // The server logs each command it ran by name. Its log is written in batches and read from its stdout,
+    // so the last line may come after the command's answer: it is waited for.
+    const ran = () =>
+      server
+        .logs()
+        .filter((l) => l.msg === 'command from the command line')
+        .map((l) => l.command);
+    await expect
+      .poll(ran, { timeout: scaled(10_000) })
+      .toEqual(expect.arrayContaining(['destination start', 'destination hold', 'transfer list', 'host output']));
   });
 
   it('prints what a direct run prints, with its exit code', async () => {
