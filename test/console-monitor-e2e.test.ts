@@ -17,7 +17,7 @@ import { needs } from './support/tools.ts';
 
 /**
  * The monitor pages in headless Chromium, served over HTTPS from the test harness's app (so the
- * mover and the clock are the test's). The screenshots the README shows are
+ * mover and the clock are the test's). The screenshots docs/operators.md shows are
  * written to test-artifacts/test/, or over those in test/ with UPDATE_SCREENSHOTS=1.
  */
 const CHROMIUM = '/usr/bin/chromium';

@@ -138,10 +138,10 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     expect(shown.json.destination.statusCode).toBe('WAIT');
   });
 
-  it("runs the README's worked example: an SFTP destination restored, started, a put arriving", async () => {
-    const readme = fs.readFileSync(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
-    const json = /cat > sftp-dest\.json <<'JSON'\n([\s\S]*?)\nJSON\n/.exec(readme)![1]!;
-    const dir = sshd!.scratch('readme-');
+  it("runs the operators' guide's worked example: an SFTP destination restored, started, a put arriving", async () => {
+    const guide = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'operators.md'), 'utf8');
+    const json = /cat > sftp-dest\.json <<'JSON'\n([\s\S]*?)\nJSON\n/.exec(guide)![1]!;
+    const dir = sshd!.scratch('guide-');
     // The example's host, login and password are the operator's own: here, the test sshd's.
     const body = JSON.parse(
       json
@@ -152,7 +152,7 @@ describe.skipIf(noSshd !== null)(`SFTP to OpenSSH ${noSshd ?? ''}`, () => {
     );
     const restored = await h.call('PUT', '/v1/destination/backup', { auth: admin, body });
     expect(restored.status, restored.text).toBe(200);
-    expect(readme).toContain('npx ecpds-edge destination start LAB_SFTP');
+    expect(guide).toContain('npx ecpds-edge destination start LAB_SFTP');
     await setDestinationStatus(h.ports, 'cli', 'LAB_SFTP', 'start');
     const sent = await put('LAB_SFTP', 50_000);
     await eventually(done(sent.id), 20_000, 'DONE');

@@ -187,6 +187,7 @@ export const docsHtml = (title: string) => `<!doctype html>
 <label>Secret <input id="secret" type="password" autocomplete="off"></label>
 <label><input id="filter" type="search" placeholder="filter operations"></label>
 <a href="openapi.json">openapi.json</a>
+<a href="docs/guide">Guides</a>
 </div>
 <small>Credentials stay in this page (never stored) and go only to this server, as HTTP Basic.</small>
 </header>

@@ -4,6 +4,8 @@ import { openApiDocument } from '../../core/openapi.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import type { Env } from './app.ts';
 import { DOCS_SCRIPT, DOCS_STYLE, docsHtml } from './docs-page.ts';
+import { guideRoutes } from './guide.ts';
+import { GUIDE_PAGES } from './guide-pages.generated.ts';
 import { opsPaths } from './ops.ts';
 
 const docsPaths = {
@@ -28,6 +30,34 @@ const docsPaths = {
       responses: {
         200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
         403: { $ref: '#/components/responses/NotSecure' },
+      },
+    },
+  },
+  '/docs/guide': {
+    get: {
+      operationId: 'guide',
+      summary: 'The guides of the service: an index of the pages',
+      tags: ['none'],
+      security: [],
+      responses: {
+        200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+        403: { $ref: '#/components/responses/NotSecure' },
+      },
+    },
+  },
+  '/docs/guide/{page}': {
+    get: {
+      operationId: 'guidePage',
+      summary: 'One guide, rendered',
+      tags: ['none'],
+      security: [],
+      parameters: [
+        { name: 'page', in: 'path', required: true, schema: { type: 'string', enum: GUIDE_PAGES.map((p) => p.name) } },
+      ],
+      responses: {
+        200: { description: 'HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+        403: { $ref: '#/components/responses/NotSecure' },
+        404: { description: 'No such page', content: { 'text/plain': { schema: { type: 'string' } } } },
       },
     },
   },
@@ -56,7 +86,7 @@ export function servedDocument(mounts: DocsMounts = { base: null, mount: null })
 const sha256 = async (text: string) =>
   `'sha256-${bytesToBase64(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text))))}'`;
 
-/** /openapi.json and /docs: public, generated once per app on first use. */
+/** /openapi.json, /docs and the guides (/docs/guide): public, generated once per app on first use. */
 export function docsRoutes(app: Hono<Env>, mounts?: DocsMounts) {
   let document: string | null = null;
   let page: { html: string; policy: string } | null = null;
@@ -90,4 +120,6 @@ export function docsRoutes(app: Hono<Env>, mounts?: DocsMounts) {
       },
     });
   });
+
+  guideRoutes(app);
 }

@@ -21,7 +21,7 @@ import { incomingUser } from './agent.ts';
 /**
  * The portal's pages in headless Chromium, served over HTTPS from the harness's app, with a real
  * SMTP server: register → the link from the mail → log in with the mailed password → browse and
- * download → log out. The login and listing pages' screenshots (for the README) go to
+ * download → log out. The login and listing pages' screenshots (for the docs) go to
  * test/portal/portal-login.png and portal-listing.png.
  */
 const CHROMIUM = '/usr/bin/chromium';
@@ -172,7 +172,7 @@ describe('the portal pages in headless Chromium', needs('chromium'), () => {
     );
   });
 
-  it('sends an open-access user to its public files, and shows the login page for the README', async () => {
+  it('sends an open-access user to its public files, and shows the login page for the docs', async () => {
     await page.goto(`${base}/portal/login`);
     await page.fill('#login', 'public');
     await page.fill('#password', 'anything');

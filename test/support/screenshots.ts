@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ROOT } from './processes.ts';
 
 /**
- * Where a test writes a screenshot that the repository keeps (the README shows it): under the
+ * Where a test writes a screenshot that the repository keeps (the docs show it): under the
  * ignored test-artifacts/ by default, so that a test run leaves the working tree as it found it;
  * over the tracked file itself with UPDATE_SCREENSHOTS=1.
  */

@@ -2,15 +2,16 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Mosquitto, startMosquitto } from './portal/wis2/support.ts';
-import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from './support/processes.ts';
-import { scaled } from './support/time.ts';
-import { needs } from './support/tools.ts';
+import { type Mosquitto, startMosquitto } from '../portal/wis2/support.ts';
+import { childEnv, freePort, ROOT, removeTempDirs, tempDir } from '../support/processes.ts';
+import { scaled } from '../support/time.ts';
+import { needs } from '../support/tools.ts';
 
-// The API and data portal examples of the README, run in the order shown against a fresh `npm start` (demo data),
-// each answering what the README shows: a newcomer who copies them gets the same answers. The portal's clients
-// (wget, rclone, OpenSSH, lftp, the AWS command line, s3cmd, mosquitto_sub) run as curl does, against the SFTP
-// port and S3 listener of that start and a Mosquitto broker of its own (ECPDS_MQTT_URL).
+// The examples of the README's tour and of the guides' API and data portal sections, run in the order a reader
+// meets them against a fresh `npm start` (demo data), each answering what the page shows: a newcomer who copies
+// them gets the same answers. The portal's clients (wget, rclone, OpenSSH, lftp, the AWS command line, s3cmd,
+// mosquitto_sub) run as curl does, against the SFTP port and S3 listener of that start and a Mosquitto broker of
+// its own (ECPDS_MQTT_URL).
 
 /** The commands run: curl, head, and the portal's clients. */
 const RUN = /^(curl|head|wget|rclone|sshpass|sftp|scp|lftp|aws|s3cmd|mosquitto_sub) /;
@@ -21,10 +22,41 @@ interface Example {
   answer?: string;
 }
 
-/** The shell steps of the sections from "The API" to the worked example, in order. */
-function readmeExamples(): Example[] {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## The API\n'), readme.indexOf('\n## Administration console\n'));
+/**
+ * The sections whose examples run, in the order they must run: the later ones use what the earlier ones made
+ * (data file and host ids, the web user ops1, the file put for the WIS2 notification). Each is its heading and
+ * everything below it up to the next heading of the same or a higher level.
+ */
+const RUNS: ReadonlyArray<{ file: string; heading: string }> = [
+  { file: 'README.md', heading: '## A five-minute tour' },
+  { file: 'docs/pipelines.md', heading: '## The API' },
+  { file: 'docs/operators.md', heading: '### A worked example' },
+  { file: 'docs/operators.md', heading: '## Acquisition' },
+  { file: 'docs/consumers.md', heading: '## Data portal' },
+];
+
+/** A section of a page: its heading line up to the next heading of the same or a higher level, outside code. */
+function sectionOf(file: string, heading: string): string {
+  const lines = fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n');
+  const start = lines.indexOf(heading);
+  if (start < 0) throw new Error(`${file} has no heading ${heading}`);
+  const level = heading.indexOf(' ');
+  let fenced = false;
+  for (let i = start + 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('```')) fenced = !fenced;
+    const h = !fenced && /^(#+) /.exec(line);
+    if (h && h[1]!.length <= level) return lines.slice(start, i).join('\n');
+  }
+  return lines.slice(start).join('\n');
+}
+
+/** The text of every section that runs, in order. */
+const docsText = () => RUNS.map(({ file, heading }) => sectionOf(file, heading)).join('\n');
+
+/** The shell steps of those sections, in order. */
+function docsExamples(): Example[] {
+  const section = docsText();
   const examples: Example[] = [];
   for (const [, block] of section.matchAll(/```sh\n([\s\S]*?)```/g)) {
     const lines = block!.split('\n');
@@ -37,7 +69,7 @@ function readmeExamples(): Example[] {
         i = end;
         continue;
       }
-      // `npx ecpds-edge` lines are commands on the database: the README runs them with the server stopped.
+      // `npx ecpds-edge` lines are commands on the database: the pages run them with the server stopped.
       if (!RUN.test(line)) continue;
       const [command, comment] = line.split(/\s+#\s+(.*)/);
       const next = /^# {3}(.*)$/.exec(lines[i + 1] ?? '')?.[1];
@@ -47,10 +79,10 @@ function readmeExamples(): Example[] {
   return examples;
 }
 
-/** The value a line of the README gives a shell variable (`K="..."` or `T=...`), which the lines use. */
-function readmeValue(readme: string, name: string): string {
-  const m = new RegExp(`^(?:.* )?${name}=("[^"]*"|\\S+)`, 'm').exec(readme);
-  if (!m) throw new Error(`README sets no ${name}`);
+/** The value a line of the pages gives a shell variable (`K="..."` or `T=...`), which the lines use. */
+function docsValue(text: string, name: string): string {
+  const m = new RegExp(`^(?:.* )?${name}=("[^"]*"|\\S+)`, 'm').exec(text);
+  if (!m) throw new Error(`the examples set no ${name}`);
   return m[1]!.replace(/^"(.*)"$/, '$1');
 }
 
@@ -94,7 +126,7 @@ const TOOLS = needs(
 
 beforeAll(async () => {
   if (TOOLS.skip) return;
-  dir = fs.realpathSync(tempDir('ecpds-readme-'));
+  dir = fs.realpathSync(tempDir('ecpds-examples-'));
   broker = await startMosquitto();
   const [port, sftp, s3] = [await freePort(), await freePort(), await freePort()];
   [sftpPort, s3Port] = [sftp, s3];
@@ -135,14 +167,16 @@ const alive = (pid: number) => {
   }
 };
 
-describe('the README examples on a fresh npm start', TOOLS, () => {
-  it('answer what the README shows, in order', { timeout: scaled(180_000) }, () => {
-    const examples = readmeExamples();
+describe('the examples of the README and the guides on a fresh npm start', TOOLS, () => {
+  it('answer what the pages show, in order', { timeout: scaled(180_000) }, () => {
+    const examples = docsExamples();
     expect(examples.length).toBeGreaterThan(40);
+    // The tour is there, first, and runs too.
+    expect(examples[0]!.command).toMatch(/^curl \$A \$U\/version/);
     const portalPassword = /Data portal user '[^']+' created\. Its password is shown this once:\s+(\S+)/.exec(
       output,
     )![1]!;
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const text = docsText();
     // A reader's environment: a HOME of its own (no ~/.aws, ~/.s3cfg, rclone or lftp configuration; OpenSSH takes
     // ~/.ssh from the passwd entry, but the lines give it a known_hosts file of their own), nothing of the clients'.
     const clean = Object.entries(process.env).filter(
@@ -150,7 +184,7 @@ describe('the README examples on a fresh npm start', TOOLS, () => {
     );
     const env = {
       ...Object.fromEntries(clean),
-      HOME: tempDir('ecpds-readme-home-'),
+      HOME: tempDir('ecpds-examples-home-'),
       A: `-sk -u admin:${secret}`,
       U: `${url}/v1`,
       P: `${url}/portal/data`,
@@ -161,9 +195,9 @@ describe('the README examples on a fresh npm start', TOOLS, () => {
       SSHPASS: portalPassword,
       AWS_ACCESS_KEY_ID: 'demo_reader',
       AWS_SECRET_ACCESS_KEY: portalPassword,
-      K: readmeValue(readme, 'K'),
+      K: docsValue(text, 'K'),
       M: broker!.url,
-      T: readmeValue(readme, 'T'),
+      T: docsValue(text, 'T'),
     };
     for (const { command, answer } of examples) {
       const r = spawnSync('bash', ['-o', 'pipefail', '-c', command], {
