@@ -1,4 +1,5 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context, Handler, MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
 import type { Logger } from '../../core/ports.ts';
 import type { Env } from './app.ts';
 import { plain } from './errors.ts';
@@ -53,18 +54,42 @@ export const requestMetrics =
 /** The 403's text, also given by the Node server to plain HTTP on its HTTPS port. */
 export const NOT_SECURE = 'Operation only available through a secure connection (https)';
 
-/** Plain HTTP is refused (403); behind a trusted proxy only `X-Forwarded-Proto: https` counts as secure. */
+const probes = new WeakSet<Handler<Env>>();
+
+/**
+ * Marks a route's handler as a balancer's probe: behind a trusted proxy it answers GET and HEAD over plain
+ * HTTP too, as probes are sent to the server directly, without `X-Forwarded-Proto`. Its answer must then say
+ * no more than a status (see `isSecure`).
+ */
+export const probe = (handler: Handler<Env>): Handler<Env> => {
+  probes.add(handler);
+  return handler;
+};
+
+/**
+ * Plain HTTP is refused (403); behind a trusted proxy only `X-Forwarded-Proto: https` counts as secure,
+ * except for the probes' GET and HEAD.
+ */
 export const secureOnly =
   (trustProxy: boolean): MiddlewareHandler<Env> =>
   async (c, next) => {
-    if (isSecure(c, trustProxy)) return next();
+    if (isSecure(c, trustProxy) || (trustProxy && isProbe(c))) return next();
     c.res = plain(403, NOT_SECURE);
   };
 
-const isSecure = (c: Context, trustProxy: boolean) =>
+/** Whether the request came over HTTPS (behind a trusted proxy: as the proxy says). */
+export const isSecure = (c: Context, trustProxy: boolean) =>
   trustProxy
     ? c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() === 'https'
     : c.req.url.startsWith('https:');
+
+// The route that answers decides, not the path: a probe is the same route at the root and under the
+// base path, and nothing else answers at a probe's path before it. Middleware is registered for ALL methods.
+const isProbe = (c: Context) => {
+  if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return false;
+  const answering = matchedRoutes(c).find((r) => r.method !== 'ALL');
+  return answering !== undefined && probes.has(answering.handler as Handler<Env>);
+};
 
 const FRAME_ANCESTORS = "frame-ancestors 'none'";
 

@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import { authenticate, parseBasicAuthorization } from '../../core/api-clients/auth.ts';
+import { messageOf } from '../../core/common/errors.ts';
 import { storeHealth } from '../../core/store/health.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import { renderAcquisition, renderGlobalCache } from './acquisition-metrics.ts';
@@ -9,38 +10,63 @@ import { plain } from './errors.ts';
 import { renderHostChecks } from './host-check-metrics.ts';
 import { renderMailOutbox } from './mail-metrics.ts';
 import { type Metrics, renderEngine } from './metrics.ts';
+import { isSecure, probe } from './middleware.ts';
 import { renderRetention, renderStore } from './retention-metrics.ts';
 
 /** The permission /metrics asks for, matched like a service name (so `.*` grants it). */
 export const METRICS_PERMISSION = 'metrics';
 // A database that does not answer at all must still give the probe an answer.
 const PING_TIMEOUT_MS = 5000;
+const UNAVAILABLE = { status: 'error', message: 'Service unavailable: database unreachable' };
 
-/** /healthz and /metrics: outside /v1, behind the same HTTPS rule as everything else. */
+/**
+ * /healthz, /readyz and /metrics: outside /v1, behind the same HTTPS rule as everything else, except the
+ * probes' over plain HTTP behind a trusted proxy, which then answer their status only.
+ */
 export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics) {
-  app.get('/healthz', async (c) => {
-    c.set('service', 'healthz');
-    try {
-      const ports = await options.portsFor(c);
-      const [store] = await Promise.all([
-        ports.store ? storeHealth(ports.store) : null,
-        withTimeout(ports.repos.ping(), PING_TIMEOUT_MS),
-      ]);
-      if (!store) return c.json({ status: 'ok' });
-      if (store.status === 'failing') {
-        options.logger.warn('store check failed', { requestId: c.get('requestId'), reason: store.reason });
+  app.get(
+    '/healthz',
+    probe(async (c) => {
+      c.set('service', 'healthz');
+      // Over plain HTTP, anyone on the way may read the answer: the store's whereabouts and errors stay out.
+      const full = isSecure(c, options.trustProxy);
+      try {
+        const ports = await options.portsFor(c);
+        const [store] = await Promise.all([
+          ports.store ? storeHealth(ports.store) : null,
+          withTimeout(ports.repos.ping(), PING_TIMEOUT_MS),
+        ]);
+        if (!store) return c.json({ status: 'ok' });
+        if (store.status === 'failing') {
+          options.logger.warn('store check failed', { requestId: c.get('requestId'), reason: store.reason });
+        }
+        // Still 200 with the store failing: puts are accepted and kept until it is back, which a
+        // balancer taking every server out of service (they share the store) would stop too.
+        const status = store.status === 'ok' ? 'ok' : 'degraded';
+        return c.json(full ? { status, store } : { status });
+      } catch (e) {
+        options.logger.warn('health check failed', { requestId: c.get('requestId'), reason: messageOf(e) });
+        return c.json(full ? UNAVAILABLE : { status: 'error' }, 503);
       }
-      // Still 200 with the store failing: puts are accepted and kept until it is back, which a
-      // balancer taking every server out of service (they share the store) would stop too.
-      return c.json({ status: store.status === 'ok' ? 'ok' : 'degraded', store });
-    } catch (e) {
-      options.logger.warn('health check failed', {
-        requestId: c.get('requestId'),
-        reason: e instanceof Error ? e.message : String(e),
-      });
-      return c.json({ status: 'error', message: 'Service unavailable: database unreachable' }, 503);
-    }
-  });
+    }),
+  );
+
+  // Whether to send this server requests: the database answers. The store is left to /healthz, since
+  // it is shared by every server and puts are kept while it is down.
+  app.get(
+    '/readyz',
+    probe(async (c) => {
+      c.set('service', 'readyz');
+      try {
+        const ports = await options.portsFor(c);
+        await withTimeout(ports.repos.ping(), PING_TIMEOUT_MS);
+        return c.json({ status: 'ready' });
+      } catch (e) {
+        options.logger.warn('readiness check failed', { requestId: c.get('requestId'), reason: messageOf(e) });
+        return c.json({ status: 'not ready' }, 503);
+      }
+    }),
+  );
 
   app.get('/metrics', async (c) => {
     c.set('service', METRICS_PERMISSION);
@@ -82,10 +108,7 @@ export function opsRoutes(app: Hono<Env>, options: AppOptions, metrics: Metrics)
     } catch (e) {
       // Still an answer, with ecpds_database_up 0: the alert on it then names the cause, where a failed
       // scrape would only say that the target is down.
-      options.logger.warn('metrics without the database', {
-        requestId: c.get('requestId'),
-        reason: e instanceof Error ? e.message : String(e),
-      });
+      options.logger.warn('metrics without the database', { requestId: c.get('requestId'), reason: messageOf(e) });
     }
     const reachability = renderReachability(fromDatabase !== '', await storeUp);
     return new Response(metrics.render() + fromDatabase + reachability, {
@@ -106,9 +129,20 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
+const probeStatus = (status: string) => ({
+  type: 'object',
+  properties: { status: { const: status } },
+  required: ['status'],
+  additionalProperties: false,
+});
+
 const plainText = (example: string) => ({ 'text/plain': { schema: { type: 'string' }, example } });
 
-/** The two routes in OpenAPI form, added to the generated document. */
+const PROBE_NOTE =
+  ' Behind a TLS-terminating proxy (ECPDS_TRUST_PROXY=1), also answered over plain HTTP without ' +
+  "`X-Forwarded-Proto`, for the balancer's probes, with the status only.";
+
+/** The routes in OpenAPI form, added to the generated document. */
 export const opsPaths = {
   '/healthz': {
     get: {
@@ -116,7 +150,8 @@ export const opsPaths = {
       summary: 'Process up, database reachable, and the store',
       description:
         'With a store (retrieval on), `store` says whether it writes, reads back and deletes a small object ' +
-        '(checked at most every 5 s); `degraded` when it does not, while puts are still accepted.',
+        '(checked at most every 5 s); `degraded` when it does not, while puts are still accepted.' +
+        PROBE_NOTE,
       tags: ['none'],
       security: [],
       responses: {
@@ -144,7 +179,39 @@ export const opsPaths = {
           },
         },
         403: { $ref: '#/components/responses/NotSecure' },
-        503: { $ref: '#/components/responses/Unavailable' },
+        503: {
+          description: 'The database is unreachable (over plain HTTP, the status only)',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { status: { const: 'error' }, message: { type: 'string' } },
+                required: ['status'],
+              },
+              example: { status: 'error', message: 'Service unavailable: database unreachable' },
+            },
+          },
+        },
+      },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'readyz',
+      summary: 'Ready for requests: the database answers',
+      description: `Within 5 s; the store is not checked (see /healthz).${PROBE_NOTE}`,
+      tags: ['none'],
+      security: [],
+      responses: {
+        200: {
+          description: 'Ready',
+          content: { 'application/json': { schema: probeStatus('ready'), example: { status: 'ready' } } },
+        },
+        403: { $ref: '#/components/responses/NotSecure' },
+        503: {
+          description: 'Not ready: the database does not answer',
+          content: { 'application/json': { schema: probeStatus('not ready'), example: { status: 'not ready' } } },
+        },
       },
     },
   },
