@@ -139,12 +139,7 @@ export const sharedEnvSchema = z.object({
  * invocation keeps at most six connections open at once, and each send holds two (the source and
  * the destination) besides the database's: two sends at a time by default.
  */
-export const workerEnvSchema = sharedEnvSchema.extend({
-  /** The R2 bucket bindings that `r2://<binding>/<key>` sources may name (none by default). */
-  ECPDS_SOURCE_BUCKETS: bindingNames('ECPDS_SOURCE_BUCKETS'),
-  /** The R2 bucket binding the service keeps its copy of every registered file in, and the keys' prefix there. */
-  ECPDS_STORE_BINDING: bindingName('ECPDS_STORE_BINDING'),
-  ECPDS_STORE_PREFIX: keyPrefix('ECPDS_STORE_PREFIX'),
+export const edgeEnvSchema = sharedEnvSchema.extend({
   /** Test only: a local workerd reaches loopback and private servers, a deployed Worker never does. */
   ECPDS_EDGE_ALLOW_PRIVATE: flag('ECPDS_EDGE_ALLOW_PRIVATE', false),
   ECPDS_EDGE_MOVER_NAME: text().transform((v) => v ?? 'edge'),
@@ -152,6 +147,36 @@ export const workerEnvSchema = sharedEnvSchema.extend({
   ECPDS_EDGE_LEASE_SECONDS: integer('ECPDS_EDGE_LEASE_SECONDS', 60, 2, 3600),
   ECPDS_EDGE_HEARTBEAT_SECONDS: integer('ECPDS_EDGE_HEARTBEAT_SECONDS', 15, 1, 900),
   ECPDS_EDGE_BUDGET_SECONDS: integer('ECPDS_EDGE_BUDGET_SECONDS', 300, 1, 840),
+});
+
+export const workerEnvSchema = edgeEnvSchema.extend({
+  /** The R2 bucket bindings that `r2://<binding>/<key>` sources may name (none by default). */
+  ECPDS_SOURCE_BUCKETS: bindingNames('ECPDS_SOURCE_BUCKETS'),
+  /** The R2 bucket binding the service keeps its copy of every registered file in, and the keys' prefix there. */
+  ECPDS_STORE_BINDING: bindingName('ECPDS_STORE_BINDING'),
+  ECPDS_STORE_PREFIX: keyPrefix('ECPDS_STORE_PREFIX'),
+});
+
+/**
+ * The fetch entries' (Bun, Deno, AWS Lambda): the edge's variables plus where the database is
+ * (Postgres, pooled or through a transaction pooler; the embedded database in ECPDS_DATA_DIR when
+ * DATABASE_URL is unset) and whether a TLS-terminating proxy stands in front. The store is read by
+ * functions/store/config.ts from the same environment.
+ */
+export const fetchEnvSchema = edgeEnvSchema.extend({
+  HOST: text().transform((v) => v ?? '127.0.0.1'),
+  PORT: integer('PORT', 8443, 0, 65535),
+  TLS_CERT_FILE: text(),
+  TLS_KEY_FILE: text(),
+  ECPDS_PROPERTIES: text(),
+  DATABASE_URL: text(),
+  /** `transaction`: DATABASE_URL is a transaction pooler (PgBouncer, RDS Proxy): a client per request. */
+  ECPDS_DATABASE_POOLER: z.preprocess(unsetIfEmpty, z.enum(['session', 'transaction']).default('session')),
+  ECPDS_DATABASE_MAX: integer('ECPDS_DATABASE_MAX', 10, 1, 1000),
+  ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
+  ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
+  /** Seconds between the edge mover's rounds where a timer drives it (Bun, Deno without Deno.cron); 0: none. */
+  ECPDS_EDGE_EVERY_SECONDS: integer('ECPDS_EDGE_EVERY_SECONDS', 60, 0, 86_400),
 });
 
 /** The Node shell's: the shared variables plus the server's, the files' and the embedded database's. */
@@ -220,6 +245,8 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
 export type SharedEnv = z.output<typeof sharedEnvSchema>;
 export type NodeEnv = z.output<typeof nodeEnvSchema>;
 export type WorkerEnvConfig = z.output<typeof workerEnvSchema>;
+export type EdgeEnvConfig = z.output<typeof edgeEnvSchema>;
+export type FetchEnvConfig = z.output<typeof fetchEnvSchema>;
 
 /** Parses `env` with `schema`; every wrong variable is named in one ConfigError, not only the first. */
 export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, unknown>): z.output<S> {

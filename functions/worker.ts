@@ -1,70 +1,53 @@
-import type { ExecutionContext } from 'hono';
-import { messageOf } from '../core/common/errors.ts';
-import { sweep } from '../core/retention/sweep.ts';
-import { consumeDeliveries, type DeliveryBatch, dispatchDue } from './workers/edge.ts';
-import { retrieveDue } from './workers/retrieval.ts';
+import { type DeliveryBatch, type EdgeSending, fetchMethods } from './edge/deliveries.ts';
+import { deliveryRound, scheduledRound } from './edge/rounds.ts';
+import { type R2BucketLike, r2Method } from './transfer-methods/r2.ts';
 import {
-  consoleLogger,
+  callOf,
   createIsolate,
   type Isolate,
-  type RequestScope,
-  requestScope,
   type WorkerContext,
   type WorkerEnv,
+  workerSourceReader,
 } from './workers/runtime.ts';
+
+/** How a Worker sends: the fetch methods, R2 through its bindings, and Cloudflare Queues for destinations. */
+function workerSending(isolate: Isolate, env: WorkerEnv): EdgeSending {
+  return {
+    methods: { ...fetchMethods(), r2: r2Method((name) => bucketOf(env, name)) },
+    sources: workerSourceReader(isolate.config, env),
+    queue: env.ECPDS_QUEUE ?? null,
+  };
+}
 
 /**
  * The Worker's handlers, each invocation run in the isolate `isolateOf` answers for its environment.
  * The same catalogue and core as Node, a database client per invocation.
  */
 export function edgeWorker(isolateOf: (env: WorkerEnv) => Isolate) {
-  /** Runs `work` with this invocation's scope (its database client), finished however `work` ends. */
-  async function inScope<T>(
-    env: WorkerEnv,
-    ctx: WorkerContext,
-    work: (scope: RequestScope, isolate: Isolate) => T | Promise<T>,
-  ): Promise<T> {
-    const isolate = isolateOf(env);
-    const scope = requestScope(env, ctx, isolate);
-    try {
-      return await work(scope, isolate);
-    } finally {
-      scope.finish();
-    }
-  }
-
   return {
     fetch: (request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> =>
-      inScope(env, ctx, (scope, { app }) => app.fetch(request, { scope }, ctx as ExecutionContext)),
+      isolateOf(env).fetch(request, callOf(ctx, request)),
 
-    /**
-     * The expiry sweep and purge, then (with a store) retrievals of the files put since, then the due
-     * destinations the edge can reach, sent to the delivery queue: a file retrieved here goes out in the
-     * same run.
-     */
-    scheduled: (_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
-      inScope(env, ctx, async (scope, { config, store }) => {
-        await scope.measureClock();
-        // One failing does not keep the others from running.
-        const retention = {
-          maxTransferLifeDays: config.ECPDS_MAX_TRANSFER_LIFE_DAYS,
-          maxIdentityCount: config.ECPDS_MAX_IDENTITY_COUNT,
-          batchSize: config.ECPDS_PURGE_BATCH,
-        };
-        await sweep(scope.ports(), retention).catch((e) =>
-          consoleLogger.error('expiry sweep failed', { reason: messageOf(e) }),
-        );
-        if (store) await retrieveDue(scope.ports(), config, env, store);
-        if (env.ECPDS_QUEUE) await dispatchDue(scope.ports(), config, env.ECPDS_QUEUE);
-      }),
+    /** Sweep, retrievals, then the due destinations sent to the delivery queue (functions/edge/rounds.ts). */
+    scheduled: (_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> => {
+      const isolate = isolateOf(env);
+      return scheduledRound(isolate, workerSending(isolate, env), callOf(ctx));
+    },
 
     /** The delivery queue's consumer: claims, sends and ends the transfers of each destination. */
-    queue: (batch: DeliveryBatch, env: WorkerEnv, ctx: WorkerContext): Promise<void> =>
-      inScope(env, ctx, async (scope, { config }) => {
-        await scope.measureClock();
-        await consumeDeliveries(batch, env, config, scope.ports());
-      }),
+    queue: (batch: DeliveryBatch, env: WorkerEnv, ctx: WorkerContext): Promise<void> => {
+      const isolate = isolateOf(env);
+      return deliveryRound(isolate, workerSending(isolate, env), callOf(ctx), batch);
+    },
   };
+}
+
+/** The binding named by a host's `r2.binding`, when it is an R2 bucket. */
+function bucketOf(env: WorkerEnv, name: string): R2BucketLike | null {
+  const bound = (env as unknown as Record<string, unknown>)[name] as Partial<R2BucketLike> | undefined;
+  return bound && typeof bound.put === 'function' && typeof bound.delete === 'function'
+    ? (bound as R2BucketLike)
+    : null;
 }
 
 // Built on the first invocation from the isolate's environment, which does not change while it lives.

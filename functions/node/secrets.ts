@@ -9,7 +9,7 @@ import { ConfigError, type NodeConfig } from './config.ts';
  * first start into the data dir (mode 0600). A shared Postgres needs the key given, since
  * every instance must read what the others sealed.
  */
-export function loadSecretBox(config: NodeConfig): SecretBox {
+export function loadSecretBox(config: Pick<NodeConfig, 'secretKey' | 'databaseUrl' | 'dataDir'>): SecretBox {
   if (config.secretKey) return checked(config.secretKey, 'ECPDS_SECRET_KEY');
   if (config.databaseUrl) {
     throw new ConfigError(

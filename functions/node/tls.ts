@@ -3,7 +3,9 @@ import path from 'node:path';
 import type { NodeConfig } from './config.ts';
 
 /** TLS_CERT_FILE/TLS_KEY_FILE, else a self-signed certificate made once and kept in the data dir. */
-export async function loadTls(config: NodeConfig): Promise<{ cert: string; key: string }> {
+export async function loadTls(
+  config: Pick<NodeConfig, 'dataDir' | 'tlsCertFile' | 'tlsKeyFile'>,
+): Promise<{ cert: string; key: string }> {
   if (config.tlsCertFile && config.tlsKeyFile) {
     return { cert: fs.readFileSync(config.tlsCertFile, 'utf8'), key: fs.readFileSync(config.tlsKeyFile, 'utf8') };
   }

@@ -5,7 +5,7 @@ import { AwsClient } from 'aws4fetch';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { setDestinationStatus } from '../../core/dissemination/operator.ts';
 import type { TransferView } from '../../core/dissemination/ports.ts';
-import { dispatchDue } from '../../functions/workers/edge.ts';
+import { dispatchDue } from '../../functions/edge/deliveries.ts';
 import { type DeliveryMessage, type DeliveryQueue, workerConfig } from '../../functions/workers/runtime.ts';
 import { destinationBackup, type TestHost } from '../support/backups.ts';
 import { call, client, sourceBucket, sourcePort, withPorts, worker, workerEnv } from './support.ts';

@@ -1,33 +1,59 @@
 import { reclaimLapsedAttempts, settleStaleDestinations } from '../../core/dissemination/claims.ts';
 import { type DeliverDueResult, deliverDue, reachableDue } from '../../core/dissemination/deliver-due.ts';
+import type { TransferMethods } from '../../core/dissemination/methods.ts';
 import type { DisseminationHost } from '../../core/dissemination/ports.ts';
 import { edgeCanReach } from '../../core/dissemination/reach.ts';
+import type { SourceReader } from '../../core/dissemination/send.ts';
 import { memorySpool } from '../../core/dissemination/spooled-filter.ts';
 import type { Ports } from '../../core/ports.ts';
+import type { EdgeEnvConfig as EdgeConfig } from '../env.ts';
 import { azureMethod } from '../transfer-methods/azure.ts';
 import { httpMethod } from '../transfer-methods/http.ts';
 import { portalMethod } from '../transfer-methods/portal.ts';
-import { type R2BucketLike, r2Method } from '../transfer-methods/r2.ts';
 import { s3Method } from '../transfer-methods/s3.ts';
 import { webdavMethod } from '../transfer-methods/webdav.ts';
-import { workerFilters } from './filters.ts';
-import {
-  type DeliveryMessage,
-  type DeliveryQueue,
-  type WorkerConfig,
-  type WorkerEnv,
-  workerSourceReader,
-} from './runtime.ts';
+import { workerFilters } from '../workers/filters.ts';
 
-/** The most filtered output a Worker keeps in memory to learn its size before sending (of its 128 MB). */
-const WORKER_SPOOL_BYTES = 32 * 1024 * 1024;
+/**
+ * The most filtered output the edge keeps in memory to learn its size before sending (of a
+ * Worker's 128 MB; a Lambda or Deno Deploy function has no more to count on).
+ */
+const EDGE_SPOOL_BYTES = 32 * 1024 * 1024;
+
+/** One message of the delivery queue: a destination with due transfers the edge can send. */
+export interface DeliveryMessage {
+  destination: string;
+}
+
+/** What the edge uses of a queue's producer (Cloudflare Queues, SQS, or a loop in the process). */
+export interface DeliveryQueue {
+  send(body: DeliveryMessage): Promise<unknown>;
+  sendBatch(messages: Iterable<{ body: DeliveryMessage }>): Promise<unknown>;
+}
+
+/** How the edge sends, wherever it runs: the methods that need no more than fetch, and where bytes come from. */
+export interface EdgeSending {
+  methods: TransferMethods;
+  sources: SourceReader;
+  /** Where a destination with more due than its run could send goes back to; none: the next run finds it. */
+  queue: DeliveryQueue | null;
+}
+
+/** The transfer methods every runtime with fetch can run; a shell adds those of its bindings (R2). */
+export const fetchMethods = (): TransferMethods => ({
+  s3: s3Method(),
+  http: httpMethod(),
+  portal: portalMethod(),
+  azure: azureMethod(),
+  webdav: webdavMethod(),
+});
 
 /** Destinations looked at per cron run: the longest waiting, reachable here or not. */
 const DISPATCH_LIMIT = 500;
 /** A queue takes at most 100 messages per sendBatch. */
 const BATCH = 100;
 
-const reachesFor = (config: WorkerConfig) => (host: DisseminationHost) =>
+const reachesFor = (config: EdgeConfig) => (host: DisseminationHost) =>
   edgeCanReach(host, { allowPrivate: config.ECPDS_EDGE_ALLOW_PRIVATE });
 
 /**
@@ -35,7 +61,7 @@ const reachesFor = (config: WorkerConfig) => (host: DisseminationHost) =>
  * cut off mid-send, a Node mover gone) go back to the queue, and the due destinations the edge can
  * reach are sent to the delivery queue. Answers the destinations queued.
  */
-export async function dispatchDue(ports: Ports, config: WorkerConfig, queue: DeliveryQueue): Promise<string[]> {
+export async function dispatchDue(ports: Ports, config: EdgeConfig, queue: DeliveryQueue): Promise<string[]> {
   await reclaimLapsedAttempts(ports);
   await settleStaleDestinations(ports);
   const names = await reachableDue(ports, reachesFor(config), DISPATCH_LIMIT);
@@ -59,27 +85,19 @@ export interface DeliveryBatch {
  */
 export async function consumeDeliveries(
   batch: DeliveryBatch,
-  env: WorkerEnv,
-  config: WorkerConfig,
+  sending: EdgeSending,
+  config: EdgeConfig,
   ports: Ports,
 ): Promise<Map<string, DeliverDueResult>> {
   const names = [...new Set(batch.messages.map((m) => destinationOf(m.body)).filter((n) => n !== null))];
   const mover = `${config.ECPDS_EDGE_MOVER_NAME}-${crypto.randomUUID().slice(0, 8)}`;
-  const methods = {
-    s3: s3Method(),
-    http: httpMethod(),
-    r2: r2Method((name) => bucketOf(env, name)),
-    portal: portalMethod(),
-    azure: azureMethod(),
-    webdav: webdavMethod(),
-  };
-  const sources = workerSourceReader(config, env);
+  const { methods, sources } = sending;
   const until = Date.now() + config.ECPDS_EDGE_BUDGET_SECONDS * 1000;
   const results = new Map<string, DeliverDueResult>();
   for (const destination of names) {
     const result = await deliverDue(
       ports,
-      { methods, sources, filters: workerFilters, spool: memorySpool(WORKER_SPOOL_BYTES) },
+      { methods, sources, filters: workerFilters, spool: memorySpool(EDGE_SPOOL_BYTES) },
       {
         destination,
         mover,
@@ -96,7 +114,7 @@ export async function consumeDeliveries(
       return null;
     });
     if (result) results.set(destination, result);
-    if (result?.more) await env.ECPDS_QUEUE?.send({ destination });
+    if (result?.more) await sending.queue?.send({ destination });
   }
   batch.ackAll();
   return results;
@@ -105,12 +123,4 @@ export async function consumeDeliveries(
 function destinationOf(body: unknown): string | null {
   const name = (body as Partial<DeliveryMessage> | null)?.destination;
   return typeof name === 'string' && name !== '' ? name : null;
-}
-
-/** The binding named by a host's `r2.binding`, when it is an R2 bucket. */
-function bucketOf(env: WorkerEnv, name: string): R2BucketLike | null {
-  const bound = (env as unknown as Record<string, unknown>)[name] as Partial<R2BucketLike> | undefined;
-  return bound && typeof bound.put === 'function' && typeof bound.delete === 'function'
-    ? (bound as R2BucketLike)
-    : null;
 }

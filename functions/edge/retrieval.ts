@@ -1,8 +1,9 @@
 import { messageOf } from '../../core/common/errors.ts';
+import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Ports } from '../../core/ports.ts';
 import { recordTogether, retrieve } from '../../core/retrieval/retrieve.ts';
 import type { ObjectStore } from '../../core/store/ports.ts';
-import { type WorkerConfig, type WorkerEnv, workerSourceReader } from './runtime.ts';
+import type { EdgeEnvConfig as EdgeConfig } from '../env.ts';
 
 /**
  * A cron invocation of a Worker has 30 s of wall time when the cron runs more often than hourly, and
@@ -22,14 +23,14 @@ export interface RetrievalRun {
 
 /**
  * The cron's retrievals: claims the files waiting for their bytes (SCHE) a few at a time and streams
- * each from its source (http(s) on ECPDS_SOURCE_HOSTS, an R2 object of ECPDS_SOURCE_BUCKETS) into the
- * store. The lease outlasts the run, so no renewal is needed; a retrieval still running when the run's
+ * each from its source (http(s) on ECPDS_SOURCE_HOSTS; on Workers an R2 object of ECPDS_SOURCE_BUCKETS) into
+ * the store. The lease outlasts the run, so no renewal is needed; a retrieval still running when the run's
  * time is up is aborted and its file tried again by a later run (or a Node retriever sharing the store).
  */
 export async function retrieveDue(
   ports: Ports,
-  config: WorkerConfig,
-  env: WorkerEnv,
+  config: EdgeConfig,
+  sources: SourceReader,
   store: ObjectStore,
 ): Promise<RetrievalRun> {
   const mover = `${config.ECPDS_EDGE_MOVER_NAME}-${crypto.randomUUID().slice(0, 8)}`;
@@ -42,7 +43,7 @@ export async function retrieveDue(
     budgetMs,
   );
   const repo = ports.repos.retrieval;
-  const deps = { ports, repo, store, sources: workerSourceReader(config, env), record: recordTogether(repo) };
+  const deps = { ports, repo, store, sources, record: recordTogether(repo) };
   const run: RetrievalRun = { stored: 0, failed: 0, lost: 0 };
   try {
     for (let taken = 0; taken < FILES_PER_RUN && !timeUp.signal.aborted; ) {
