@@ -1,6 +1,7 @@
 import type { AcquisitionRepo } from './acquisition/ports.ts';
 import type { ClientRepo, CredentialCache, FailedAuthLimits } from './api-clients/ports.ts';
 import type { SecretBox } from './common/crypto.ts';
+import type { Hashing } from './common/hashing.ts';
 import type { ConsoleRepo } from './console/ports.ts';
 import type { DataFileRepo, SourceProber } from './data-files/ports.ts';
 import type { CountryRepo, DestinationRepo, ViewCache } from './destinations/ports.ts';
@@ -29,6 +30,8 @@ export interface Ports {
    */
   clock: () => Date;
   secrets: SecretBox;
+  /** scrypt and the digests of files' bytes: the runtime's native code where it has some. */
+  hashing: Hashing;
   logger: Logger;
   /** Work that must finish after the response (Workers' ctx.waitUntil; a tracked promise on Node). */
   waitUntil: (work: Promise<unknown>) => void;

@@ -3,6 +3,7 @@ import { FAILED_AUTH_RULES, type FailedAuthRules } from '../core/api-clients/aut
 import { memoryFailureLog } from '../core/api-clients/memory-failure-log.ts';
 import type { FailedAuthLimits } from '../core/api-clients/ports.ts';
 import type { SecretBox } from '../core/common/crypto.ts';
+import type { Hashing } from '../core/common/hashing.ts';
 import { createMemo } from '../core/common/memo.ts';
 import type { SourceProber } from '../core/data-files/ports.ts';
 import { createViewCache } from '../core/destinations/view-cache.ts';
@@ -15,6 +16,7 @@ import type { SourceHostOpener } from '../core/retrieval/ports.ts';
 import type { ObjectStore } from '../core/store/ports.ts';
 import type { Database } from '../db/client.ts';
 import { createRepositories } from '../db/repositories/index.ts';
+import { runtimeHashing } from './runtime-hashing.ts';
 
 /**
  * What one process (one isolate on Workers) keeps across requests: verified credentials, failed
@@ -73,16 +75,19 @@ export interface PortsOptions {
   store?: ObjectStore | null;
   /** Reads paths on destinations' Source hosts, given the ports it may use; none when left out. */
   sourceHosts?: ((ports: Ports) => SourceHostOpener) | null;
+  /** scrypt and file digests; node:crypto when the runtime has it, JavaScript otherwise, when left out. */
+  hashing?: Hashing;
 }
 
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
-  const { db, state, notes, clock, wakeMovers, mailer, store, sourceHosts, ...given } = options;
+  const { db, state, notes, clock, wakeMovers, mailer, store, sourceHosts, hashing, ...given } = options;
   const ports: Ports = {
     ...state,
     ...given,
     repos: createRepositories(db),
     clock: clock ?? (() => new Date()),
+    hashing: hashing ?? runtimeHashing(),
     wakeMovers: wakeMovers ?? (() => {}),
     mailer: mailer ?? null,
     store: store ?? null,

@@ -145,7 +145,7 @@ describe('authenticate and the scrypt verification cache', () => {
   it('a change of secret drops the cached verification', async () => {
     // Changed behind this process's back (as the CLI would), seen once the record is stale.
     await h.ports.repos.clients.update('props', {
-      secretHash: await hashPassword('New-pass-3'),
+      secretHash: await hashPassword(h.ports.hashing, 'New-pass-3'),
       updatedAt: new Date(),
     });
     skew += CLIENT_RECORD_TTL_MS;

@@ -10,6 +10,8 @@ import {
   tokenMatches,
   verifySecretHash,
 } from '../core/common/crypto.ts';
+import { portableHashing } from '../core/common/hashing.ts';
+import { nodeHashing } from '../functions/node/hashing.ts';
 
 describe('SHA-256 of generated secrets', () => {
   it('is the standard digest, for any text', () => {
@@ -26,22 +28,25 @@ describe('SHA-256 of generated secrets', () => {
   it('verifies a generated secret and refuses anything else', async () => {
     const secret = generateSecret();
     const stored = hashGeneratedSecret(secret);
-    expect(await verifySecretHash(stored, secret)).toBe(true);
-    expect(await verifySecretHash(stored, `${secret}x`)).toBe(false);
-    expect(await verifySecretHash(stored, '')).toBe(false);
-    expect(await verifySecretHash(`${stored}$extra`, secret)).toBe(false);
-    expect(await verifySecretHash(`sha256$`, secret)).toBe(false);
-    expect(await verifySecretHash(`plain$${secret}`, secret)).toBe(false);
+    expect(await verifySecretHash(nodeHashing, stored, secret)).toBe(true);
+    expect(await verifySecretHash(nodeHashing, stored, `${secret}x`)).toBe(false);
+    expect(await verifySecretHash(nodeHashing, stored, '')).toBe(false);
+    expect(await verifySecretHash(nodeHashing, `${stored}$extra`, secret)).toBe(false);
+    expect(await verifySecretHash(nodeHashing, `sha256$`, secret)).toBe(false);
+    expect(await verifySecretHash(nodeHashing, `plain$${secret}`, secret)).toBe(false);
   });
 });
 
-describe('scrypt hashes of passwords', () => {
+describe.each([
+  ['in JavaScript', portableHashing],
+  ['by node:crypto', nodeHashing],
+])('scrypt hashes of passwords, %s', (_, hashing) => {
   it('verify the right password only, the stored parameters applied', async () => {
-    const stored = await hashPassword('Correct horse 1');
+    const stored = await hashPassword(hashing, 'Correct horse 1');
     expect(stored).toMatch(/^scrypt\$16384\$8\$1\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*$/);
-    expect(await verifySecretHash(stored, 'Correct horse 1')).toBe(true);
-    expect(await verifySecretHash(stored, 'Correct horse 2')).toBe(false);
-    expect(await hashPassword('Correct horse 1')).not.toBe(stored);
+    expect(await verifySecretHash(hashing, stored, 'Correct horse 1')).toBe(true);
+    expect(await verifySecretHash(hashing, stored, 'Correct horse 2')).toBe(false);
+    expect(await hashPassword(hashing, 'Correct horse 1')).not.toBe(stored);
   });
 
   it('verify a hash with other parameters: RFC 7914, its third test vector', async () => {
@@ -52,8 +57,15 @@ describe('scrypt hashes of passwords', () => {
       'hex',
     ).toString('base64');
     const stored = `scrypt$16384$8$1$${salt}$${hash}`;
-    expect(await verifySecretHash(stored, 'pleaseletmein')).toBe(true);
-    expect(await verifySecretHash(stored, 'pleaseletmeout')).toBe(false);
+    expect(await verifySecretHash(hashing, stored, 'pleaseletmein')).toBe(true);
+    expect(await verifySecretHash(hashing, stored, 'pleaseletmeout')).toBe(false);
+  });
+
+  it('verify across implementations: what one stored, the other verifies', async () => {
+    const other = hashing === nodeHashing ? portableHashing : nodeHashing;
+    const stored = await hashPassword(other, 'Correct horse 1');
+    expect(await verifySecretHash(hashing, stored, 'Correct horse 1')).toBe(true);
+    expect(await verifySecretHash(hashing, stored, 'Correct horse 2')).toBe(false);
   });
 });
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { portableHashing } from '../core/common/hashing.ts';
 import { type Delivery, deliverFile, type RemoteFiles } from '../core/dissemination/deliver.ts';
 import { attemptFence } from '../core/dissemination/methods.ts';
 import { fileRemote } from '../functions/transfer-methods/file.ts';
@@ -37,7 +38,13 @@ describe('delivering a file under a temporary name', () => {
   it('writes the bytes, renames them into place and answers their size and MD5', async () => {
     const root = hostDir();
     const bytes = payload(100_000);
-    const done = await deliverFile(fileRemote(root), delivery(), chunks(bytes), new AbortController().signal);
+    const done = await deliverFile(
+      fileRemote(root),
+      delivery(),
+      chunks(bytes),
+      new AbortController().signal,
+      portableHashing,
+    );
     expect(done).toEqual({ sent: 100_000, md5: md5(bytes) });
     expect(new Uint8Array(fs.readFileSync(path.join(root, 'incoming/products/a.grib')))).toEqual(bytes);
     expect(filesIn(root).map((e) => e.name)).toEqual(['a.grib']);
@@ -48,13 +55,19 @@ describe('delivering a file under a temporary name', () => {
     fs.mkdirSync(path.join(root, 'incoming/products'), { recursive: true });
     fs.writeFileSync(path.join(root, 'incoming/products/a.grib'), 'old');
     const bytes = payload(100_000);
-    await deliverFile(fileRemote(root), delivery(), chunks(bytes), new AbortController().signal);
+    await deliverFile(fileRemote(root), delivery(), chunks(bytes), new AbortController().signal, portableHashing);
     expect(fs.readFileSync(path.join(root, 'incoming/products/a.grib')).byteLength).toBe(100_000);
   });
 
   it('fails a source whose size changed since it was registered, leaving nothing behind', async () => {
     const root = hostDir();
-    const attempt = deliverFile(fileRemote(root), delivery(), chunks(payload(99_000)), new AbortController().signal);
+    const attempt = deliverFile(
+      fileRemote(root),
+      delivery(),
+      chunks(payload(99_000)),
+      new AbortController().signal,
+      portableHashing,
+    );
     await expect(attempt).rejects.toThrow('Source changed size: 99000 bytes read, 100000 registered');
     expect(filesIn(root)).toEqual([]);
   });
@@ -66,7 +79,9 @@ describe('delivering a file under a temporary name', () => {
     const source = chunks(payload(100_000), 5_000, async () => {
       if (++sentChunks === 5) abort.abort(new Error('deleted'));
     });
-    await expect(deliverFile(fileRemote(root), delivery(), source, abort.signal)).rejects.toThrow('deleted');
+    await expect(deliverFile(fileRemote(root), delivery(), source, abort.signal, portableHashing)).rejects.toThrow(
+      'deleted',
+    );
     expect(filesIn(root)).toEqual([]);
   });
 
@@ -74,7 +89,7 @@ describe('delivering a file under a temporary name', () => {
     const direct = hostDir();
     const bytes = payload(100_000);
     const off = delivery({ temporary: { use: false, prefix: '', suffix: '' }, makeDirectories: true });
-    await deliverFile(fileRemote(direct), off, chunks(bytes), new AbortController().signal);
+    await deliverFile(fileRemote(direct), off, chunks(bytes), new AbortController().signal, portableHashing);
     expect(fs.existsSync(path.join(direct, 'incoming/products/a.grib'))).toBe(true);
 
     const seen: string[] = [];
@@ -88,7 +103,7 @@ describe('delivering a file under a temporary name', () => {
       },
     };
     const prefixed = delivery({ temporary: { use: true, prefix: '.', suffix: '.part' } });
-    await deliverFile(spy, prefixed, chunks(bytes), new AbortController().signal);
+    await deliverFile(spy, prefixed, chunks(bytes), new AbortController().signal, portableHashing);
     expect(seen).toEqual(['incoming/products/.a.grib.part']);
     expect(filesIn(root).map((e) => e.name)).toEqual(['a.grib']);
   });
@@ -98,10 +113,16 @@ describe('delivering a file under a temporary name', () => {
     const remote = fileRemote(root);
     const short = { ...remote, size: async () => 50_000 };
     const bytes = payload(100_000);
-    const attempt = deliverFile(short, delivery(), chunks(bytes), new AbortController().signal);
+    const attempt = deliverFile(short, delivery(), chunks(bytes), new AbortController().signal, portableHashing);
     await expect(attempt).rejects.toThrow('Transfer aborted at 50%');
     expect(filesIn(root)).toEqual([]);
-    await deliverFile(short, delivery({ ignoreCheck: true }), chunks(bytes), new AbortController().signal);
+    await deliverFile(
+      short,
+      delivery({ ignoreCheck: true }),
+      chunks(bytes),
+      new AbortController().signal,
+      portableHashing,
+    );
     expect(filesIn(root).map((e) => e.name)).toEqual(['a.grib']);
   });
 
@@ -122,7 +143,7 @@ describe('delivering a file under a temporary name', () => {
     };
     const fence = attemptFence(7, 3, async () => undefined);
     const bytes = payload(100_000);
-    await deliverFile(watching, delivery({ fence }), chunks(bytes), new AbortController().signal);
+    await deliverFile(watching, delivery({ fence }), chunks(bytes), new AbortController().signal, portableHashing);
     expect(names).toEqual(['a.grib.7-3.tmp']);
     expect(fs.readdirSync(products).sort()).toEqual(['a.grib', 'a.grib.8-1.tmp']);
   });
@@ -131,7 +152,7 @@ describe('delivering a file under a temporary name', () => {
     const root = hostDir();
     const leaving = delivery({ directory: '', target: '../outside.grib' });
     await expect(
-      deliverFile(fileRemote(root), leaving, chunks(payload(100_000)), new AbortController().signal),
+      deliverFile(fileRemote(root), leaving, chunks(payload(100_000)), new AbortController().signal, portableHashing),
     ).rejects.toThrow('leaves the host directory');
     expect(fs.existsSync(path.join(root, '..', 'outside.grib'))).toBe(false);
   });

@@ -148,7 +148,7 @@ beforeAll(async () => {
   const now = new Date();
   await h.ports.repos.clients.insert({
     username: 'leak-props',
-    secretHash: await hashPassword(SECRET.propertiesClient),
+    secretHash: await hashPassword(h.ports.hashing, SECRET.propertiesClient),
     permissions: ['destinationList'],
     origin: 'properties',
     createdAt: now,

@@ -73,11 +73,12 @@ const NO_CLIENT_HASH = hashGeneratedSecret('no such client');
  * Slow (scrypt) hashes are verified once, then remembered under a keyed hash of the
  * presented credential and the stored hash, so a change of secret drops the entry.
  */
-async function secretMatches(cache: CredentialCache, client: ApiClient, secret: string, now: number) {
-  if (!isSlowHash(client.secretHash)) return verifySecretHash(client.secretHash, secret);
+async function secretMatches(ports: Ports, client: ApiClient, secret: string, now: number) {
+  const { credentialCache: cache, hashing } = ports;
+  if (!isSlowHash(client.secretHash)) return verifySecretHash(hashing, client.secretHash, secret);
   const key = keyedHash(cache.hashKey, `${client.username}\u0000${secret}\u0000${client.secretHash}`);
   if (cache.has(key, now)) return true;
-  const ok = await verifySecretHash(client.secretHash, secret);
+  const ok = await verifySecretHash(hashing, client.secretHash, secret);
   if (ok) cache.add(key, now);
   return ok;
 }
@@ -100,10 +101,10 @@ export async function authenticate(
     // No stored name can hold U+0000 (Postgres text cannot), and the query would fail on it.
     const found = username.includes('\u0000') ? null : await clientRecord(ports, username, now);
     if (!found) {
-      await verifySecretHash(NO_CLIENT_HASH, secret);
+      await verifySecretHash(ports.hashing, NO_CLIENT_HASH, secret);
       return null;
     }
-    return (await secretMatches(ports.credentialCache, found, secret, now)) ? found : null;
+    return (await secretMatches(ports, found, secret, now)) ? found : null;
   });
   if (!client) throw unauthorized();
   // A missing permission is not counted: the secret was right, so nothing is being guessed,

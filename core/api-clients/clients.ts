@@ -176,7 +176,7 @@ export async function provisionFromProperties(ports: Ports, text: string): Promi
       const now = ports.clock();
       const inserted = await ports.repos.clients.insert({
         username: entry.username,
-        secretHash: await hashPassword(entry.password),
+        secretHash: await hashPassword(ports.hashing, entry.password),
         permissions,
         origin: 'properties',
         createdAt: now,

@@ -1,7 +1,7 @@
-import { createHash, scrypt as scryptCallback } from 'node:crypto';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { base64ToBytes, bytesToBase64, bytesToBase64Url, utf8 } from './encoding.ts';
+import type { Hashing } from './hashing.ts';
 
 export const randomBytes = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 
@@ -39,20 +39,8 @@ export function constantTimeEqualText(a: string, b: string): boolean {
 export const tokenMatches = (presented: unknown, expected: string) =>
   typeof presented === 'string' && constantTimeEqualText(presented, expected);
 
+// Changing these changes only new hashes: a stored one carries its own and is verified with them.
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, dkLen: 32 };
-
-/**
- * The runtime's native scrypt (OpenSSL on Node, off the event loop; BoringSSL on Workers): a sign-in
- * costs milliseconds of a thread-pool thread instead of the one thread every request shares.
- */
-function scrypt(password: Uint8Array, salt: Uint8Array, options: { N: number; r: number; p: number; dkLen: number }) {
-  const { N, r, p, dkLen } = options;
-  return new Promise<Uint8Array>((resolve, reject) =>
-    scryptCallback(password, salt, dkLen, { N, r, p, maxmem: 256 * N * r + (1 << 20) }, (error, key) =>
-      error ? reject(error) : resolve(new Uint8Array(key.buffer, key.byteOffset, key.byteLength)),
-    ),
-  );
-}
 
 /**
  * Stored secret hashes carry their scheme: `sha256$<hash>` for generated (high-entropy)
@@ -64,19 +52,21 @@ export const hashGeneratedSecret = (secret: string) => `${SHA256_PREFIX}${sha256
 
 /**
  * SHA-256 of a text's UTF-8 bytes, in base64: how generated secrets are stored. Every API request
- * runs it, so it is the runtime's native digest (Node, and Workers with nodejs_compat).
+ * runs it, on a few dozen bytes: in JavaScript that is a few microseconds, about two more than native
+ * code, too little to take Hashing to each caller.
  */
-export const sha256Base64 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64');
+export const sha256Base64 = (text: string) => bytesToBase64(sha256(utf8(text)));
 
-export async function hashPassword(password: string): Promise<string> {
+/** A password a person chose, hashed with scrypt: slow on purpose, so `hashing` should be native. */
+export async function hashPassword(hashing: Hashing, password: string): Promise<string> {
   const salt = randomBytes(16);
-  const hash = await scrypt(utf8(password), salt, SCRYPT);
+  const hash = await hashing.scrypt(utf8(password), salt, SCRYPT);
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${bytesToBase64(salt)}$${bytesToBase64(hash)}`;
 }
 
 export const isSlowHash = (stored: string) => stored.startsWith('scrypt$');
 
-export async function verifySecretHash(stored: string, presented: string): Promise<boolean> {
+export async function verifySecretHash(hashing: Hashing, stored: string, presented: string): Promise<boolean> {
   // Base64 has no '$', so a stored value with more parts can never equal a digest.
   if (stored.startsWith(SHA256_PREFIX))
     return constantTimeEqualText(sha256Base64(presented), stored.slice(SHA256_PREFIX.length));
@@ -84,7 +74,7 @@ export async function verifySecretHash(stored: string, presented: string): Promi
   if (parts[0] === 'scrypt' && parts.length === 6) {
     const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
     const expected = base64ToBytes(hash);
-    const actual = await scrypt(utf8(presented), base64ToBytes(salt), {
+    const actual = await hashing.scrypt(utf8(presented), base64ToBytes(salt), {
       N: Number(n),
       r: Number(r),
       p: Number(p),

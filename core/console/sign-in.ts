@@ -3,6 +3,7 @@ import { checkLimited } from '../api-clients/auth-throttle.ts';
 import { generatePassword, generateSecret, hashPassword, verifySecretHash } from '../common/crypto.ts';
 import { bytesToBase64Url, utf8 } from '../common/encoding.ts';
 import { invalid } from '../common/errors.ts';
+import type { Hashing } from '../common/hashing.ts';
 import type { Ports } from '../ports.ts';
 import { audited, recordIn } from './audit.ts';
 
@@ -12,7 +13,8 @@ const TOO_MANY = 'Too many failed logins; try again later';
 
 const tokenHash = (token: string) => bytesToBase64Url(sha256(utf8(token)));
 // Compared against when the username is unknown, so a miss costs as much as a wrong password.
-const DUMMY_HASH = hashPassword('no such user');
+let dummyHash: Promise<string> | null = null;
+const dummyHashOf = (hashing: Hashing) => (dummyHash ??= hashPassword(hashing, 'no such user'));
 
 export interface ConsoleUser {
   userId: string;
@@ -31,7 +33,11 @@ export async function login(ports: Ports, input: { username: string; password: s
   const attempt = { username: input.username, address: input.address, now: now.getTime(), tooMany: TOO_MANY };
   const user = await checkLimited(ports.failedAuth, ports.repos.console.signInFailures, attempt, async () => {
     const found = await ports.repos.webUsers.find(input.username);
-    const matches = await verifySecretHash(found?.passwordHash ?? (await DUMMY_HASH), input.password);
+    const matches = await verifySecretHash(
+      ports.hashing,
+      found?.passwordHash ?? (await dummyHashOf(ports.hashing)),
+      input.password,
+    );
     return found?.active && matches ? found : null;
   });
   if (!user) throw invalid('Invalid username or password');
@@ -83,7 +89,7 @@ export async function bootstrapWebAdmin(ports: Ports): Promise<string | null> {
       name: 'Administrator',
       active: true,
       passwordSealed: await ports.secrets.encrypt(password),
-      passwordHash: await hashPassword(password),
+      passwordHash: await hashPassword(ports.hashing, password),
     },
     ports.clock(),
   );

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { invalid } from '../common/errors.ts';
+import { bytesToHex, type Hashing } from '../common/hashing.ts';
 import type { TemporaryName } from './method-options.ts';
 import type { AttemptFence } from './methods.ts';
 
@@ -76,6 +76,7 @@ export async function deliverFile(
   delivery: Delivery,
   source: AsyncIterable<Uint8Array>,
   signal: AbortSignal,
+  hashing: Hashing,
 ): Promise<Delivered> {
   const finalPath = joinRemote(delivery.directory, delivery.target);
   const slash = finalPath.lastIndexOf('/');
@@ -90,9 +91,9 @@ export async function deliverFile(
   // What attempts cut off before their clean-up left behind (they never rename it into place).
   if (use && fence) await removeEach(remote, fence.previousTags.map(temporaryPath));
   await delivery.steps?.beforeWrite?.(finalPath);
-  const counted = countingMd5(source, delivery.knownMd5);
+  const counted = countingMd5(hashing, source, delivery.knownMd5);
   const filter = delivery.filter ?? null;
-  const out = filter ? countingMd5(filter.transform(counted.stream)) : counted;
+  const out = filter ? countingMd5(hashing, filter.transform(counted.stream)) : counted;
   try {
     fence?.throwIfLapsing();
     const written = await remote.write(writePath, out.stream, signal);
@@ -172,8 +173,8 @@ const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.floor((
  * Passes the source through, counting its bytes and hashing them as they go; with `knownMd5` (a
  * stored copy's, computed when it was retrieved) only counting, and answering that MD5.
  */
-export function countingMd5(source: AsyncIterable<Uint8Array>, knownMd5?: string | null) {
-  const hash = knownMd5 ? null : createHash('md5');
+export function countingMd5(hashing: Hashing, source: AsyncIterable<Uint8Array>, knownMd5?: string | null) {
+  const hash = knownMd5 ? null : hashing.digest('md5');
   let bytes = 0;
   async function* stream() {
     for await (const chunk of source) {
@@ -182,5 +183,5 @@ export function countingMd5(source: AsyncIterable<Uint8Array>, knownMd5?: string
       yield chunk;
     }
   }
-  return { stream: stream(), bytes: () => bytes, md5: () => (hash ? hash.digest('hex') : (knownMd5 as string)) };
+  return { stream: stream(), bytes: () => bytes, md5: () => (hash ? bytesToHex(hash.digest()) : (knownMd5 as string)) };
 }

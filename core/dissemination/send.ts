@@ -138,7 +138,7 @@ export async function sendClaimed(
     const send = (outgoing: OutgoingFile, stream: AsyncIterable<Uint8Array>) =>
       method.send(connection, outgoing, watch.watched(stream), attemptSignal);
     const delivered = await (filter?.spooled && spool
-      ? sendSpooled(spool, { ...file, filter }, watch.watched(bytes), attemptSignal, send)
+      ? sendSpooled(spool, { ...file, filter }, watch.watched(bytes), attemptSignal, send, deps.ports.hashing)
       : send(file, bytes)
     ).finally(watch.dispose);
     if (!(await recordDelivered(deps, attempt, delivered, signal))) return 'lost';

@@ -1,4 +1,5 @@
 import { invalid } from '../common/errors.ts';
+import type { Hashing } from '../common/hashing.ts';
 import { countingMd5, type Delivered, type DeliveryFilter } from './deliver.ts';
 import { filterExtension } from './filters.ts';
 import type { OutgoingFile } from './methods.ts';
@@ -27,10 +28,11 @@ export async function sendSpooled(
   source: AsyncIterable<Uint8Array>,
   signal: AbortSignal,
   send: (file: OutgoingFile, source: AsyncIterable<Uint8Array>) => Promise<Delivered>,
+  hashing: Hashing,
 ): Promise<Delivered> {
   const { filter } = file;
-  const counted = countingMd5(source, file.md5);
-  const out = countingMd5(filter.transform(counted.stream));
+  const counted = countingMd5(hashing, source, file.md5);
+  const out = countingMd5(hashing, filter.transform(counted.stream));
   const spooled = await spool.write(out.stream, signal);
   try {
     if (counted.bytes() !== file.size) {

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { bytesToBase64 } from '../common/encoding.ts';
+import { bytesToHex, type Hashing } from '../common/hashing.ts';
 
 /** The sums of a file's bytes, computed in the pass that stores them. */
 export interface Sums {
@@ -15,7 +16,8 @@ export interface Summed {
 
 /**
  * How a retrieval sums the bytes it stores. A runtime with threads to spare hashes large files off
- * the thread that moves the bytes (functions/node/parallel-sums.ts); `summing` is the default.
+ * the thread that moves the bytes (functions/node/parallel-sums.ts); `summing` with the ports' hashing
+ * is the default.
  */
 export type Summing = (stream: AsyncIterable<Uint8Array>, size: number) => Summed;
 
@@ -25,9 +27,9 @@ export type Summing = (stream: AsyncIterable<Uint8Array>, size: number) => Summe
  * chunk is hashed once its reader asks for the next: a store that writes a chunk without waiting
  * before asking (the directory store) hashes it while the disk writes it.
  */
-export function summing(stream: AsyncIterable<Uint8Array>): Summed {
-  const md5 = createHash('md5');
-  const sha512 = createHash('sha512');
+export function summing(stream: AsyncIterable<Uint8Array>, hashing: Hashing): Summed {
+  const md5 = hashing.digest('md5');
+  const sha512 = hashing.digest('sha512');
   let size = 0;
   let ended = false;
   async function* passed() {
@@ -43,7 +45,7 @@ export function summing(stream: AsyncIterable<Uint8Array>): Summed {
     stream: passed(),
     async sums() {
       if (!ended) throw new Error('The sums of a stream not read to its end');
-      return { size, md5: md5.digest('hex'), sha512: sha512.digest('base64') };
+      return { size, md5: bytesToHex(md5.digest()), sha512: bytesToBase64(sha512.digest()) };
     },
   };
 }

@@ -23,7 +23,7 @@ export interface RetrievalDeps {
   store: ObjectStore;
   sources: SourceReader;
   sourceHosts?: SourceHostOpener;
-  /** In-thread `summing` unless the runtime offers better. */
+  /** In-thread `summing` with ports.hashing unless the runtime offers better. */
   summing?: Summing;
   /** Records one stored copy at a time unless given a way to record several together (the retriever's). */
   record?: RecordStored;
@@ -74,7 +74,7 @@ export async function retrieve(deps: RetrievalDeps, mover: string, claim: Retrie
       await opened.stream[Symbol.asyncIterator]().return?.();
       throw new Error(`Incorrect size: ${opened.size} bytes at the source, ${claim.size} registered`);
     }
-    const summed = (deps.summing ?? summing)(opened.stream, claim.size);
+    const summed = deps.summing ? deps.summing(opened.stream, claim.size) : summing(opened.stream, deps.ports.hashing);
     await store.write(key, summed.stream, signal, claim.size);
     written = true;
     const sums = await summed.sums();

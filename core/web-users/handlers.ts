@@ -5,7 +5,10 @@ import type { Ctx } from '../ports.ts';
 import type { webUserOperations } from './operations.ts';
 
 async function passwordFields(ctx: Ctx, password: string) {
-  return { passwordSealed: await ctx.ports.secrets.encrypt(password), passwordHash: await hashPassword(password) };
+  return {
+    passwordSealed: await ctx.ports.secrets.encrypt(password),
+    passwordHash: await hashPassword(ctx.ports.hashing, password),
+  };
 }
 
 export async function add({ ctx, input }: Args<'webUserAdd'>) {

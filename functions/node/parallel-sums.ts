@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type Summed, type Summing, summing } from '../../core/retrieval/digests.ts';
+import { nodeHashing } from './hashing.ts';
 
 /**
  * Sums large files on worker threads: the thread that reads and writes the bytes only copies each
@@ -9,7 +10,7 @@ import { type Summed, type Summing, summing } from '../../core/retrieval/digests
  */
 export function parallelSumming(options: { minBytes?: number } = {}): Summing {
   const minBytes = options.minBytes ?? 4 * SLOT_BYTES;
-  return (stream, size) => (size < minBytes ? summing(stream) : summedOnThreads(stream));
+  return (stream, size) => (size < minBytes ? summing(stream, nodeHashing) : summedOnThreads(stream));
 }
 
 const SLOT_BYTES = 1 << 20;

@@ -13,6 +13,7 @@ import { openStore } from '../store/open.ts';
 import { nodeTransferMethods } from '../transfer-methods/index.ts';
 import type { NodeConfig } from './config.ts';
 import { eventSink } from './events.ts';
+import { nodeHashing } from './hashing.ts';
 import { acquire, assertNotHeld } from './lock.ts';
 import { smtpMailer } from './mail.ts';
 import { loadSecretBox } from './secrets.ts';
@@ -91,6 +92,7 @@ export async function openRuntime(config: NodeConfig, logger: Logger, options: {
     db: handle.db,
     state: createProcessState(),
     secrets,
+    hashing: nodeHashing,
     logger,
     events: events.sink,
     sources: nodeSourceProber({

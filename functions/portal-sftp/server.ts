@@ -1,5 +1,5 @@
 import net, { type AddressInfo, type Socket } from 'node:net';
-import type { AuthContext, Connection } from 'ssh2';
+import type { AuthContext, CipherAlgorithm, Connection } from 'ssh2';
 import ssh2 from 'ssh2';
 import { isServiceError } from '../../core/common/errors.ts';
 import { deaEvent } from '../../core/common/events.ts';
@@ -12,6 +12,7 @@ import { CREDENTIALS_CHANGED, stillAdmitted } from '../../core/portal/still-admi
 import type { Ports } from '../../core/ports.ts';
 import { logServerErrors } from '../node/server-errors.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
+import { runtimeCiphers } from '../ssh-ciphers.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
 import { SFTP, serveSubsystem } from './subsystem.ts';
 import { serveSumCommand } from './sum-commands.ts';
@@ -55,18 +56,16 @@ const IDLE_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * AES-GCM first, as the SFTP method's client: Node's OpenSSL runs it with AES-NI; chacha20 next
- * (ssh2's binding), then CTR with an HMAC for older clients.
+ * (ssh2's binding), then CTR with an HMAC for older clients. Those this runtime cannot run are left out.
  */
-const ALGORITHMS = {
-  cipher: [
-    'aes128-gcm@openssh.com',
-    'aes256-gcm@openssh.com',
-    'chacha20-poly1305@openssh.com',
-    'aes128-ctr',
-    'aes192-ctr',
-    'aes256-ctr',
-  ],
-} as const;
+const CIPHERS: CipherAlgorithm[] = [
+  'aes128-gcm@openssh.com',
+  'aes256-gcm@openssh.com',
+  'chacha20-poly1305@openssh.com',
+  'aes128-ctr',
+  'aes192-ctr',
+  'aes256-ctr',
+];
 
 /**
  * The data portal over SFTP (and `scp`, which speaks SFTP by default): ssh2's server on its own
@@ -93,8 +92,9 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
     startups.release(address);
   };
 
+  const algorithms = { cipher: runtimeCiphers(CIPHERS) };
   const server = new ssh2.Server(
-    { hostKeys: [options.hostKey.privateKey], algorithms: ALGORITHMS as never, ident: 'ecpds-edge' },
+    { hostKeys: [options.hostKey.privateKey], algorithms, ident: 'ecpds-edge' },
     (client, info) => {
       open.add(client);
       // Each answer goes out at once: with Nagle's algorithm, a small answer waits for the ACK of the

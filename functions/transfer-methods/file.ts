@@ -3,6 +3,7 @@ import path from 'node:path';
 import { deliverFile, type RemoteFiles } from '../../core/dissemination/deliver.ts';
 import { deliveryFor, type TransferMethod } from '../../core/dissemination/methods.ts';
 import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
+import { nodeHashing } from '../node/hashing.ts';
 import { isWithin } from '../node/sources.ts';
 
 /**
@@ -69,7 +70,13 @@ export function fileMethod(roots: readonly string[]): TransferMethod {
     async send(host, file, source, signal) {
       const directory = allowed(host);
       await fs.promises.mkdir(directory, { recursive: true });
-      return deliverFile(fileRemote(directory), deliveryFor({ ...host, directory: '' }, file), source, signal);
+      return deliverFile(
+        fileRemote(directory),
+        deliveryFor({ ...host, directory: '' }, file),
+        source,
+        signal,
+        nodeHashing,
+      );
     },
     async check(host, file, signal) {
       const directory = allowed(host);

@@ -6,6 +6,7 @@ import type { DeliveryExtras } from '../../core/dissemination/delivery-options.t
 import { readFlag } from '../../core/dissemination/method-options.ts';
 import { deliveryFor, type HostConnection, type TransferMethod } from '../../core/dissemination/methods.ts';
 import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
+import { nodeHashing } from '../node/hashing.ts';
 import { endClient, type FtpKind, type FtpTarget, ftpTarget, openClient, reason } from './ftp-connect.ts';
 import { ftpEntries } from './ftp-list.ts';
 import { ftpRemote } from './ftp-remote.ts';
@@ -106,7 +107,7 @@ export function ftpMethod(kind: FtpKind, options: FtpMethodOptions = {}): Transf
         try {
           const remote = ftpRemote(session.client, { deleteOnRename, known: session.known }, signal);
           const steps = rawCommandSteps(session.client, host.options.extras, signal);
-          const delivered = await deliverFile(remote, deliveryFor(host, file, steps), tracked, signal);
+          const delivered = await deliverFile(remote, deliveryFor(host, file, steps), tracked, signal, nodeHashing);
           await idle.release(session, true);
           return delivered;
         } catch (error) {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Socket } from 'node:net';
-import ssh2, { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import ssh2, { type CipherAlgorithm, Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { HostConnection } from '../../core/dissemination/methods.ts';
+import { runtimeCiphers } from '../ssh-ciphers.ts';
 
 /**
  * One SSH connection with its SFTP channel, as the SFTP method uses it for one send at a time.
@@ -65,25 +66,26 @@ export function sessionKey(host: HostConnection, credentials: SftpCredentials): 
   return `${host.login}@${whereOf(host)}#${secrets}`;
 }
 
-/**
- * AES-GCM first: Node's OpenSSL runs it with AES-NI whether or not ssh2's native binding was
- * built, while chacha20-poly1305 falls back to a slow JavaScript Poly1305 without it.
- */
 // `sftp.serverAliveInterval` (milliseconds, as the reference reads it), and the unanswered ones after
 // which ssh2 ends the session.
 const KEEPALIVE_MS = 60_000;
 const KEEPALIVE_COUNT_MAX = 3;
 
-const CIPHERS: ConnectConfig['algorithms'] = {
-  cipher: [
-    'aes128-gcm@openssh.com',
-    'aes256-gcm@openssh.com',
-    'aes128-ctr',
-    'aes192-ctr',
-    'aes256-ctr',
-    'chacha20-poly1305@openssh.com',
-  ],
-};
+/**
+ * AES-GCM first: Node's OpenSSL runs it with AES-NI whether or not ssh2's native binding was
+ * built, while chacha20-poly1305 falls back to a slow JavaScript Poly1305 without it. Those this
+ * runtime cannot run are left out, when the first session opens: a runtime that can run none fails
+ * its SFTP sends, with why, and nothing else.
+ */
+const PREFERRED_CIPHERS: CipherAlgorithm[] = [
+  'aes128-gcm@openssh.com',
+  'aes256-gcm@openssh.com',
+  'aes128-ctr',
+  'aes192-ctr',
+  'aes256-ctr',
+  'chacha20-poly1305@openssh.com',
+];
+let ciphers: CipherAlgorithm[] | null = null;
 
 /** The host key's fingerprints in the forms operators copy: `SHA256:` base64, and hex MD5. */
 export function fingerprintsOf(key: Buffer): { sha256: string; md5: string } {
@@ -107,6 +109,12 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
   const keyProblem = privateKeyProblem(credentials);
   if (keyProblem !== null) {
     return Promise.reject(new Error(`Cannot use sftp.privateKey for ${host.login}@${where}: ${keyProblem}`));
+  }
+  let cipher: CipherAlgorithm[];
+  try {
+    cipher = ciphers ??= runtimeCiphers(PREFERRED_CIPHERS);
+  } catch (error) {
+    return Promise.reject(error);
   }
   const client = new Client();
   // Ours rather than ssh2's, so that `batch` can cork it. Its errors reach ssh2 once `client.connect`
@@ -223,7 +231,7 @@ export function connect(host: HostConnection, credentials: SftpCredentials, sign
         // A session whose server stops answering is found out even while idle or waiting on a write.
         keepaliveInterval: readDuration(host.options.raw.get('serverAliveInterval'), KEEPALIVE_MS) ?? KEEPALIVE_MS,
         keepaliveCountMax: KEEPALIVE_COUNT_MAX,
-        algorithms: CIPHERS,
+        algorithms: { cipher },
         hostVerifier:
           expected === null
             ? undefined

@@ -9,6 +9,7 @@ import {
   type TransferMethod,
 } from '../../core/dissemination/methods.ts';
 import { checkRemoteFiles } from '../../core/host-checks/remote-check.ts';
+import { nodeHashing } from '../node/hashing.ts';
 import { idleSessions } from './idle-sessions.ts';
 import { DEFAULT_TUNING, sftpRemote, type WriteTuning } from './sftp-remote.ts';
 import { connect, credentialsOf, type SftpSession, sessionKey } from './sftp-session.ts';
@@ -74,7 +75,7 @@ export function sftpMethod(options: SftpMethodOptions = {}): SftpMethod {
             await runExec(session, host, finalPath, put.signal);
           },
         };
-        delivered = await deliverFile(remote, deliveryFor(host, file, steps), source, put.signal);
+        delivered = await deliverFile(remote, deliveryFor(host, file, steps), source, put.signal, nodeHashing);
         return delivered;
       } catch (error) {
         delivered = null;

@@ -1,6 +1,7 @@
 import { countingMd5 } from '../../core/dissemination/deliver.ts';
 import { readDuration } from '../../core/dissemination/method-options.ts';
 import type { TransferMethod } from '../../core/dissemination/methods.ts';
+import { nodeHashing } from '../node/hashing.ts';
 
 /**
  * The `test` method: reads the whole source, as a real send would, and delivers it nowhere.
@@ -12,7 +13,7 @@ export function testMethod(): TransferMethod {
   return {
     async send(host, file, source, signal) {
       sends++;
-      const counted = countingMd5(source, file.md5);
+      const counted = countingMd5(nodeHashing, source, file.md5);
       for await (const _ of counted.stream) signal.throwIfAborted();
       const sent = counted.bytes();
       const delay = readDuration(host.options.raw.get('delay'), 0) ?? 0;

@@ -1,6 +1,7 @@
 import { invalid } from '../../core/common/errors.ts';
 import { deliverFile, type RemoteFiles } from '../../core/dissemination/deliver.ts';
 import { deliveryFor, type HostConnection, type TransferMethod } from '../../core/dissemination/methods.ts';
+import { runtimeHashing } from '../runtime-hashing.ts';
 import { getFile } from './get-file.ts';
 import { fetchFailure, requestBody, sendError, sizedSource } from './sized-source.ts';
 import { answerText, type UploadWatch, uploadWatch } from './upload-watch.ts';
@@ -18,6 +19,7 @@ import { propfindEntries } from './web-listing.ts';
  * An Acquisition host's directory is listed with PROPFIND (`Depth: 1`).
  */
 export function webdavMethod(dependencies: { fetch?: typeof fetch } = {}): TransferMethod {
+  const hashing = runtimeHashing();
   // Called unbound: Workers refuses a fetch invoked as a method of another object.
   const send: typeof fetch = dependencies.fetch ?? ((input, init) => fetch(input, init));
   return {
@@ -30,6 +32,7 @@ export function webdavMethod(dependencies: { fetch?: typeof fetch } = {}): Trans
           deliveryFor(host, file),
           source,
           watch.signal,
+          hashing,
         );
       } catch (error) {
         watch.abort(error);

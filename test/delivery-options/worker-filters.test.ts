@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { portableHashing } from '../../core/common/hashing.ts';
 import type { Delivered } from '../../core/dissemination/deliver.ts';
 import type { OutgoingFile } from '../../core/dissemination/methods.ts';
 import { memorySpool, sendSpooled } from '../../core/dissemination/spooled-filter.ts';
@@ -46,7 +47,14 @@ describe("a Worker's filters", () => {
     };
     const file = { target: 'out/a.txt', size: source.length, filter: { name: 'gzip', transform: workerFilters.gzip! } };
     const signal = new AbortController().signal;
-    const delivered = await sendSpooled(memorySpool(1024 * 1024), file, chunksOf(source), signal, send);
+    const delivered = await sendSpooled(
+      memorySpool(1024 * 1024),
+      file,
+      chunksOf(source),
+      signal,
+      send,
+      portableHashing,
+    );
     expect(received!.file).toMatchObject({ target: 'out/a.txt.gz', size: received!.bytes.length, filter: null });
     expect(md5(gunzipSync(received!.bytes))).toBe(md5(source));
     expect(delivered).toEqual({
@@ -65,14 +73,14 @@ describe("a Worker's filters", () => {
     const filter = { name: 'gzip', transform: workerFilters.gzip! };
     const signal = new AbortController().signal;
     const changed = { target: 'a', size: source.length + 1, filter };
-    await expect(sendSpooled(memorySpool(1024 * 1024), changed, chunksOf(source), signal, send)).rejects.toThrow(
-      `Source changed size: ${source.length} bytes read, ${source.length + 1} registered`,
-    );
+    await expect(
+      sendSpooled(memorySpool(1024 * 1024), changed, chunksOf(source), signal, send, portableHashing),
+    ).rejects.toThrow(`Source changed size: ${source.length} bytes read, ${source.length + 1} registered`);
     const random = randomBytes(200_000);
     const big = { target: 'b', size: random.length, filter };
-    await expect(sendSpooled(memorySpool(100_000), big, chunksOf(random), signal, send)).rejects.toThrow(
-      'Filtered file over 100000 bytes: too large to keep in memory on this DataMover',
-    );
+    await expect(
+      sendSpooled(memorySpool(100_000), big, chunksOf(random), signal, send, portableHashing),
+    ).rejects.toThrow('Filtered file over 100000 bytes: too large to keep in memory on this DataMover');
     expect(sends).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { portableHashing } from '../../core/common/hashing.ts';
 import { summing } from '../../core/retrieval/digests.ts';
 import { parallelSumming } from '../../functions/node/parallel-sums.ts';
 import { bytesOf } from '../support/transfer.ts';
@@ -48,7 +49,7 @@ describe('sums on worker threads', () => {
       }),
     );
     for (const [i, bytes] of files.entries()) {
-      const inThread = summing(chunked(bytes, [MiB]));
+      const inThread = summing(chunked(bytes, [MiB]), portableHashing);
       await bytesOf(inThread.stream);
       expect(all[i]).toEqual(await inThread.sums());
     }
@@ -110,7 +111,7 @@ describe('sums on worker threads', () => {
 describe('sums in the thread that moves the bytes', () => {
   it('hashes each chunk once the next is asked for, so its reader can write it meanwhile', async () => {
     const bytes = randomBytes(3 * MiB + 5);
-    const summed = summing(chunked(bytes, [MiB]));
+    const summed = summing(chunked(bytes, [MiB]), portableHashing);
     const parts: Buffer[] = [];
     for await (const chunk of summed.stream) parts.push(Buffer.from(chunk));
     expect(Buffer.concat(parts).equals(bytes)).toBe(true);
@@ -119,7 +120,7 @@ describe('sums in the thread that moves the bytes', () => {
 
   it('refuses the sums of a stream not read to its end, whose last chunk is not hashed', async () => {
     const bytes = randomBytes(2 * MiB);
-    const summed = summing(chunked(bytes, [MiB]));
+    const summed = summing(chunked(bytes, [MiB]), portableHashing);
     const reading = summed.stream[Symbol.asyncIterator]();
     await reading.next();
     await reading.next();

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import zlib from 'node:zlib';
+import { crc32 } from '../../../core/common/crc32.ts';
 import { constantTimeEqualText } from '../../../core/common/crypto.ts';
-import { concatBytes } from '../../../core/common/encoding.ts';
+import { bytesToBase64, concatBytes } from '../../../core/common/encoding.ts';
 import { chunkSignature, type SignedRequest } from '../../../core/portal/s3-signature.ts';
 import { S3Failure } from './errors.ts';
 
@@ -80,8 +80,8 @@ function trailerChecksum(trailer: string | null) {
     let crc = 0;
     return {
       name,
-      update: (chunk: Uint8Array) => void (crc = zlib.crc32(chunk, crc)),
-      digest: () => Buffer.from([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255]).toString('base64'),
+      update: (chunk: Uint8Array) => void (crc = crc32(chunk, crc)),
+      digest: () => bytesToBase64(new Uint8Array([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255])),
     };
   }
   const algorithm = name === 'x-amz-checksum-sha256' ? 'sha256' : name === 'x-amz-checksum-sha1' ? 'sha1' : null;
