@@ -173,6 +173,9 @@ export const fetchEnvSchema = edgeEnvSchema.extend({
   /** `transaction`: DATABASE_URL is a transaction pooler (PgBouncer, RDS Proxy): a client per request. */
   ECPDS_DATABASE_POOLER: z.preprocess(unsetIfEmpty, z.enum(['session', 'transaction']).default('session')),
   ECPDS_DATABASE_MAX: integer('ECPDS_DATABASE_MAX', 10, 1, 1000),
+  /** `neon`: Postgres over a WebSocket, for runtimes without TCP; ECPDS_NEON_WS_PROXY names a proxy of one's own. */
+  ECPDS_DATABASE_DRIVER: z.preprocess(unsetIfEmpty, z.enum(['postgres', 'neon']).default('postgres')),
+  ECPDS_NEON_WS_PROXY: text(),
   ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
   ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
   /** Seconds between the edge mover's rounds where a timer drives it (Bun, Deno without Deno.cron); 0: none. */

@@ -77,12 +77,25 @@ async function openDatabase(config: FetchEnvConfig, dataDir: string) {
     return { access, kept: null };
   }
   let kept: DbHandle;
-  if (url !== null) kept = openPostgres(url, { max: config.ECPDS_DATABASE_MAX });
+  if (url !== null && config.ECPDS_DATABASE_DRIVER === 'neon') kept = await openNeonFor(url, config);
+  else if (url !== null) kept = openPostgres(url, { max: config.ECPDS_DATABASE_MAX });
   else {
     const { openPglite } = await import('../../db/pglite.ts');
     kept = await openPglite(path.join(dataDir, 'pgdata'));
   }
   return { access: { open: () => kept, perCall: false } satisfies DatabaseAccess, kept };
+}
+
+/** Neon's driver, through ECPDS_NEON_WS_PROXY when set (`ws://host:port/path` or `wss://...`). */
+async function openNeonFor(url: string, config: FetchEnvConfig): Promise<DbHandle> {
+  const { openNeon } = await import('../../db/neon.ts');
+  const proxy = config.ECPDS_NEON_WS_PROXY;
+  const secure = proxy === null || !proxy.startsWith('ws://');
+  return openNeon(url, {
+    max: config.ECPDS_DATABASE_MAX,
+    ...(proxy !== null && { wsProxy: proxy.replace(/^wss?:\/\//, ''), secure }),
+    ...(typeof WebSocket === 'undefined' && { webSocket: (await import('ws')).WebSocket as never }),
+  });
 }
 
 /**

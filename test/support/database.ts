@@ -40,7 +40,7 @@ export async function freshPostgres(url: string): Promise<DbHandle & { url: stri
   await admin.unsafe(template ? `create database "${name}" template "${template}"` : `create database "${name}"`);
   const target = new URL(url);
   target.pathname = `/${name}`;
-  const handle = openPostgres(target.toString(), { max: 5 });
+  const handle = await openDriver(target.toString());
   if (!template) await migrate(handle);
   return {
     ...handle,
@@ -54,3 +54,18 @@ export async function freshPostgres(url: string): Promise<DbHandle & { url: stri
 }
 
 export const onPostgres = () => Boolean(process.env.TEST_DATABASE_URL);
+
+/**
+ * postgres.js, or with TEST_DATABASE_DRIVER=neon Neon's WebSocket driver through a proxy of the
+ * test process's own, as runtimes without TCP reach Postgres.
+ */
+async function openDriver(url: string): Promise<DbHandle> {
+  if (process.env.TEST_DATABASE_DRIVER !== 'neon') return openPostgres(url, { max: 5 });
+  const [{ openNeon }, { neonProxy }, { WebSocket }] = await Promise.all([
+    import('../../db/neon.ts'),
+    import('./neon-proxy.ts'),
+    import('ws'),
+  ]);
+  const proxy = (await neonProxy()).replace(/^ws:\/\//, '');
+  return openNeon(url, { max: 5, wsProxy: proxy, secure: false, webSocket: WebSocket as never });
+}
