@@ -7,7 +7,12 @@ export const PLAIN = { 'content-type': 'text/plain; charset=UTF-8' };
 export const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
   new Response(text, { status, headers: { ...PLAIN, ...headers } });
 
-const jsonError = (status: number, message: string) => Response.json({ status: 'error', message }, { status });
+// Written out rather than Response.json, whose content type differs between runtimes (Bun adds a charset).
+const jsonError = (status: number, message: string) =>
+  new Response(JSON.stringify({ status: 'error', message }), {
+    status,
+    headers: { 'content-type': 'application/json' },
+  });
 
 /** The one place where a failure becomes its wire form (wire-decisions §1). */
 export function errorResponse(error: unknown, requestId: string, logger: Logger): Response {
