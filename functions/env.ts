@@ -235,7 +235,7 @@ export const nodeEnvSchema = sharedEnvSchema.extend({
   ECPDS_PORTAL_S3_MAX_PART_MIB: integer('ECPDS_PORTAL_S3_MAX_PART_MIB', 5120, 1, 5120),
   ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS: integer('ECPDS_PORTAL_S3_MAX_OPEN_UPLOADS', 100, 1, 100_000),
   ECPDS_PORTAL_S3_UPLOAD_HOURS: integer('ECPDS_PORTAL_S3_UPLOAD_HOURS', 24, 1, 24 * 365),
-  // What a connection not yet in may take (see README, "Connections before a login").
+  // What a connection not yet in may take (docs/reference.md, ECPDS_HANDSHAKE_TIMEOUT_MS and the rows after it).
   ECPDS_HANDSHAKE_TIMEOUT_MS: integer('ECPDS_HANDSHAKE_TIMEOUT_MS', 10_000, 100, 600_000),
   ECPDS_HEADERS_TIMEOUT_MS: integer('ECPDS_HEADERS_TIMEOUT_MS', 20_000, 100, 600_000),
   ECPDS_MAX_STARTUPS: integer('ECPDS_MAX_STARTUPS', 256, 1, 1_000_000),

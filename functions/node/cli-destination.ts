@@ -17,7 +17,7 @@ const served = (ctx: CommandContext, body: (bodies: Bodies) => Promise<void>) =>
 const USAGE = 'usage: ecpds-edge destination option <name> [<option> [<value>] | <option> --unset]';
 
 const HELP = `
-WIS2 options (see the README, WIS2 notifications):
+WIS2 options (see docs/consumers.md, WIS2 notifications):
 ${Object.entries(WIS2_OPTIONS)
   .map(([name, expects]) => `  ${name.padEnd(17)} ${expects}`)
   .join('\n')}

@@ -9,7 +9,7 @@ import { ConfigError } from './config.ts';
 export type { CliIo } from './cli-io.ts';
 
 const AFTER_HELP = `
-Configuration comes from the environment (see README): DATABASE_URL, ECPDS_DATA_DIR, ...
+Configuration comes from the environment (see docs/reference.md): DATABASE_URL, ECPDS_DATA_DIR, ...
 Remote commands take the server from --url or ECPDS_URL, and credentials from ECPDS_USERNAME and
 ECPDS_SECRET or --config <file.json>, never from the command line.
 Run \`ecpds-edge <command> --help\` for the options of a command.`;

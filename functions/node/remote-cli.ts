@@ -10,7 +10,7 @@ import { progressReporter, table, when } from './remote-output.ts';
 
 /**
  * Commands for pipelines that talk to a running server through the typed client:
- * put, size, del, summary, metadata get|put. See `ecpds-edge --help` and the README.
+ * put, size, del, summary, metadata get|put. See `ecpds-edge --help` and docs/pipelines.md.
  * cli-remote.ts declares their options; these are the bodies, loaded once a command runs.
  */
 

@@ -71,7 +71,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
   const { ports } = deps;
   const handles = new Map<number, Handle>();
   let nextHandle = 1;
-  /** Directories made by MKDIR that no file is in yet, and when: they last for the session (see README). */
+  /** Directories made by MKDIR that no file is in yet, and when: they last for the session (docs/consumers.md). */
   const madeDirectories = new Map<string, Date>();
 
   const answer = (id: number, work: () => Promise<void>) => {
