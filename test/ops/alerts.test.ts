@@ -224,6 +224,9 @@ describe('alert rules and dashboard against a server whose destinations fail and
       ECPDS_MOVER_POLL_MS: '200',
       ECPDS_MOVER_HEARTBEAT_SECONDS: '1',
       ECPDS_HOST_CHECK_POLL_MS: '200',
+      // The first server is killed, maybe in the middle of a check: its lease (twice this and 10 s) must
+      // lapse within the wait below for the second server to check the host again.
+      ECPDS_HOST_CHECK_TIMEOUT_MS: '2000',
     };
     if (onPostgres()) {
       const database = await freshPostgres(process.env.TEST_DATABASE_URL!);
@@ -316,6 +319,7 @@ describe('alert rules and dashboard against a server whose destinations fail and
       const put = await request(url, 'GET', `/v1/datafile/put?${q}`, { authorization: auth });
       expect(put.json, put.text).toMatchObject({ status: 'ok' });
     }
+    let missing: string[] = [];
     scraped = await eventually(
       async () => {
         const r = await request(url, 'GET', '/metrics');
@@ -323,19 +327,26 @@ describe('alert rules and dashboard against a server whose destinations fail and
         const of = (name: string, destination: string) =>
           all.find((s) => s.name === name && s.labels.destination === destination)?.value;
         const lost = all.find((s) => s.name === 'ecpds_mover_heartbeat_age_seconds' && s.labels.mover === 'ops-lost');
-        const ready =
-          (lost?.value ?? 0) > 3 &&
-          all.some((s) => s.name === 'ecpds_host_check_up' && s.labels.destination === 'OPS_FAILING') &&
-          all.some((s) => s.name === 'ecpds_mail_outbox_oldest_seconds' && s.value >= 1) &&
-          (of('ecpds_destination_failed_last_hour', 'OPS_FAILING') ?? 0) >= 1 &&
-          of('ecpds_destination_waiting_files', 'OPS_HELD') === 1 &&
-          (of('ecpds_destination_oldest_waiting_seconds', 'OPS_HELD') ?? 0) >= 1 &&
-          (of('ecpds_destination_oldest_waiting_seconds', 'OPS_FAILING') ?? 0) >= 1;
-        return ready ? r.text : undefined;
+        const conditions: [string, boolean][] = [
+          ['the lost mover', (lost?.value ?? 0) > 3],
+          [
+            'a check of OPS_FAILING',
+            all.some((s) => s.name === 'ecpds_host_check_up' && s.labels.destination === 'OPS_FAILING'),
+          ],
+          ['a mail waiting', all.some((s) => s.name === 'ecpds_mail_outbox_oldest_seconds' && s.value >= 1)],
+          ['a failed attempt of OPS_FAILING', (of('ecpds_destination_failed_last_hour', 'OPS_FAILING') ?? 0) >= 1],
+          ['a file waiting on OPS_HELD', of('ecpds_destination_waiting_files', 'OPS_HELD') === 1],
+          ['its age', (of('ecpds_destination_oldest_waiting_seconds', 'OPS_HELD') ?? 0) >= 1],
+          ["OPS_FAILING's age", (of('ecpds_destination_oldest_waiting_seconds', 'OPS_FAILING') ?? 0) >= 1],
+        ];
+        missing = conditions.filter(([, met]) => !met).map(([what]) => what);
+        return missing.length === 0 ? r.text : undefined;
       },
       60_000,
       'a failed attempt and check of OPS_FAILING, a waiting file on OPS_HELD, the lost mover and a mail waiting',
-    );
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; still missing: ${missing.join(', ')}`);
+    });
     const all = samples(scraped);
     const value = (name: string, labels: Record<string, string> = {}) =>
       all.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
