@@ -14,6 +14,7 @@ import { logServerErrors } from '../node/server-errors.ts';
 import type { UploadMover, UploadStore } from '../portal/upload.ts';
 import { runtimeCiphers } from '../ssh-ciphers.ts';
 import { type HostKey, sshFingerprint } from './host-key.ts';
+import { madeDirectoriesByUser } from './made-directories.ts';
 import { SFTP, serveSubsystem } from './subsystem.ts';
 import { serveSumCommand } from './sum-commands.ts';
 
@@ -93,6 +94,7 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
   };
 
   const algorithms = { cipher: runtimeCiphers(CIPHERS) };
+  const madeDirectories = madeDirectoriesByUser();
   const server = new ssh2.Server(
     { hostKeys: [options.hostKey.privateKey], algorithms, ident: 'ecpds-edge' },
     (client, info) => {
@@ -191,6 +193,8 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
         const session = accept();
         session.on('sftp', (acceptSftp) => {
           const sftp = acceptSftp();
+          // Logged in before any channel opens.
+          const directories = madeDirectories.open((who as LoggedIn).identity.userId);
           const closeAll = serveSubsystem(sftp, {
             ports,
             sources: options.sources,
@@ -198,12 +202,16 @@ export async function startPortalSftp(options: PortalSftpOptions): Promise<Porta
             serverName: options.serverName,
             address,
             identity,
+            madeDirectories: directories.made,
             touch: () => {
               lastActivity = Date.now();
             },
           });
           closers.push(closeAll);
-          sftp.on('close', () => void closeAll());
+          sftp.on('close', () => {
+            directories.release();
+            void closeAll();
+          });
           // The client's end of the channel (its EOF) ends ours, with the exit status 0 sshd sends
           // for a subsystem that ended well: OpenSSH's sftp waits for the close, and scp exits 1
           // without the status. ssh2's SFTP channel has no public call for it.

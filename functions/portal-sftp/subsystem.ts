@@ -38,6 +38,8 @@ export interface SubsystemDeps {
    * PortalLoginRefused once it may no longer.
    */
   identity(): Promise<PortalIdentity>;
+  /** Directories made by MKDIR that no file is in yet, and when: the user's on this server (made-directories.ts). */
+  madeDirectories: Map<string, Date>;
   /** Called on each request answered (not one refused for want of access): the session is not idle. */
   touch(): void;
 }
@@ -71,8 +73,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
   const { ports } = deps;
   const handles = new Map<number, Handle>();
   let nextHandle = 1;
-  /** Directories made by MKDIR that no file is in yet, and when: they last for the session (docs/consumers.md). */
-  const madeDirectories = new Map<string, Date>();
+  const { madeDirectories } = deps;
 
   const answer = (id: number, work: () => Promise<void>) => {
     work().then(deps.touch, (e: unknown) => {
@@ -205,7 +206,7 @@ export function serveSubsystem(sftp: SFTPWrapper, deps: SubsystemDeps) {
       }
       if (place.kind === 'below' && (await fileAt(place, who)) !== null) throw failure('Not a directory');
       if (place.kind === 'below' && !(await isDirectory(place, who))) throw noSuchFile();
-      // Directories made in this session and still empty are listed after the others.
+      // Directories made by the user's channels and still empty are listed after the others.
       const prefix = place.kind === 'root' ? null : place.kind === 'destination' ? '' : `${place.path}/`;
       const extra: FileEntry[] = [];
       if (prefix !== null) {

@@ -1,5 +1,6 @@
 import { VERSION } from '../../core/system/version.ts';
 import { everyFewSeconds, localRound } from '../edge/rounds.ts';
+import { ConfigError } from '../env.ts';
 import { type CallContext, keepRunning } from '../fetch-shell.ts';
 import { loadTls } from '../node/tls.ts';
 import { firstStart, openStandalone } from './standalone.ts';
@@ -27,7 +28,12 @@ export async function serveStandalone(
   listen: Listen,
   schedule?: (round: () => Promise<void>) => boolean,
 ) {
-  const standalone = await openStandalone(env, { migrate: true });
+  // A setting the operator got wrong is said in one line, as the Node command line says it.
+  const standalone = await openStandalone(env, { migrate: true }).catch((e: unknown) => {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`ecpds-edge: ${e.message}\n`);
+    process.exit(1);
+  });
   const { config, shell } = standalone;
   const call = (address?: string): CallContext => ({ waitUntil: keepRunning, address });
   let server: Awaited<ReturnType<Listen>>;

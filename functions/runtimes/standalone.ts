@@ -6,6 +6,7 @@ import { migrate } from '../../db/migrate.ts';
 import { type EdgeSending, fetchMethods } from '../edge/deliveries.ts';
 import { type FetchEnvConfig, fetchEnvSchema, parseEnv } from '../env.ts';
 import { createFetchShell, type DatabaseAccess, type FetchShell, keepRunning } from '../fetch-shell.ts';
+import { acquire } from '../node/lock.ts';
 import { bootstrapAdmin, provisionProperties } from '../node/provision.ts';
 import { loadSecretBox } from '../node/secrets.ts';
 import { parseStoreConfig } from '../store/config.ts';
@@ -79,11 +80,21 @@ async function openDatabase(config: FetchEnvConfig, dataDir: string) {
   let kept: DbHandle;
   if (url !== null && config.ECPDS_DATABASE_DRIVER === 'neon') kept = await openNeonFor(url, config);
   else if (url !== null) kept = openPostgres(url, { max: config.ECPDS_DATABASE_MAX });
-  else {
-    const { openPglite } = await import('../../db/pglite.ts');
-    kept = await openPglite(path.join(dataDir, 'pgdata'));
-  }
+  else kept = await openEmbedded(dataDir);
   return { access: { open: () => kept, perCall: false } satisfies DatabaseAccess, kept };
+}
+
+/** The embedded database, held as the Node server holds it: a second process on it would corrupt it. */
+async function openEmbedded(dataDir: string): Promise<DbHandle> {
+  const release = acquire(dataDir);
+  try {
+    const { openPglite } = await import('../../db/pglite.ts');
+    const handle = await openPglite(path.join(dataDir, 'pgdata'));
+    return { ...handle, close: () => handle.close().finally(release) };
+  } catch (e) {
+    release();
+    throw e;
+  }
 }
 
 /** Neon's driver, through ECPDS_NEON_WS_PROXY when set (`ws://host:port/path` or `wss://...`). */

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../support/engine.ts';
 import { scaled } from '../../support/time.ts';
 import { needs } from '../../support/tools.ts';
 import { bytesOf, folderMakers, md5, tool } from '../support.ts';
-import { rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
+import { call, connect, rcloneSftpEnv, type SftpScene, sftpScene } from './support.ts';
 
 /**
  * Folders are virtual, and `put` implies making them: clients that make each folder before putting
@@ -101,6 +102,35 @@ describe('with put alone', needs('ssh-keygen'), () => {
     const again = await batch(putter.file, 'putter', ['mkdir /DEST/made/full']);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toMatch(/Failure|exists/i);
+  });
+});
+
+describe('a folder made on one connection', needs('ssh-keygen'), () => {
+  it("is the user's on each of its connections while one is open, as rclone's uploads over several expect", async () => {
+    const login = { username: 'putter', privateKey: fs.readFileSync(putter.file, 'utf8') };
+    const [a, b] = await Promise.all([connect(s.sftp.port, login), connect(s.sftp.port, login)]);
+    await call<void>((done) => a.sftp.mkdir('/DEST/shared', done));
+    const seen = await call<{ isDirectory(): boolean }>((done) => b.sftp.stat('/DEST/shared', done));
+    expect(seen.isDirectory()).toBe(true);
+    const listed = await call<{ filename: string }[]>((done) => b.sftp.readdir('/DEST', done));
+    expect(listed.map((e) => e.filename)).toContain('shared');
+    // Made already, on either connection: as on a disk.
+    await expect(call<void>((done) => b.sftp.mkdir('/DEST/shared', done))).rejects.toThrow(/exists/i);
+    a.client.end();
+    const stillSeen = await call<{ isDirectory(): boolean }>((done) => b.sftp.stat('/DEST/shared', done));
+    expect(stillSeen.isDirectory()).toBe(true);
+    await new Promise<void>((closed) => b.client.once('close', () => closed()).end());
+    // Once every connection that could see it is closed (the server hears of it a moment later), an empty
+    // folder is gone.
+    await eventually(async () => {
+      const later = await connect(s.sftp.port, login);
+      const gone = await call((done) => later.sftp.stat('/DEST/shared', done)).then(
+        () => undefined,
+        (e: Error) => (/No such file/.test(e.message) ? true : undefined),
+      );
+      later.client.end();
+      return gone;
+    });
   });
 });
 
