@@ -1,4 +1,3 @@
-import type { Context } from 'hono';
 import type { SecretBox } from '../core/common/crypto.ts';
 import { createDatabaseClock, type DatabaseClock, selfMeasuringClock } from '../core/common/database-clock.ts';
 import { messageOf } from '../core/common/errors.ts';
@@ -8,17 +7,10 @@ import type { Logger, Ports } from '../core/ports.ts';
 import type { ObjectStore } from '../core/store/ports.ts';
 import type { DbHandle } from '../db/client.ts';
 import { readDatabaseClock } from '../db/clock.ts';
-import { ConfigError, type EdgeEnvConfig } from './env.ts';
+import type { EdgeEnvConfig } from './env.ts';
 import { createApp } from './http/app.ts';
+import { clientAddressOf } from './http/middleware.ts';
 import { backgroundWork, createPorts, createProcessState, type ProcessState } from './ports.ts';
-
-/** The edge's settings with the secret key a shell without a data directory must be given. */
-export type EdgeConfig = EdgeEnvConfig & { ECPDS_SECRET_KEY: string };
-
-export function withSecretKey<C extends EdgeEnvConfig>(config: C): C & { ECPDS_SECRET_KEY: string } {
-  if (config.ECPDS_SECRET_KEY === null) throw new ConfigError('the ECPDS_SECRET_KEY secret is not set');
-  return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
-}
 
 export const consoleLogger: Logger = {
   info: (msg, fields = {}) => console.log(JSON.stringify({ level: 'info', msg, ...fields })),
@@ -150,7 +142,7 @@ export function createFetchShell(options: FetchShellOptions): FetchShell {
     portsFor: (c) => (c.env as Bindings).scope.ports(),
     metricsPublic: config.ECPDS_METRICS_PUBLIC,
     basePath: config.ECPDS_BASE_PATH,
-    clientAddress: (c) => clientAddress(c, trustProxy),
+    clientAddress: (c) => clientAddressOf(c, trustProxy, () => (c.env as Bindings).address),
     console: { cookieSecret: secrets.derive('console-cookie') },
     portal: {
       serverName: config.ECPDS_EDGE_MOVER_NAME,
@@ -187,12 +179,6 @@ export function createFetchShell(options: FetchShellOptions): FetchShell {
         return app.fetch(request, bindings, { waitUntil: call.waitUntil, passThroughOnException() {}, props: {} });
       }),
   };
-}
-
-/** Behind a trusted proxy the first X-Forwarded-For hop, else the peer the runtime saw. */
-function clientAddress(c: Context, trustProxy: boolean): string {
-  const forwarded = trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
-  return forwarded || (c.env as Bindings).address || 'unknown';
 }
 
 /** Work handed over by a long-lived process: kept running, its failures logged by the scope that handed it. */

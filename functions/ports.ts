@@ -79,6 +79,9 @@ export interface PortsOptions {
   hashing?: Hashing;
 }
 
+// Found once: shells that build ports per request (Workers) look the runtime's crypto up only once.
+let runtimeDefault: Hashing | null = null;
+
 /** The one place core's ports are put together: the Node shell, the Workers shell and the tests all build them here. */
 export function createPorts(options: PortsOptions): Ports {
   const { db, state, notes, clock, wakeMovers, mailer, store, sourceHosts, hashing, ...given } = options;
@@ -87,7 +90,7 @@ export function createPorts(options: PortsOptions): Ports {
     ...given,
     repos: createRepositories(db),
     clock: clock ?? (() => new Date()),
-    hashing: hashing ?? runtimeHashing(),
+    hashing: hashing ?? (runtimeDefault ??= runtimeHashing()),
     wakeMovers: wakeMovers ?? (() => {}),
     mailer: mailer ?? null,
     store: store ?? null,

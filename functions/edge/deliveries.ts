@@ -6,7 +6,7 @@ import { edgeCanReach } from '../../core/dissemination/reach.ts';
 import type { SourceReader } from '../../core/dissemination/send.ts';
 import { memorySpool } from '../../core/dissemination/spooled-filter.ts';
 import type { Ports } from '../../core/ports.ts';
-import type { EdgeEnvConfig as EdgeConfig } from '../env.ts';
+import type { EdgeEnvConfig } from '../env.ts';
 import { azureMethod } from '../transfer-methods/azure.ts';
 import { httpMethod } from '../transfer-methods/http.ts';
 import { portalMethod } from '../transfer-methods/portal.ts';
@@ -53,7 +53,7 @@ const DISPATCH_LIMIT = 500;
 /** A queue takes at most 100 messages per sendBatch. */
 const BATCH = 100;
 
-const reachesFor = (config: EdgeConfig) => (host: DisseminationHost) =>
+const reachesFor = (config: EdgeEnvConfig) => (host: DisseminationHost) =>
   edgeCanReach(host, { allowPrivate: config.ECPDS_EDGE_ALLOW_PRIVATE });
 
 /**
@@ -61,7 +61,7 @@ const reachesFor = (config: EdgeConfig) => (host: DisseminationHost) =>
  * cut off mid-send, a Node mover gone) go back to the queue, and the due destinations the edge can
  * reach are sent to the delivery queue. Answers the destinations queued.
  */
-export async function dispatchDue(ports: Ports, config: EdgeConfig, queue: DeliveryQueue): Promise<string[]> {
+export async function dispatchDue(ports: Ports, config: EdgeEnvConfig, queue: DeliveryQueue): Promise<string[]> {
   await reclaimLapsedAttempts(ports);
   await settleStaleDestinations(ports);
   const names = await reachableDue(ports, reachesFor(config), DISPATCH_LIMIT);
@@ -86,7 +86,7 @@ export interface DeliveryBatch {
 export async function consumeDeliveries(
   batch: DeliveryBatch,
   sending: EdgeSending,
-  config: EdgeConfig,
+  config: EdgeEnvConfig,
   ports: Ports,
 ): Promise<Map<string, DeliverDueResult>> {
   const names = [...new Set(batch.messages.map((m) => destinationOf(m.body)).filter((n) => n !== null))];

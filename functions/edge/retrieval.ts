@@ -3,7 +3,7 @@ import type { SourceReader } from '../../core/dissemination/send.ts';
 import type { Ports } from '../../core/ports.ts';
 import { recordTogether, retrieve } from '../../core/retrieval/retrieve.ts';
 import type { ObjectStore } from '../../core/store/ports.ts';
-import type { EdgeEnvConfig as EdgeConfig } from '../env.ts';
+import type { EdgeEnvConfig } from '../env.ts';
 
 /**
  * A cron invocation of a Worker has 30 s of wall time when the cron runs more often than hourly, and
@@ -29,7 +29,7 @@ export interface RetrievalRun {
  */
 export async function retrieveDue(
   ports: Ports,
-  config: EdgeConfig,
+  config: EdgeEnvConfig,
   sources: SourceReader,
   store: ObjectStore,
 ): Promise<RetrievalRun> {

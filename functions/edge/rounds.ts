@@ -66,7 +66,7 @@ export function inProcessQueue(): DeliveryQueue & { take(): DeliveryMessage[] } 
 
 /**
  * A round on a runtime without a queue: the scheduled round, then the delivery of what it found, in
- * this process. What a runtime's cron or timer calls (Deno.cron, setInterval on Bun and Node).
+ * this process. What a runtime's cron or timer calls (Deno.cron, a drain loop on Bun).
  */
 export async function localRound(shell: FetchShell, sending: Omit<EdgeSending, 'queue'>, call: CallContext) {
   const queue = inProcessQueue();
@@ -74,28 +74,4 @@ export async function localRound(shell: FetchShell, sending: Omit<EdgeSending, '
   await scheduledRound(shell, withQueue, call);
   const messages = queue.take().map((body) => ({ body }));
   if (messages.length > 0) await deliveryRound(shell, { ...sending, queue: null }, call, { messages, ackAll() {} });
-}
-
-/**
- * Runs `localRound` every `everySeconds`, never two at once: a round that outlasts the period delays
- * the next. Answers a stop that waits for the round under way.
- */
-export function everyFewSeconds(everySeconds: number, round: () => Promise<void>, shell: FetchShell) {
-  let running: Promise<void> | null = null;
-  const tick = () => {
-    if (running) return;
-    running = round()
-      .catch((e: unknown) => shell.logger.error('edge round failed', { reason: messageOf(e) }))
-      .finally(() => {
-        running = null;
-      });
-  };
-  const timer = setInterval(tick, everySeconds * 1000);
-  tick();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }

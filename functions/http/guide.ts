@@ -1,8 +1,6 @@
 import type { Hono } from 'hono';
-import { micromark } from 'micromark';
-import { gfmTable, gfmTableHtml } from 'micromark-extension-gfm-table';
 import { bytesToBase64, utf8 } from '../../core/common/encoding.ts';
-import { escapeHtml } from '../../core/metadata/markdown.ts';
+import { escapeHtml, renderMarkdown } from '../../core/metadata/markdown.ts';
 import { PRODUCT } from '../../core/system/version.ts';
 import type { Env } from './app.ts';
 import { plain } from './errors.ts';
@@ -29,7 +27,6 @@ th, td { border: 1px solid #d8dce3; padding: 4px 8px; vertical-align: top; text-
 dt { font-weight: 600; margin-top: 10px; }
 `;
 
-const NO_HTML = { disable: { null: ['htmlFlow', 'htmlText'] } };
 const PAGES = new Map(GUIDE_PAGES.map((p) => [p.name, p]));
 
 /** The text of a heading as GitHub makes its anchor: lower case, punctuation left out, spaces as `-`. */
@@ -60,12 +57,7 @@ export function renderGuide(markdown: string, toPage: string): string {
     .replace(/<!--[\s\S]*?-->\n?/g, '')
     // Screenshots are files of the repository, not served: their description stays.
     .replace(/!\[([^\]]*)\]\([^)]*\)/g, '_Screenshot: $1_');
-  const html = micromark(source, {
-    allowDangerousHtml: false,
-    allowDangerousProtocol: false,
-    extensions: [gfmTable(), NO_HTML],
-    htmlExtensions: [gfmTableHtml()],
-  });
+  const html = renderMarkdown(source);
   const seen = new Map<string, number>();
   return html
     .replace(/<h([1-6])>([\s\S]*?)<\/h\1>/g, (_, level: string, inner: string) => {

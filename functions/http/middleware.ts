@@ -77,6 +77,15 @@ export const secureOnly =
     c.res = plain(403, NOT_SECURE);
   };
 
+/**
+ * The caller's address: behind a trusted proxy the first X-Forwarded-For hop, else the peer the
+ * shell's server saw (`peer`), else `unknown`.
+ */
+export function clientAddressOf(c: Context, trustProxy: boolean, peer: () => string | undefined): string {
+  const forwarded = trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
+  return forwarded || peer() || 'unknown';
+}
+
 /** Whether the request came over HTTPS (behind a trusted proxy: as the proxy says). */
 export const isSecure = (c: Context, trustProxy: boolean) =>
   trustProxy

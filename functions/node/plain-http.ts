@@ -6,7 +6,7 @@ import { NOT_SECURE } from '../http/middleware.ts';
 import type { ConnectionTimeouts } from './config.ts';
 
 // A TLS connection opens with a handshake record (content type 22), plain HTTP with the letters of its method.
-const TLS_HANDSHAKE = 0x16;
+export const TLS_HANDSHAKE = 0x16;
 // How long a refused connection may stay idle once its request is read (the refusal closes it anyway).
 const IDLE_MS = 60_000;
 

@@ -16,6 +16,7 @@ import {
 } from '../../core/system/demo.ts';
 import { VERSION } from '../../core/system/version.ts';
 import { createApp } from '../http/app.ts';
+import { clientAddressOf } from '../http/middleware.ts';
 import { startCommandServer } from './command-server.ts';
 import { ConfigError, type NodeConfig } from './config.ts';
 import { listenerUrl, listenHttp } from './listener.ts';
@@ -43,7 +44,7 @@ export function nodeApp(config: NodeConfig, ports: Ports, engineStats?: EngineSt
     metricsPublic: config.metricsPublic,
     engineStats: config.mover.enabled ? engineStats : undefined,
     basePath: config.basePath,
-    clientAddress: (c) => clientAddress(c, config.trustProxy),
+    clientAddress: (c) => clientAddressOf(c, config.trustProxy, () => peerOf(c)),
     console: { cookieSecret: ports.secrets.derive('console-cookie') },
     portal: {
       ...portal,
@@ -104,14 +105,12 @@ async function startS3(config: NodeConfig, app: ReturnType<typeof nodeApp>, tls:
   }
 }
 
-/** The peer address, or behind a trusted proxy the first X-Forwarded-For hop. */
-function clientAddress(c: Context, trustProxy: boolean): string {
-  const forwarded = trustProxy ? c.req.header('x-forwarded-for')?.split(',')[0]?.trim() : undefined;
-  if (forwarded) return forwarded;
+/** The peer address Node's server saw, when the request came through it. */
+function peerOf(c: Context): string | undefined {
   try {
-    return getConnInfo(c).remote.address ?? 'unknown';
+    return getConnInfo(c).remote.address;
   } catch {
-    return 'unknown';
+    return undefined;
   }
 }
 

@@ -1,5 +1,7 @@
+import { drainLoop } from '../../core/common/drain-loop.ts';
+import { messageOf } from '../../core/common/errors.ts';
 import { VERSION } from '../../core/system/version.ts';
-import { everyFewSeconds, localRound } from '../edge/rounds.ts';
+import { localRound } from '../edge/rounds.ts';
 import { ConfigError } from '../env.ts';
 import { type CallContext, keepRunning } from '../fetch-shell.ts';
 import { loadTls } from '../node/tls.ts';
@@ -65,9 +67,20 @@ export async function serveStandalone(
 
   const round = () => localRound(shell, standalone.sending, call());
   const scheduled = schedule?.(round) ?? false;
+  // A round every ECPDS_EDGE_EVERY_SECONDS, never two at once: one that outlasts the period delays the next.
+  const everyMs = config.ECPDS_EDGE_EVERY_SECONDS * 1000;
   const timer =
-    !scheduled && config.ECPDS_EDGE_EVERY_SECONDS > 0
-      ? everyFewSeconds(config.ECPDS_EDGE_EVERY_SECONDS, round, shell)
+    !scheduled && everyMs > 0
+      ? drainLoop({
+          drain: async () => {
+            await round();
+            return 'idle';
+          },
+          onDrainError: (e) => shell.logger.error('edge round failed', { reason: messageOf(e) }),
+          pollMs: everyMs,
+          firstRetryMs: everyMs,
+          maxRetryMs: everyMs,
+        })
       : null;
 
   let stopping = false;

@@ -1,8 +1,7 @@
 import net from 'node:net';
 import { NOT_SECURE } from '../http/middleware.ts';
+import { TLS_HANDSHAKE } from '../node/plain-http.ts';
 
-// A TLS connection opens with a handshake record (content type 22), plain HTTP with the letters of its method.
-const TLS_HANDSHAKE = 0x16;
 const REFUSAL =
   'HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain; charset=UTF-8\r\nx-content-type-options: nosniff\r\n' +
   `content-length: ${new TextEncoder().encode(NOT_SECURE).length}\r\nconnection: close\r\n\r\n${NOT_SECURE}`;

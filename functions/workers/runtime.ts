@@ -6,7 +6,7 @@ import type { ObjectStore } from '../../core/store/ports.ts';
 import { openPostgres } from '../../db/client.ts';
 import type { DeliveryQueue } from '../edge/deliveries.ts';
 import { ConfigError, parseEnv, type WorkerEnvConfig, workerEnvSchema } from '../env.ts';
-import { type CallContext, type CallScope, createFetchShell, type FetchShell, withSecretKey } from '../fetch-shell.ts';
+import { type CallContext, type CallScope, createFetchShell, type FetchShell } from '../fetch-shell.ts';
 import { r2SourceProber, r2SourceReader, sourceBucketsOf } from './r2-sources.ts';
 import { r2ObjectStore, storeBucketOf } from './r2-store.ts';
 
@@ -56,7 +56,9 @@ export type Isolate = FetchShell & { config: WorkerConfig };
 export type WorkerConfig = WorkerEnvConfig & { ECPDS_SECRET_KEY: string };
 
 export function workerConfig(env: WorkerEnv): WorkerConfig {
-  return withSecretKey(parseEnv(workerEnvSchema, env as unknown as Record<string, unknown>));
+  const config = parseEnv(workerEnvSchema, env as unknown as Record<string, unknown>);
+  if (config.ECPDS_SECRET_KEY === null) throw new ConfigError('the ECPDS_SECRET_KEY secret is not set');
+  return { ...config, ECPDS_SECRET_KEY: config.ECPDS_SECRET_KEY };
 }
 
 /**
