@@ -134,8 +134,27 @@ export const sharedEnvSchema = z.object({
   ECPDS_PURGE_BATCH: integer('ECPDS_PURGE_BATCH', 1000, 1, 100_000),
 });
 
+/** What a long-lived server reads, on Node as on Bun and Deno: where it listens, its database and data. */
+const serverShape = {
+  HOST: text().transform((v) => v ?? '127.0.0.1'),
+  PORT: integer('PORT', 8443, 0, 65535),
+  ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
+  DATABASE_URL: text(),
+  TLS_CERT_FILE: text(),
+  TLS_KEY_FILE: text(),
+  ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
+  ECPDS_PROPERTIES: text(),
+};
+
+/** A certificate without its key, or a key without its certificate, is a mistake, not a self-signed start. */
+export function assertTlsPair(env: { TLS_CERT_FILE: string | null; TLS_KEY_FILE: string | null }) {
+  if ((env.TLS_CERT_FILE === null) !== (env.TLS_KEY_FILE === null)) {
+    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
+  }
+}
+
 /**
- * The Workers shell's: the shared variables plus how its queue consumer delivers. A Worker
+ * The edge mover's, wherever it runs: the shared variables plus how it delivers. A Worker
  * invocation keeps at most six connections open at once, and each send holds two (the source and
  * the destination) besides the database's: two sends at a time by default.
  */
@@ -149,6 +168,7 @@ export const edgeEnvSchema = sharedEnvSchema.extend({
   ECPDS_EDGE_BUDGET_SECONDS: integer('ECPDS_EDGE_BUDGET_SECONDS', 300, 1, 840),
 });
 
+/** The Workers shell's: the edge's variables plus its R2 bindings. */
 export const workerEnvSchema = edgeEnvSchema.extend({
   /** The R2 bucket bindings that `r2://<binding>/<key>` sources may name (none by default). */
   ECPDS_SOURCE_BUCKETS: bindingNames('ECPDS_SOURCE_BUCKETS'),
@@ -164,34 +184,20 @@ export const workerEnvSchema = edgeEnvSchema.extend({
  * functions/store/config.ts from the same environment.
  */
 export const fetchEnvSchema = edgeEnvSchema.extend({
-  HOST: text().transform((v) => v ?? '127.0.0.1'),
-  PORT: integer('PORT', 8443, 0, 65535),
-  TLS_CERT_FILE: text(),
-  TLS_KEY_FILE: text(),
-  ECPDS_PROPERTIES: text(),
-  DATABASE_URL: text(),
+  ...serverShape,
   /** `transaction`: DATABASE_URL is a transaction pooler (PgBouncer, RDS Proxy): a client per request. */
   ECPDS_DATABASE_POOLER: z.preprocess(unsetIfEmpty, z.enum(['session', 'transaction']).default('session')),
   ECPDS_DATABASE_MAX: integer('ECPDS_DATABASE_MAX', 10, 1, 1000),
   /** `neon`: Postgres over a WebSocket, for runtimes without TCP; ECPDS_NEON_WS_PROXY names a proxy of one's own. */
   ECPDS_DATABASE_DRIVER: z.preprocess(unsetIfEmpty, z.enum(['postgres', 'neon']).default('postgres')),
   ECPDS_NEON_WS_PROXY: text(),
-  ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
-  ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
   /** Seconds between the edge mover's rounds where a timer drives it (Bun, Deno without Deno.cron); 0: none. */
   ECPDS_EDGE_EVERY_SECONDS: integer('ECPDS_EDGE_EVERY_SECONDS', 60, 0, 86_400),
 });
 
 /** The Node shell's: the shared variables plus the server's, the files' and the embedded database's. */
 export const nodeEnvSchema = sharedEnvSchema.extend({
-  HOST: text().transform((v) => v ?? '127.0.0.1'),
-  PORT: integer('PORT', 8443, 0, 65535),
-  ECPDS_DATA_DIR: text().transform((v) => v ?? './data'),
-  DATABASE_URL: text(),
-  TLS_CERT_FILE: text(),
-  TLS_KEY_FILE: text(),
-  ECPDS_TRUST_PROXY: flag('ECPDS_TRUST_PROXY', false),
-  ECPDS_PROPERTIES: text(),
+  ...serverShape,
   ECPDS_DEMO: flag('ECPDS_DEMO', true),
   ECPDS_SOURCE_ROOTS: list(/[,:]/),
   ECPDS_EVENT_LOG: text(),

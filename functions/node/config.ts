@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { MultipartLimits } from '../../core/portal/multipart-limits.ts';
 import { REGISTRATION_LIMITS, type RegistrationLimits } from '../../core/portal/registration-rules.ts';
 import type { RetentionLimits } from '../../core/retention/purge.ts';
-import { ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
+import { assertTlsPair, ConfigError, nodeEnvSchema, parseEnv } from '../env.ts';
 import { parseStoreConfig, type StoreConfig } from '../store/config.ts';
 
 /** Everything the Node shell reads from its environment (functions/env.ts), parsed once at start. */
@@ -135,9 +135,7 @@ function storeConfigIn(env: NodeJS.ProcessEnv, dataDir: string): StoreConfig {
 
 export function parseConfig(env: NodeJS.ProcessEnv, overrides: { propertiesFile?: string } = {}): NodeConfig {
   const e = parseEnv(nodeEnvSchema, env);
-  if ((e.TLS_CERT_FILE === null) !== (e.TLS_KEY_FILE === null)) {
-    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be given together');
-  }
+  assertTlsPair(e);
   const uploadDir = path.resolve(e.ECPDS_PORTAL_UPLOAD_DIR ?? path.join(e.ECPDS_DATA_DIR, 'portal-uploads'));
   const mail = parseMail(e.ECPDS_SMTP_URL, e.ECPDS_MAIL_FROM);
   const publicUrl = e.ECPDS_PORTAL_URL === null ? null : parsePortalUrl(e.ECPDS_PORTAL_URL);

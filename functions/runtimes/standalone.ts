@@ -4,7 +4,7 @@ import { httpSourceProber, httpSourceReader } from '../../core/data-files/source
 import { type DbHandle, openPostgres } from '../../db/client.ts';
 import { migrate } from '../../db/migrate.ts';
 import { type EdgeSending, fetchMethods } from '../edge/deliveries.ts';
-import { type FetchEnvConfig, fetchEnvSchema, parseEnv } from '../env.ts';
+import { assertTlsPair, type FetchEnvConfig, fetchEnvSchema, parseEnv } from '../env.ts';
 import { createFetchShell, type DatabaseAccess, type FetchShell, keepRunning } from '../fetch-shell.ts';
 import { acquire } from '../node/lock.ts';
 import { bootstrapAdmin, provisionProperties } from '../node/provision.ts';
@@ -36,6 +36,7 @@ export async function openStandalone(
   options: { migrate: boolean },
 ): Promise<Standalone> {
   const config = parseEnv(fetchEnvSchema, env);
+  assertTlsPair(config);
   const dataDir = path.resolve(config.ECPDS_DATA_DIR);
   const secrets = loadSecretBox({ secretKey: config.ECPDS_SECRET_KEY, databaseUrl: config.DATABASE_URL, dataDir });
   const handle = await openDatabase(config, dataDir);
